@@ -1,0 +1,44 @@
+"""oms_rdf: Open Memory Specification grains as a bi-temporal RDF knowledge graph.
+
+>>> import oms_rdf as oms
+>>> g = oms.Belief("user", "prefers", "dark mode", 0.9, created_at=1768471200000)
+>>> oms.decode(g.blob)["object"]
+'dark mode'
+"""
+
+from __future__ import annotations
+
+from .codec import content_address, decode, encode, verify
+from .errors import (
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    IntegrityError,
+    NotFoundError,
+    OmsError,
+    PolicyError,
+    SchemaError,
+    StoreError,
+)
+from .grain import Belief, Grain
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Belief",
+    "DecodeError",
+    "EncodeError",
+    "ErrorCode",
+    "Grain",
+    "IntegrityError",
+    "NotFoundError",
+    "OmsError",
+    "PolicyError",
+    "SchemaError",
+    "StoreError",
+    "__version__",
+    "content_address",
+    "decode",
+    "encode",
+    "verify",
+]

@@ -1,0 +1,147 @@
+"""Errors raised by oms_rdf: one root, one spec code per failure.
+
+Every failure raised by this package is an :class:`OmsError`. Its ``code`` names
+the rule that failed (the OMS spec's error codes, §19, plus three of ours for the
+store) and ``path`` says where in the grain, in ``$.field[0].key`` form::
+
+    OmsError                     .code, .path
+    ├── DecodeError (ValueError)  the bytes are not a well-formed grain blob
+    ├── EncodeError (ValueError)  a value cannot be written canonically
+    ├── SchemaError (ValueError)  a grain breaks a field rule of its type
+    ├── IntegrityError            a content address does not match or is malformed
+    ├── PolicyError               a protection policy refuses the operation
+    ├── NotFoundError (KeyError)  no grain with that address in the store
+    └── StoreError                the storage backend failed
+
+>>> try:
+...     raise DecodeError("blob has 3 bytes, need at least 10", code=ErrorCode.TOO_SHORT)
+... except OmsError as exc:
+...     print(exc.code, "|", exc)
+ERR_TOO_SHORT | ERR_TOO_SHORT: blob has 3 bytes, need at least 10
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+__all__ = [
+    "DecodeError",
+    "EncodeError",
+    "ErrorCode",
+    "IntegrityError",
+    "NotFoundError",
+    "OmsError",
+    "PolicyError",
+    "SchemaError",
+    "StoreError",
+]
+
+
+class ErrorCode(StrEnum):
+    """The error codes of the OMS specification (§19), plus the store's own."""
+
+    TOO_SHORT = "ERR_TOO_SHORT"
+    VERSION = "ERR_VERSION"
+    CORRUPT = "ERR_CORRUPT"
+    NOT_MAP = "ERR_NOT_MAP"
+    NO_TYPE = "ERR_NO_TYPE"
+    UNKNOWN_TYPE = "ERR_UNKNOWN_TYPE"
+    SCHEMA = "ERR_SCHEMA"
+    INTEGRITY = "ERR_INTEGRITY"
+    HASH_FORMAT = "ERR_HASH_FORMAT"
+    HASH_LENGTH = "ERR_HASH_LENGTH"
+    RANGE = "ERR_RANGE"
+    EMPTY = "ERR_EMPTY"
+    FLOAT_INVALID = "ERR_FLOAT_INVALID"
+    SIGNED_MISMATCH = "ERR_SIGNED_MISMATCH"
+    SENSITIVITY_MISMATCH = "ERR_SENSITIVITY_MISMATCH"
+    INVALIDATION_DENIED = "ERR_INVALIDATION_DENIED"
+    EVIDENCE_REQUIRED = "ERR_EVIDENCE_REQUIRED"
+    # Not in the OMS spec: failures of this store rather than of a grain.
+    NOT_FOUND = "ERR_NOT_FOUND"
+    CONFLICT = "ERR_CONFLICT"
+    STORE = "ERR_STORE"
+
+
+SPEC_CODES: frozenset[ErrorCode] = frozenset(
+    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.STORE)
+)
+
+
+class OmsError(Exception):
+    """Root of every error raised by oms_rdf.
+
+    Attributes:
+        code: the spec error code of the rule that failed.
+        path: where in the grain, e.g. ``$.provenance_chain[2].weight``, or None.
+    """
+
+    default_code: ClassVar[ErrorCode] = ErrorCode.CORRUPT
+
+    def __init__(
+        self, msg: str, *, code: ErrorCode | None = None, path: str | None = None
+    ) -> None:
+        self.code: ErrorCode = code if code is not None else self.default_code
+        self.path: str | None = path
+        self.message = msg
+        text = f"{self.code}: {msg}"
+        if path is not None:
+            text += f" (at {path})"
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only constructor arguments need help to survive pickling.
+        return (_rebuild, (type(self), self.message, self.code, self.path))
+
+
+def _rebuild(
+    cls: type[OmsError], msg: str, code: ErrorCode, path: str | None
+) -> OmsError:
+    return cls(msg, code=code, path=path)
+
+
+class DecodeError(OmsError, ValueError):
+    """The bytes are not a well-formed canonical grain blob."""
+
+    default_code = ErrorCode.CORRUPT
+
+
+class EncodeError(OmsError, ValueError):
+    """A value cannot be written as canonical MessagePack."""
+
+    default_code = ErrorCode.SCHEMA
+
+
+class SchemaError(OmsError, ValueError):
+    """A grain breaks a rule of its type: a field missing, empty, mistyped or out of range."""
+
+    default_code = ErrorCode.SCHEMA
+
+
+class IntegrityError(OmsError):
+    """A content address is malformed or does not match the blob."""
+
+    default_code = ErrorCode.INTEGRITY
+
+
+class PolicyError(OmsError):
+    """A protection policy (``invalidation_policy``) or revision rule refuses the operation."""
+
+    default_code = ErrorCode.INVALIDATION_DENIED
+
+
+class NotFoundError(OmsError, KeyError):
+    """No grain with that address is in the store."""
+
+    default_code = ErrorCode.NOT_FOUND
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; keep the one-line form of OmsError.
+        return Exception.__str__(self)
+
+
+class StoreError(OmsError):
+    """The storage backend failed (I/O, lock, malformed SPARQL)."""
+
+    default_code = ErrorCode.STORE

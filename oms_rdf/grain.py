@@ -1,0 +1,213 @@
+"""Grain: an immutable, verified OMS grain, and the Belief(...) constructor.
+
+A :class:`Grain` is its canonical blob. The address, the header and the decoded
+fields are derived from the blob once, when the grain is made, and never change.
+
+>>> g = Belief("alice", "works_at", "Acme", 0.9, created_at=1737000000000)
+>>> g.type, g.fields["object"], len(g.address)
+('belief', 'Acme', 64)
+>>> Grain.from_blob(g.blob) == g
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, final
+
+from .codec import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
+
+__all__ = ["Belief", "Grain", "now_ms"]
+
+
+def now_ms() -> int:
+    """Return the wall-clock time in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@final
+class Grain:
+    """An immutable grain: canonical blob, content address and decoded fields.
+
+    Make one with :meth:`from_dict`, :meth:`from_blob` or :func:`Belief`. Two grains
+    are equal when their addresses are.
+    """
+
+    __slots__ = ("_fields", "_header", "address", "blob")
+
+    address: str
+    blob: bytes
+    _fields: Mapping[str, Any]
+    _header: Header
+
+    def __init__(self, blob: bytes, fields: dict[str, Any], address: str) -> None:
+        """Wrap an already validated blob; use the ``from_*`` constructors instead."""
+        object.__setattr__(self, "blob", blob)
+        object.__setattr__(self, "address", address)
+        object.__setattr__(self, "_fields", MappingProxyType(fields))
+        object.__setattr__(self, "_header", read_header(blob))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Grain is immutable; cannot set {name!r}")
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, Any], /, *, type_byte: int | None = None) -> Grain:
+        """Encode ``fields`` (full names) into a grain.
+
+        Raises:
+            EncodeError, SchemaError: as :func:`oms_rdf.encode`.
+        """
+        blob, canonical = encode_fields(fields, type_byte=type_byte)
+        return cls(blob, canonical, hashlib.sha256(blob).hexdigest())
+
+    @classmethod
+    def from_blob(cls, blob: bytes, /, *, address: str | None = None) -> Grain:
+        """Decode and validate a blob; with ``address``, verify it first.
+
+        The blob is kept byte for byte, header included, so the address never
+        changes even when the header carries hints this reader does not derive.
+
+        Raises:
+            DecodeError, SchemaError: as :func:`oms_rdf.decode`.
+            IntegrityError: ERR_INTEGRITY when ``address`` does not match.
+        """
+        blob = bytes(blob)
+        if address is not None:
+            verify(blob, address)
+        fields = decode(blob)
+        return cls(blob, fields, address or hashlib.sha256(blob).hexdigest())
+
+    @property
+    def fields(self) -> Mapping[str, Any]:
+        """The decoded fields by full name (read-only)."""
+        return self._fields
+
+    @property
+    def type(self) -> str:
+        """The type string exactly as written in the blob, e.g. ``"belief"``."""
+        value: str = self._fields["type"]
+        return value
+
+    @property
+    def type_byte(self) -> int:
+        """The header type byte."""
+        return self._header.type_byte
+
+    @property
+    def header(self) -> Header:
+        """The unpacked 9-byte header."""
+        return self._header
+
+    @property
+    def namespace(self) -> str:
+        """The namespace, or the default ``"shared"`` when the grain names none."""
+        value: str = self._fields.get("namespace", DEFAULT_NAMESPACE)
+        return value
+
+    @property
+    def created_at(self) -> int:
+        """Creation time in epoch milliseconds."""
+        value: int = self._fields["created_at"]
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Return a field by full name, or ``default``."""
+        return self._fields.get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._fields[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a fresh, mutable copy of the fields by full name."""
+        result: dict[str, Any] = _thaw(dict(self._fields))
+        return result
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Grain) and other.address == self.address
+
+    def __hash__(self) -> int:
+        return hash(self.address)
+
+    def __repr__(self) -> str:
+        return f"<Grain {self.type} {self.address[:12]}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Grain.from_blob, (self.blob,))
+
+
+def Belief(  # noqa: N802 - a constructor function, named like the grain type
+    subject: str,
+    relation: str,
+    object: Any,  # noqa: A002 - the spec's field name
+    confidence: float,
+    *,
+    created_at: int | datetime | None = None,
+    source_type: str | None = None,
+    namespace: str | None = None,
+    valid_from: int | datetime | None = None,
+    valid_to: int | datetime | None = None,
+    system_valid_from: int | datetime | None = None,
+    author_did: str | None = None,
+    derived_from: Sequence[str] | None = None,
+    provenance_chain: Sequence[Mapping[str, Any]] | None = None,
+    invalidation_policy: Mapping[str, Any] | None = None,
+    importance: float | None = None,
+    context: Mapping[str, Any] | None = None,
+    structural_tags: Sequence[str] | None = None,
+    user_id: str | None = None,
+    temporal_type: str | None = None,
+    supersession_justification: str | None = None,
+    related_to: Sequence[Mapping[str, Any]] | None = None,
+    **extra: Any,
+) -> Grain:
+    """Make a Belief grain (type string ``"belief"``, type byte 0x01).
+
+    Only the fields given are written: spec defaults are never inserted, because
+    they would change the bytes and so the address. ``created_at`` defaults to the
+    current wall-clock time in epoch milliseconds when omitted. Any other field of
+    the spec (or an unknown one) can be passed as a keyword.
+
+    Raises:
+        EncodeError, SchemaError: as :func:`oms_rdf.encode`.
+
+    >>> Belief("user", "prefers", "dark mode", 1, created_at=0).fields["confidence"]
+    1.0
+    """
+    fields: dict[str, Any] = {
+        "type": "belief",
+        "subject": subject,
+        "relation": relation,
+        "object": object,
+        "confidence": confidence,
+        "created_at": now_ms() if created_at is None else created_at,
+        "source_type": source_type,
+        "namespace": namespace,
+        "valid_from": valid_from,
+        "valid_to": valid_to,
+        "system_valid_from": system_valid_from,
+        "author_did": author_did,
+        "derived_from": derived_from,
+        "provenance_chain": provenance_chain,
+        "invalidation_policy": invalidation_policy,
+        "importance": importance,
+        "context": context,
+        "structural_tags": structural_tags,
+        "user_id": user_id,
+        "temporal_type": temporal_type,
+        "supersession_justification": supersession_justification,
+        "related_to": related_to,
+        **extra,
+    }
+    return Grain.from_dict(fields)
