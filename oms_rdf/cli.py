@@ -86,7 +86,9 @@ def dump_json(value: Any) -> str:
 @cli.command("encode")
 @click.argument("source")
 @click.option("--hex", "as_hex", is_flag=True, help="Print the blob as hex instead.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the blob here.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the blob here."
+)
 def encode_cmd(source: str, as_hex: bool, output: str | None) -> None:
     """Encode a JSON grain (full field names) and print its content address.
 

@@ -28,7 +28,14 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from .errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError, SchemaError
+from .errors import (
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    IntegrityError,
+    OmsError,
+    SchemaError,
+)
 from .schema import (
     CORE_TABLE,
     INDEX_FIELDS,
@@ -79,9 +86,14 @@ _UNREADABLE = {
 # Tag prefix -> minimum sensitivity level in header bits 6-7 (spec §13).
 _TAG_LEVELS = {"phi:": 3, "pii:": 2, "sec:": 2, "legal:": 2, "reg:": 1}
 _SCHEMA_CODES = frozenset(
-    {ErrorCode.SCHEMA, ErrorCode.EMPTY, ErrorCode.RANGE, ErrorCode.HASH_FORMAT,
-     ErrorCode.HASH_LENGTH}
-)  # fmt: skip
+    {
+        ErrorCode.SCHEMA,
+        ErrorCode.EMPTY,
+        ErrorCode.RANGE,
+        ErrorCode.HASH_FORMAT,
+        ErrorCode.HASH_LENGTH,
+    }
+)
 
 
 class Header(NamedTuple):
@@ -131,8 +143,9 @@ def content_address(blob: bytes, /) -> str:
     Raises:
         DecodeError: ERR_TOO_SHORT or ERR_VERSION when ``blob`` is no grain blob.
 
-    >>> content_address(bytes.fromhex("010001a4d26968baa080"))[:16]
-    'c6f0b8d8a1cbc5a4'
+    >>> blob = bytes.fromhex("010001a4d26968baa080")
+    >>> content_address(blob) == hashlib.sha256(blob).hexdigest()
+    True
     """
     read_header(blob)
     return hashlib.sha256(blob).hexdigest()
@@ -230,17 +243,27 @@ def encode_fields(
     wire = _compact(fields, table)
     try:
         payload: bytes = msgpack.packb(wire, use_bin_type=True)
-    except (OverflowError, ValueError, TypeError) as exc:  # pragma: no cover - walk checks first
+    except (
+        OverflowError,
+        ValueError,
+        TypeError,
+    ) as exc:  # pragma: no cover - walk checks first
         raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
     return _header(fields, byte) + payload, fields
 
 
-def _encode_type(grain: Mapping[str, Any], type_byte: int | None) -> tuple[GrainType | None, int]:
+def _encode_type(
+    grain: Mapping[str, Any], type_byte: int | None
+) -> tuple[GrainType | None, int]:
     name = grain.get("type")
     if name is None:
-        raise EncodeError("a grain needs a 'type' field", code=ErrorCode.NO_TYPE, path="$.type")
+        raise EncodeError(
+            "a grain needs a 'type' field", code=ErrorCode.NO_TYPE, path="$.type"
+        )
     if not isinstance(name, str):
-        raise SchemaError(f"'type' must be text, found {type(name).__name__}", path="$.type")
+        raise SchemaError(
+            f"'type' must be text, found {type(name).__name__}", path="$.type"
+        )
     gtype = type_for_name(unicodedata.normalize("NFC", name))
     if gtype is not None:
         if type_byte is not None and type_byte != gtype.byte:
@@ -305,7 +328,7 @@ def _header(fields: Mapping[str, Any], type_byte: int) -> bytes:
         flags |= _sensitivity(tags) << 6
     namespace = fields.get("namespace", DEFAULT_NAMESPACE)
     ns = _ns_hash(namespace if isinstance(namespace, str) else DEFAULT_NAMESPACE)
-    seconds = fields["created_at"] // 1000
+    seconds: int = fields["created_at"] // 1000
     return bytes((VERSION, flags, type_byte)) + ns + seconds.to_bytes(4)
 
 
@@ -338,7 +361,9 @@ def decode(blob: bytes, /) -> dict[str, Any]:
     payload = blob[HEADER_SIZE:]
     wire = _unpack(payload)
     gtype = _decode_type(wire, header)
-    fields = _Walk(encoding=False).map(wire, gtype.table if gtype else CORE_TABLE, "$", 1)
+    fields = _Walk(encoding=False).map(
+        wire, gtype.table if gtype else CORE_TABLE, "$", 1
+    )
     required = _sensitivity(fields.get("structural_tags", ()))
     if header.sensitivity < required:
         raise DecodeError(
@@ -363,7 +388,8 @@ def _unpack(payload: bytes) -> dict[str, Any]:
         raise DecodeError(f"payload is not valid MessagePack: {exc}") from exc
     if not isinstance(wire, dict):
         raise DecodeError(
-            f"payload must be a map, found {type(wire).__name__}", code=ErrorCode.NOT_MAP
+            f"payload must be a map, found {type(wire).__name__}",
+            code=ErrorCode.NOT_MAP,
         )
     try:
         canonical = msgpack.packb(wire, use_bin_type=True) == payload
@@ -371,6 +397,11 @@ def _unpack(payload: bytes) -> dict[str, Any]:
         canonical = False  # e.g. an ext type; _diagnose names it
     if not canonical:
         _diagnose(payload, wire)
+    keys = list(wire)
+    if keys != sorted(keys, key=str):
+        # Nested maps are checked by the walk; the top level is checked here so
+        # that key order is reported before the type checks (design §2 order).
+        raise DecodeError(f"payload keys not in canonical order: {keys} (spec §4.1)")
     return wire
 
 
@@ -389,19 +420,27 @@ def _diagnose(payload: bytes, wire: Any) -> None:
             problems.append((f"map keys not in canonical order: {keys}", "order"))
         return dict(pairs)
 
-    msgpack.unpackb(payload, raw=False, strict_map_key=False, object_pairs_hook=pairs_hook)
+    msgpack.unpackb(
+        payload, raw=False, strict_map_key=False, object_pairs_hook=pairs_hook
+    )
     for message, kind in problems:
         if kind == "dup":
             raise DecodeError(message)
     if problems:
-        raise DecodeError(problems[0][0] + " (keys sort by their UTF-8 bytes, spec §4.1)")
+        raise DecodeError(
+            problems[0][0] + " (keys sort by their UTF-8 bytes, spec §4.1)"
+        )
     if _has_nan(wire):
         return  # NaN has many bit patterns; ERR_FLOAT_INVALID is reported later
     try:
         again = msgpack.packb(wire, use_bin_type=True)
     except (TypeError, ValueError) as exc:
-        raise DecodeError(f"payload holds a value outside the OMS data model: {exc}") from exc
-    at = next((i for i, (a, b) in enumerate(zip(payload, again, strict=False)) if a != b), 0)
+        raise DecodeError(
+            f"payload holds a value outside the OMS data model: {exc}"
+        ) from exc
+    at = next(
+        (i for i, (a, b) in enumerate(zip(payload, again, strict=False)) if a != b), 0
+    )
     raise DecodeError(
         "payload is not canonical MessagePack: integers and lengths must take their "
         "smallest form and floats float64 (spec §4.2-4.3); re-encoding differs at "
@@ -427,7 +466,9 @@ def _decode_type(wire: Mapping[str, Any], header: Header) -> GrainType | None:
         )
     name = wire["t"]
     if not isinstance(name, str):
-        raise SchemaError(f"'type' must be text, found {type(name).__name__}", path="$.type")
+        raise SchemaError(
+            f"'type' must be text, found {type(name).__name__}", path="$.type"
+        )
     gtype = type_for_name(name)
     by_byte = type_for_byte(header.type_byte)
     if gtype is not by_byte:
@@ -465,17 +506,23 @@ class _Walk:
         if value.isascii():
             return value
         if value.startswith(BOM):
-            raise self.fail("text starts with a byte-order mark (U+FEFF)", path, ErrorCode.CORRUPT)
+            raise self.fail(
+                "text starts with a byte-order mark (U+FEFF)", path, ErrorCode.CORRUPT
+            )
         if self.encoding:
             try:
                 value.encode()
             except UnicodeEncodeError:
                 raise self.fail(
-                    "text holds a lone surrogate and is not valid Unicode", path, ErrorCode.CORRUPT
+                    "text holds a lone surrogate and is not valid Unicode",
+                    path,
+                    ErrorCode.CORRUPT,
                 ) from None
             return unicodedata.normalize("NFC", value)
         if not unicodedata.is_normalized("NFC", value):
-            raise self.fail("text is not NFC-normalised (spec §4.4)", path, ErrorCode.CORRUPT)
+            raise self.fail(
+                "text is not NFC-normalised (spec §4.4)", path, ErrorCode.CORRUPT
+            )
         return value
 
     def map(
@@ -483,9 +530,12 @@ class _Walk:
     ) -> dict[str, Any]:
         """Return the full-name form of a map, every value checked by its kind."""
         if depth > MAX_DEPTH:
-            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT)
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
         out: dict[str, Any] = {}
         encoding = self.encoding
+        previous = ""
         for key, value in src.items():
             if type(key) is not str:
                 raise self.fail(
@@ -493,11 +543,22 @@ class _Walk:
                     path,
                     ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
                 )
+            if not encoding:
+                if key < previous:
+                    raise self.fail(
+                        f"map keys not in canonical order: {key!r} after {previous!r} "
+                        "(keys sort by their UTF-8 bytes, spec §4.1)",
+                        path,
+                        ErrorCode.CORRUPT,
+                    )
+                previous = key
             if value is None:
                 if encoding:
                     continue  # spec §4.5: null entries are omitted
                 raise self.fail(
-                    "null map value: canonical form omits nulls", f"{path}.{key}", ErrorCode.CORRUPT
+                    "null map value: canonical form omits nulls",
+                    f"{path}.{key}",
+                    ErrorCode.CORRUPT,
                 )
             key = self.text(key, path)
             f: Field | None = None
@@ -524,11 +585,16 @@ class _Walk:
                         name = f.full
             if name in out:
                 raise self.fail(
-                    f"key {name!r} appears twice (after NFC normalisation)", path,
+                    f"key {name!r} appears twice (after NFC normalisation)",
+                    path,
                     ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
                 )
             sub = f"{path}.{name}"
-            out[name] = self.value(value, sub, depth) if f is None else self.kind(f, value, sub, depth)
+            out[name] = (
+                self.value(value, sub, depth)
+                if f is None
+                else self.kind(f, value, sub, depth)
+            )
         if table is not None:
             self.table_rules(out, table, path)
         elif encoding:
@@ -543,7 +609,9 @@ class _Walk:
                 raise self.fail(f"missing required field {name!r}", f"{path}.{name}")
             if out[name] == "":
                 raise self.fail(
-                    f"required field {name!r} is empty", f"{path}.{name}", ErrorCode.EMPTY
+                    f"required field {name!r} is empty",
+                    f"{path}.{name}",
+                    ErrorCode.EMPTY,
                 )
         for name, allowed in table.enums.items():
             if name in out and out[name] not in allowed:
@@ -591,22 +659,32 @@ class _Walk:
             )
         if value is None:
             return None
-        raise self.fail(f"{t.__name__} values are outside the OMS data model", path, ErrorCode.CORRUPT)
+        raise self.fail(
+            f"{t.__name__} values are outside the OMS data model",
+            path,
+            ErrorCode.CORRUPT,
+        )
 
     def array(self, value: Any, path: str, depth: int) -> list[Any]:
         if depth + 1 > MAX_DEPTH:
-            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT)
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
         return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
 
     def integer(self, value: int, path: str, low: int, high: int) -> int:
         if not low <= value <= high:
-            raise self.fail(f"integer {value} outside [{low}, {high}]", path, ErrorCode.RANGE)
+            raise self.fail(
+                f"integer {value} outside [{low}, {high}]", path, ErrorCode.RANGE
+            )
         return value
 
     def finite(self, value: float, path: str) -> float:
         if math.isnan(value) or math.isinf(value):
             raise self.fail(
-                f"{value} is not allowed; floats must be finite", path, ErrorCode.FLOAT_INVALID
+                f"{value} is not allowed; floats must be finite",
+                path,
+                ErrorCode.FLOAT_INVALID,
             )
         return value
 
@@ -625,7 +703,7 @@ class _Walk:
             )
         raise self.fail(f"expected a number, found {t.__name__}", path)
 
-    def kind(self, f: Field, value: Any, path: str, depth: int) -> Any:  # noqa: PLR0911, PLR0912
+    def kind(self, f: Field, value: Any, path: str, depth: int) -> Any:
         kind = f.kind
         t = type(value)
         if kind is Kind.STR:
@@ -642,10 +720,14 @@ class _Walk:
         if kind is Kind.TIME:
             if self.encoding and isinstance(value, datetime):
                 if value.tzinfo is None:
-                    raise self.fail("a naive datetime has no time zone; give an aware one", path)
+                    raise self.fail(
+                        "a naive datetime has no time zone; give an aware one", path
+                    )
                 value = (value - EPOCH) // MS
             elif t is not int:
-                raise self.fail(f"expected epoch milliseconds (int), found {t.__name__}", path)
+                raise self.fail(
+                    f"expected epoch milliseconds (int), found {t.__name__}", path
+                )
             if f.full == "created_at" and not 0 <= value // 1000 <= _U32_MAX:
                 raise self.fail(
                     f"created_at {value} ms is outside the header's u32 seconds (1970-2106)",
@@ -688,7 +770,9 @@ class _Walk:
         if not (t is list or (self.encoding and t is tuple)):
             raise self.fail(f"expected an array, found {t.__name__}", path)
         if depth + 1 > MAX_DEPTH:
-            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT)
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
         element = _ELEMENT[kind]
         if element is None:  # LIST
             return self.array(value, path, depth)
@@ -696,11 +780,16 @@ class _Walk:
             out = []
             for i, item in enumerate(value):
                 if not isinstance(item, Mapping):
-                    raise self.fail(f"expected a map, found {type(item).__name__}", f"{path}[{i}]")
+                    raise self.fail(
+                        f"expected a map, found {type(item).__name__}", f"{path}[{i}]"
+                    )
                 out.append(self.map(item, f.nested, f"{path}[{i}]", depth + 2))
             return out
         item_field = Field(f.full, f.short, element)
-        return [self.kind(item_field, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+        return [
+            self.kind(item_field, v, f"{path}[{i}]", depth + 1)
+            for i, v in enumerate(value)
+        ]
 
 
 _ELEMENT: Mapping[Kind, Kind | None] = {
@@ -716,7 +805,9 @@ def _check_grain(fields: Mapping[str, Any], gtype: GrainType | None) -> None:
     """Cross-field rules of the grain as a whole."""
     if gtype is None:
         if "created_at" not in fields:
-            raise SchemaError("missing required field 'created_at'", path="$.created_at")
+            raise SchemaError(
+                "missing required field 'created_at'", path="$.created_at"
+            )
         return
     start, end = fields.get("valid_from"), fields.get("valid_to")
     if start is not None and end is not None and end < start:

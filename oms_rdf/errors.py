@@ -65,7 +65,9 @@ class ErrorCode(StrEnum):
 
 
 SPEC_CODES: frozenset[ErrorCode] = frozenset(
-    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.STORE)
+    c
+    for c in ErrorCode
+    if c not in (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.STORE)
 )
 
 

@@ -63,7 +63,9 @@ class Grain:
         raise AttributeError(f"Grain is immutable; cannot set {name!r}")
 
     @classmethod
-    def from_dict(cls, fields: Mapping[str, Any], /, *, type_byte: int | None = None) -> Grain:
+    def from_dict(
+        cls, fields: Mapping[str, Any], /, *, type_byte: int | None = None
+    ) -> Grain:
         """Encode ``fields`` (full names) into a grain.
 
         Raises:
@@ -150,7 +152,7 @@ class Grain:
 def Belief(  # noqa: N802 - a constructor function, named like the grain type
     subject: str,
     relation: str,
-    object: Any,  # noqa: A002 - the spec's field name
+    object: Any,
     confidence: float,
     *,
     created_at: int | datetime | None = None,

@@ -115,6 +115,7 @@ def _t(
 
 K = Kind
 
+
 # Nested maps (spec §7.1, §7.2, §14.2; Workflow edges §6.4). Provenance entries are
 # not compacted (§4.3) but their weight is float64 in [0, 1].
 def _content_ref_shape(entry: Mapping[str, Any], path: str) -> None:
@@ -152,9 +153,18 @@ EMBEDDING_REF = _t(
 # §14.3: a closed vocabulary, so that relation names cannot leak personal data.
 RELATION_TYPES = frozenset(
     {
-        "similar", "contradicts", "elaborates", "generalizes", "temporal_next",
-        "temporal_prev", "causal", "supports", "refutes", "replaces", "depends_on",
-    }  # fmt: skip
+        "similar",
+        "contradicts",
+        "elaborates",
+        "generalizes",
+        "temporal_next",
+        "temporal_prev",
+        "causal",
+        "supports",
+        "refutes",
+        "replaces",
+        "depends_on",
+    }
 )
 RELATED_TO = _t(
     ("hash", "h", K.ADDR),
@@ -182,17 +192,33 @@ INT_CONFIG = _t(
     *(
         (f"int:{name}", short, K.ANY)
         for name, short in (
-            ("base_url", "ib"), ("http_method", "ihm"), ("http_path", "ihp"),
-            ("path_params", "ipp"), ("query_params", "iqp"), ("body_params", "ibp"),
-            ("response_mapping", "irm"), ("auth_type", "iat"), ("auth_scopes", "ias"),
-            ("read_only", "iro"), ("connector", "ic"), ("docs_url", "idu"),
-            ("rate_limit", "irl"), ("category", "icat"), ("sunset_date", "isd"),
-            ("content_type", "ict"), ("poll_interval_secs", "ipis"),
-            ("cursor_field", "icf"), ("cursor_type", "icft"), ("webhook_path", "iwp"),
-            ("webhook_secret_header", "iwsh"), ("cron_expression", "icron"),
-            ("timezone", "itz"), ("config_schema", "icfg"), ("event_schema", "ievt"),
+            ("base_url", "ib"),
+            ("http_method", "ihm"),
+            ("http_path", "ihp"),
+            ("path_params", "ipp"),
+            ("query_params", "iqp"),
+            ("body_params", "ibp"),
+            ("response_mapping", "irm"),
+            ("auth_type", "iat"),
+            ("auth_scopes", "ias"),
+            ("read_only", "iro"),
+            ("connector", "ic"),
+            ("docs_url", "idu"),
+            ("rate_limit", "irl"),
+            ("category", "icat"),
+            ("sunset_date", "isd"),
+            ("content_type", "ict"),
+            ("poll_interval_secs", "ipis"),
+            ("cursor_field", "icf"),
+            ("cursor_type", "icft"),
+            ("webhook_path", "iwp"),
+            ("webhook_secret_header", "iwsh"),
+            ("cron_expression", "icron"),
+            ("timezone", "itz"),
+            ("config_schema", "icfg"),
+            ("event_schema", "ievt"),
             ("allowed_outbound_hosts", "iaoh"),
-        )  # fmt: skip
+        )
     )
 )
 
@@ -311,7 +337,9 @@ def _require_nonempty(g: Mapping[str, Any], name: str, why: str) -> None:
         raise _fail(f"missing required field {name!r} ({why})", f"$.{name}")
     value = g[name]
     if value == "" or value == [] or value == {}:
-        raise _fail(f"required field {name!r} is empty ({why})", f"$.{name}", ErrorCode.EMPTY)
+        raise _fail(
+            f"required field {name!r} is empty ({why})", f"$.{name}", ErrorCode.EMPTY
+        )
 
 
 # --- per-type rules that a table cannot say (spec §8) -----------------------------
@@ -350,7 +378,15 @@ _TOOL_PHASES: Mapping[str | None, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # phase: (required, must not be present) — spec §27.1
     "definition": (
         ("tool_name", "tool_description", "input_schema"),
-        ("input", "content", "is_error", "stdout", "stderr", "exit_code", "duration_ms"),
+        (
+            "input",
+            "content",
+            "is_error",
+            "stdout",
+            "stderr",
+            "exit_code",
+            "duration_ms",
+        ),
     ),
     "call": (
         ("tool_name", "input"),
@@ -368,24 +404,35 @@ def _tool_phase(g: Mapping[str, Any]) -> None:
     required, forbidden = _TOOL_PHASES[phase]
     for name in required:
         if name not in g:
-            raise _fail(f"a tool grain in phase {phase or 'complete'!r} needs {name!r}", f"$.{name}")
+            raise _fail(
+                f"a tool grain in phase {phase or 'complete'!r} needs {name!r}",
+                f"$.{name}",
+            )
     for name in forbidden:
         if name in g:
-            raise _fail(f"a tool grain in phase {phase!r} must not carry {name!r}", f"$.{name}")
+            raise _fail(
+                f"a tool grain in phase {phase!r} must not carry {name!r}", f"$.{name}"
+            )
 
 
 def _observation(g: Mapping[str, Any]) -> None:
     if g.get("observer_type") == "human" and "observer_model" in g:
-        raise _fail("a human observer has no observer_model (spec §8.6)", "$.observer_model")
+        raise _fail(
+            "a human observer has no observer_model (spec §8.6)", "$.observer_model"
+        )
 
 
 def _consent(g: Mapping[str, Any]) -> None:
     if g.get("is_withdrawal") is True and "prior_consent" not in g:
-        raise _fail("a withdrawal must reference prior_consent (spec §8.10)", "$.prior_consent")
+        raise _fail(
+            "a withdrawal must reference prior_consent (spec §8.10)", "$.prior_consent"
+        )
 
 
 def _recommendation(g: Mapping[str, Any]) -> None:
-    proposals = [p for p in ("proposal_cal", "proposal_edit", "proposal_data") if p in g]
+    proposals = [
+        p for p in ("proposal_cal", "proposal_edit", "proposal_data") if p in g
+    ]
     if len(proposals) != 1:
         raise _fail(
             f"a recommendation carries exactly one of proposal_cal, proposal_edit, "
@@ -393,7 +440,9 @@ def _recommendation(g: Mapping[str, Any]) -> None:
             "$",
         )
     if not isinstance(g["analyzer"].get("id"), str):
-        raise _fail("analyzer.id must be a string like 'publisher.name/1'", "$.analyzer.id")
+        raise _fail(
+            "analyzer.id must be a string like 'publisher.name/1'", "$.analyzer.id"
+        )
 
 
 _TRIGGER_NEEDS = {"schedule": "cron", "once": "at_ms", "memory": "predicate"}
@@ -402,12 +451,16 @@ _TRIGGER_NEEDS = {"schedule": "cron", "once": "at_ms", "memory": "predicate"}
 def _trigger(g: Mapping[str, Any]) -> None:
     kind = g["kind"]
     if kind in ("interval", "polling") and not g.get("interval_secs", 0) > 0:
-        raise _fail(f"a {kind} trigger needs a positive interval_secs", "$.interval_secs")
+        raise _fail(
+            f"a {kind} trigger needs a positive interval_secs", "$.interval_secs"
+        )
     if kind in _TRIGGER_NEEDS and _TRIGGER_NEEDS[kind] not in g:
         need = _TRIGGER_NEEDS[kind]
         raise _fail(f"a {kind} trigger needs {need!r}", f"$.{need}")
     if kind == "composite" and (len(g.get("members", {})) < 2 or "predicate" not in g):
-        raise _fail("a composite trigger needs at least 2 members and a predicate", "$.members")
+        raise _fail(
+            "a composite trigger needs at least 2 members and a predicate", "$.members"
+        )
 
 
 def _grain_type(
@@ -569,7 +622,12 @@ CONSENSUS = _grain_type(
         ("dissent_grains", "disgrn", K.STRS),
         ("agreed_content", "agcon", K.ANY),
     ],
-    required=("participating_observers", "threshold", "agreement_count", "dissent_count"),
+    required=(
+        "participating_observers",
+        "threshold",
+        "agreement_count",
+        "dissent_count",
+    ),
 )
 CONSENT = _grain_type(
     0x0A,
@@ -652,21 +710,39 @@ TRIGGER = _grain_type(
     required=("kind", "workflow"),
     enums={
         "kind": (
-            "interval", "schedule", "once", "polling",
-            "memory", "webhook", "manual", "composite",
-        )  # fmt: skip
+            "interval",
+            "schedule",
+            "once",
+            "polling",
+            "memory",
+            "webhook",
+            "manual",
+            "composite",
+        )
     },
     rules=(_trigger,),
 )
 
 ALL_TYPES: tuple[GrainType, ...] = (
-    BELIEF, EVENT, STATE, WORKFLOW, ACTION, OBSERVATION, GOAL,
-    REASONING, CONSENSUS, CONSENT, SKILL, RECOMMENDATION, TRIGGER,
-)  # fmt: skip
+    BELIEF,
+    EVENT,
+    STATE,
+    WORKFLOW,
+    ACTION,
+    OBSERVATION,
+    GOAL,
+    REASONING,
+    CONSENSUS,
+    CONSENT,
+    SKILL,
+    RECOMMENDATION,
+    TRIGGER,
+)
 
 # Every published type string -> its type. 1.2/1.3 names first (design §2).
 TYPE_NAMES: Mapping[str, GrainType] = {n: t for t in ALL_TYPES for n in t.names}
 _BY_BYTE: Mapping[int, GrainType] = {t.byte: t for t in ALL_TYPES}
+
 
 def type_for_name(name: str) -> GrainType | None:
     """Return the grain type a type string names, or None for an unknown string.

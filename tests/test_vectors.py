@@ -31,7 +31,10 @@ def test_vector_blob_bytes(vector: dict[str, Any]) -> None:
 def test_vector_round_trip(vector: dict[str, Any]) -> None:
     blob = oms.encode(vector["input"])
     decoded = oms.decode(blob)
-    assert decoded == {**vector["input"], "confidence": float(vector["input"]["confidence"])}
+    assert decoded == {
+        **vector["input"],
+        "confidence": float(vector["input"]["confidence"]),
+    }
     assert oms.encode(decoded) == blob
     assert oms.Grain.from_blob(blob, address=vector["address"]).blob == blob
 
@@ -56,5 +59,7 @@ def test_vector_6_policy_keys_are_not_compacted() -> None:
     # with its inner map sorted authorized < mode, full names kept.
     assert blob[:5] == bytes.fromhex("010001856e")
     payload = blob[9:]
-    assert payload.index(b"\xa2ca") < payload.index(b"\xa2ip") < payload.index(b"\xa2ns")
+    assert (
+        payload.index(b"\xa2ca") < payload.index(b"\xa2ip") < payload.index(b"\xa2ns")
+    )
     assert payload.index(b"authorized") < payload.index(b"mode")

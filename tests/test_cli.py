@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+import oms_rdf as oms
+from oms_rdf.cli import cli
+from tests.conftest import load_vectors
+
+V1 = load_vectors()[0]
+
+
+def run(*args: str, stdin: str | bytes | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+
+
+def test_encode_prints_address(tmp_path: Path) -> None:
+    source = tmp_path / "g.json"
+    source.write_text(json.dumps(V1["input"]))
+    result = run("encode", str(source))
+    assert result.exit_code == 0
+    assert result.output.strip() == V1["address"]
+
+
+def test_encode_hex_and_output(tmp_path: Path) -> None:
+    out = tmp_path / "g.mg"
+    result = run("encode", "-", "--hex", "-o", str(out), stdin=json.dumps(V1["input"]))
+    assert result.output.strip() == V1["blob_hex"]
+    assert out.read_bytes().hex() == V1["blob_hex"]
+
+
+def test_decode_binary_and_hex(tmp_path: Path) -> None:
+    blob = tmp_path / "g.mg"
+    blob.write_bytes(bytes.fromhex(V1["blob_hex"]))
+    assert json.loads(run("decode", str(blob)).output) == V1["input"]
+    hex_text = " ".join(
+        V1["blob_hex"][i : i + 2] for i in range(0, len(V1["blob_hex"]), 2)
+    )
+    assert json.loads(run("decode", "-", stdin=hex_text + "\n").output) == V1["input"]
+
+
+def test_decode_shows_bytes_as_base64() -> None:
+    blob = oms.encode({"type": "state", "context": {"b": b"\x00\x01"}, "created_at": 0})
+    out = json.loads(run("decode", "-", stdin=blob).output)
+    assert out["context"]["b"] == {"$base64": "AAE="}
+
+
+def test_verify(tmp_path: Path) -> None:
+    blob = tmp_path / "g.mg"
+    blob.write_bytes(bytes.fromhex(V1["blob_hex"]))
+    ok = run("verify", str(blob), V1["address"])
+    assert ok.exit_code == 0 and V1["address"] in ok.output
+    bad = CliRunner().invoke(cli, ["verify", str(blob), "0" * 64])
+    assert bad.exit_code == 1
+    assert bad.stderr.startswith("error: ERR_INTEGRITY: ")
+
+
+def test_errors_are_one_line_with_code() -> None:
+    result = CliRunner().invoke(cli, ["encode", "-"], input='{"type": "belief"}')
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: ERR_SCHEMA: missing required field 'created_at' (at $.created_at)\n"
+    )
+    result = CliRunner().invoke(cli, ["encode", "-"], input="not json")
+    assert result.exit_code == 1 and result.stderr.startswith("error: ERR_CORRUPT: ")
+    result = CliRunner().invoke(cli, ["decode", "-"], input=b"\x02" + b"\x00" * 12)
+    assert result.exit_code == 1 and "ERR_VERSION" in result.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert CliRunner().invoke(cli, ["encode"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["nope"]).exit_code == 2
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["decode", str(tmp_path / "missing.mg")])
+    assert result.exit_code != 0 and "missing.mg" in result.output + result.stderr
+
+
+def test_demo_runs() -> None:
+    result = run("demo")
+    assert result.exit_code == 0
+    assert "works_at" in result.output

@@ -1,0 +1,212 @@
+"""The field maps against the spec's tables (digest §4)."""
+
+from __future__ import annotations
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.schema import ALL_TYPES, CORE_TABLE, TYPE_NAMES, GrainType, type_for_byte
+
+PUBLISHED_TYPE_STRINGS = {
+    "belief": 1,
+    "fact": 1,
+    "event": 2,
+    "episode": 2,
+    "state": 3,
+    "checkpoint": 3,
+    "workflow": 4,
+    "action": 5,
+    "tool": 5,
+    "tool_call": 5,
+    "observation": 6,
+    "goal": 7,
+    "reasoning": 8,
+    "consensus": 9,
+    "consent": 10,
+    "skill": 11,
+    "recommendation": 12,
+    "trigger": 13,
+}
+
+
+def test_every_published_type_string() -> None:
+    assert {n: t.byte for n, t in TYPE_NAMES.items()} == PUBLISHED_TYPE_STRINGS
+    assert [t.name for t in ALL_TYPES][:10] == [
+        "belief",
+        "event",
+        "state",
+        "workflow",
+        "action",
+        "observation",
+        "goal",
+        "reasoning",
+        "consensus",
+        "consent",
+    ]
+    assert type_for_byte(0x0E) is None
+
+
+@pytest.mark.parametrize("gtype", ALL_TYPES, ids=lambda t: t.name)
+def test_field_map_is_a_bijection(gtype: GrainType) -> None:
+    shorts = [f.short for f in gtype.table.fields]
+    fulls = [f.full for f in gtype.table.fields]
+    assert len(set(shorts)) == len(shorts)
+    assert len(set(fulls)) == len(fulls)
+
+
+@pytest.mark.parametrize(
+    ("type_name", "full", "short"),
+    [
+        ("event", "content", "content"),
+        ("action", "content", "cnt"),
+        ("consent", "scope", "scope"),
+        ("trigger", "scope", "tscp"),
+        ("recommendation", "dedup_key", "ddk"),
+        ("trigger", "dedup_key", "tdk"),
+        ("observation", "observer_id", "oid"),
+        ("observation", "observer_type", "otype"),
+        ("action", "stdout", "out"),
+        ("action", "stderr", "err2"),
+        ("consensus", "threshold", "thold"),
+        ("skill", "name", "skname"),
+        ("skill", "resources", "res"),
+        ("goal", "depends_on", "depg"),
+        ("belief", "session_id", "sid2"),
+        ("belief", "user_id", "user"),
+    ],
+)
+def test_type_aware_short_keys(type_name: str, full: str, short: str) -> None:
+    assert TYPE_NAMES[type_name].table.by_full[full].short == short
+
+
+def test_nested_compaction() -> None:
+    by_full = CORE_TABLE.by_full
+    assert by_full["related_to"].nested is not None
+    assert by_full["related_to"].nested.by_full["relation_type"].short == "rl"
+    assert by_full["content_refs"].nested.by_full["mime_type"].short == "mt"  # type: ignore[union-attr]
+    assert by_full["embedding_refs"].nested.by_full["chunk_text"].short == "ct"  # type: ignore[union-attr]
+    assert by_full["provenance_chain"].nested.by_full["weight"].short == "weight"  # type: ignore[union-attr]
+    workflow = TYPE_NAMES["workflow"].table.by_full["edges"].nested
+    assert workflow is not None and workflow.by_full["max_cycles"].short == "mxc"
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"type": "event"}, "$.content"),
+        ({"type": "state"}, "$.context"),
+        ({"type": "workflow", "nodes": ["a", "a"]}, "$.nodes"),
+        (
+            {"type": "workflow", "nodes": ["a"], "edges": [{"src": "a", "dst": "b"}]},
+            "$.edges[0].dst",
+        ),
+        ({"type": "workflow", "nodes": ["a"], "retries": {"b": 1}}, "$.retries.b"),
+        ({"type": "action", "tool_phase": "call", "tool_name": "t"}, "$.input"),
+        (
+            {
+                "type": "action",
+                "tool_phase": "call",
+                "tool_name": "t",
+                "input": {},
+                "content": "x",
+            },
+            "$.content",
+        ),
+        (
+            {"type": "action", "tool_phase": "definition", "tool_name": "t"},
+            "$.tool_description",
+        ),
+        ({"type": "action", "tool_phase": "bogus"}, "$.tool_phase"),
+        ({"type": "observation", "observer_id": "o"}, "$.observer_type"),
+        (
+            {
+                "type": "observation",
+                "observer_id": "o",
+                "observer_type": "human",
+                "observer_model": "m",
+            },
+            "$.observer_model",
+        ),
+        (
+            {
+                "type": "observation",
+                "observer_id": "o",
+                "observer_type": "x",
+                "observation_mode": "loud",
+            },
+            "$.observation_mode",
+        ),
+        ({"type": "goal", "description": "d", "goal_state": "done"}, "$.goal_state"),
+        (
+            {
+                "type": "consensus",
+                "participating_observers": ["a"],
+                "threshold": 1,
+                "agreement_count": 1,
+            },
+            "$.dissent_count",
+        ),
+        (
+            {
+                "type": "consent",
+                "subject_did": "a",
+                "grantee_did": "b",
+                "scope": ["store"],
+                "is_withdrawal": True,
+            },
+            "$.prior_consent",
+        ),
+        ({"type": "skill", "name": "n"}, "$.description"),
+        (
+            {
+                "type": "recommendation",
+                "target_ref": "t",
+                "analyzer": {"id": "a/1"},
+                "summary": {},
+                "dedup_key": "k",
+            },
+            "$",
+        ),
+        ({"type": "trigger", "kind": "interval", "workflow": "w"}, "$.interval_secs"),
+        ({"type": "trigger", "kind": "schedule", "workflow": "w"}, "$.cron"),
+        (
+            {
+                "type": "trigger",
+                "kind": "composite",
+                "workflow": "w",
+                "members": {"a": "x"},
+                "predicate": {},
+            },
+            "$.members",
+        ),
+        ({"type": "trigger", "kind": "sometimes", "workflow": "w"}, "$.kind"),
+        (
+            {
+                "type": "belief",
+                "subject": "s",
+                "relation": "r",
+                "object": "o",
+                "confidence": 1,
+                "content_refs": [{"uri": "u"}],
+            },
+            "$.content_refs[0]",
+        ),
+    ],
+)
+def test_type_rules(fields: dict[str, object], path: str) -> None:
+    with pytest.raises(oms.SchemaError) as info:
+        oms.encode({**fields, "created_at": 0})
+    assert info.value.path == path
+
+
+def test_legacy_grains_decode() -> None:
+    # A 1.0-1.3 workflow with `steps` and a 1.1 tool_call with args/res/ok keep
+    # their legacy keys as unknown fields.
+    wf = oms.encode(
+        {"type": "workflow", "steps": ["a", "b"], "trigger": "t", "created_at": 0}
+    )
+    assert oms.decode(wf)["steps"] == ["a", "b"]
+    tc = oms.encode(
+        {"type": "tool_call", "tool_name": "x", "args": {}, "ok": True, "created_at": 0}
+    )
+    assert oms.decode(tc)["ok"] is True
