@@ -249,7 +249,7 @@ def encode_fields(
         TypeError,
     ) as exc:  # pragma: no cover - walk checks first
         raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
-    return _header(fields, byte) + payload, fields
+    return header_for(fields, byte) + payload, fields
 
 
 def _encode_type(
@@ -317,7 +317,8 @@ def _sensitivity(tags: Any) -> int:
     return level
 
 
-def _header(fields: Mapping[str, Any], type_byte: int) -> bytes:
+def header_for(fields: Mapping[str, Any], type_byte: int) -> bytes:
+    """Return the header this encoder derives for canonical ``fields``."""
     flags = 0
     if fields.get("content_refs"):
         flags |= FLAG_CONTENT_REFS
