@@ -21,6 +21,8 @@ from .errors import (
     StoreError,
 )
 from .grain import Belief, Grain
+from .mapping import MappingSettings, grain_to_quads, quads_to_grain
+from .store import GrainStore, IndexState
 
 __version__ = "0.1.0"
 
@@ -30,7 +32,10 @@ __all__ = [
     "EncodeError",
     "ErrorCode",
     "Grain",
+    "GrainStore",
+    "IndexState",
     "IntegrityError",
+    "MappingSettings",
     "NotFoundError",
     "OmsError",
     "PolicyError",
@@ -40,5 +45,7 @@ __all__ = [
     "content_address",
     "decode",
     "encode",
+    "grain_to_quads",
+    "quads_to_grain",
     "verify",
 ]

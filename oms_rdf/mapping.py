@@ -413,7 +413,7 @@ def quads_to_grain(quads: Iterable[Quad]) -> Grain:
             )
         p = quad.predicate.value
         obj = quad.object
-        if p == OMS.header.value:
+        if p == OMS.header.value and isinstance(obj, Literal):
             header = obj.value
             continue
         if p in (

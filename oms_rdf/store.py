@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -33,6 +33,7 @@ from typing import Any
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, Variable
 
+from .backends import Backend, LocalBackend
 from .codec import DEFAULT_NAMESPACE, EPOCH, MS, check_address
 from .errors import ErrorCode, NotFoundError, PolicyError, StoreError
 from .grain import Grain, now_ms
@@ -46,7 +47,6 @@ from .mapping import (
 )
 from .policy import MAX_HOPS, Protector, check, is_protected
 from .vocab import DEFAULT_BASE, OMS, RDF, XSD
-from .backends import Backend, LocalBackend
 
 __all__ = ["GrainStore", "IndexState"]
 
@@ -169,11 +169,11 @@ class GrainStore:
     ) -> MappingSettings:
         node = OMS.settings
         stored_base = [
-            q.object.value
+            _value(q.object)
             for q in self.backend.quads(node, OMS.baseIri, None, OMS.index)
         ]
         stored_rel = frozenset(
-            q.object.value
+            _value(q.object)
             for q in self.backend.quads(node, OMS.entityRelation, None, OMS.index)
         )
         if stored_base:
@@ -229,7 +229,7 @@ class GrainStore:
         )
         if quad is None:
             raise NotFoundError(f"no grain {address} in this store")
-        return Grain.from_blob(base64.b64decode(quad.object.value), address=address)
+        return Grain.from_blob(base64.b64decode(_value(quad.object)), address=address)
 
     def _resolve(self, ref: str | Grain) -> str:
         address = ref.address if isinstance(ref, Grain) else check_address(ref)
@@ -381,7 +381,11 @@ class GrainStore:
         return [g.address for g in grains]
 
     def _check_put(
-        self, grain: Grain, batch: Mapping[str, Grain] | None = None
+        self,
+        grain: Grain,
+        batch: Mapping[str, Grain] | None = None,
+        *,
+        exempt: str | None = None,
     ) -> None:
         """Refuse a supersession in disguise (spec §17 Level 2; design §4)."""
         parents = grain.get("derived_from")
@@ -389,6 +393,8 @@ class GrainStore:
             return
         now = self.clock()
         for parent in parents:
+            if parent == exempt:
+                continue  # the grain being superseded, through supersede itself
             if batch is not None and parent in batch:
                 other = batch[parent]
             elif parent in self:
@@ -542,7 +548,7 @@ class GrainStore:
             insert: list[Quad] = []
             exists = new_grain.address in self
             if not exists:
-                self._check_put(new_grain, {})
+                self._check_put(new_grain, exempt=old_address)
                 insert += self._new_quads(new_grain)
             node = grain_iri(old_address)
             idx = OMS.index
@@ -835,8 +841,15 @@ def _system_from(grain: Grain) -> int:
     return value
 
 
+def _value(term: Any) -> str:
+    """Return the lexical value of an IRI or literal term."""
+    if not isinstance(term, NamedNode | Literal):
+        raise StoreError(f"expected an IRI or a literal, found {term}")
+    return term.value
+
+
 def _same_claim(a: Grain, b: Grain) -> bool:
-    return (
+    return bool(
         a.get("subject") == b.get("subject")
         and a.get("relation") == b.get("relation")
         and a.get("namespace", DEFAULT_NAMESPACE)

@@ -28,6 +28,12 @@ unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 count = st.integers(min_value=0, max_value=2**40)
 millis = st.integers(min_value=0, max_value=4_000_000_000_000)
 address = st.binary(min_size=32, max_size=32).map(bytes.hex)
+key = st.one_of(
+    st.text(
+        st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=8
+    ),
+    st.sampled_from(["\u00e9t\u00e9", "\u65e5\u672c", "stra\u00dfe"]),
+)
 scalar = st.one_of(
     label,
     st.integers(min_value=-(2**63), max_value=2**64 - 1),
@@ -38,11 +44,11 @@ scalar = st.one_of(
 json_like = st.recursive(
     scalar,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(label, inner, max_size=3)
+        st.lists(inner, max_size=3), st.dictionaries(key, inner, max_size=3)
     ),
     max_leaves=8,
 )
-small_map = st.dictionaries(label, json_like, max_size=4)
+small_map = st.dictionaries(key, json_like, max_size=4)
 tags = st.lists(
     st.sampled_from(
         [

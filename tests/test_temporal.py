@@ -29,28 +29,50 @@ def belief(s: str, r: str, o: str, c: float, created: int, **kw: object) -> oms.
 def story() -> tuple[GrainStore, dict[str, str]]:
     store = GrainStore(clock=lambda: NOW)
     a: dict[str, str] = {}
-    a["acme"] = store.put(belief("alice", "works_at", "Acme", 0.9, day(2020, 1, 5), valid_from=day(2020)))
+    a["acme"] = store.put(
+        belief("alice", "works_at", "Acme", 0.9, day(2020, 1, 5), valid_from=day(2020))
+    )
     a["initech"] = store.supersede(
         a["acme"],
         {"type": "belief", "subject": "alice", "relation": "works_at", "object": "Initech",
          "confidence": 0.95, "created_at": day(2023, 3, 10), "valid_from": day(2023, 3, 1)},
     )  # fmt: skip
-    a["paris"] = store.put(belief("bob", "lives_in", "Paris", 0.8, day(2024, 1, 2), valid_from=day(2024)))
+    a["paris"] = store.put(
+        belief("bob", "lives_in", "Paris", 0.8, day(2024, 1, 2), valid_from=day(2024))
+    )
     a["lyon"] = store.supersede(
         a["paris"],
         {"type": "belief", "subject": "bob", "relation": "lives_in", "object": "Lyon",
          "confidence": 0.9, "created_at": day(2024, 2, 1), "valid_from": day(2024)},
     )  # fmt: skip
-    a["jazz"] = store.put(belief("carol", "likes", "jazz", 0.7, day(2022, 5, 1), valid_from=day(2022)))
+    a["jazz"] = store.put(
+        belief("carol", "likes", "jazz", 0.7, day(2022, 5, 1), valid_from=day(2022))
+    )
     store.retract(a["jazz"], reason="never said so", at=day(2024, 6, 1))
     a["french"] = store.put(belief("dave", "speaks", "French", 0.6, day(2021)))
     store.contradict(a["french"], by="did:example:carol", at=day(2025))
     a["bike"] = store.put(belief("eve", "owns", "a bike", 0.5, day(2022)))
     store.set_verification(a["bike"], "disputed", at=day(2025, 2, 1))
-    a["club"] = store.put(belief("frank", "member_of", "Club", 0.9, day(2019), valid_from=day(2020), valid_to=day(2021)))
-    a["python"] = store.put(belief("grace", "knows", "Python", 0.9, day(2019), valid_from=day(2019)))
-    a["tea"] = store.put(belief("heidi", "prefers", "tea", 0.9, day(2023), namespace="work"))
-    a["coffee"] = store.put(belief("heidi", "prefers", "coffee", 0.8, day(2023), namespace="home"))
+    a["club"] = store.put(
+        belief(
+            "frank",
+            "member_of",
+            "Club",
+            0.9,
+            day(2019),
+            valid_from=day(2020),
+            valid_to=day(2021),
+        )
+    )
+    a["python"] = store.put(
+        belief("grace", "knows", "Python", 0.9, day(2019), valid_from=day(2019))
+    )
+    a["tea"] = store.put(
+        belief("heidi", "prefers", "tea", 0.9, day(2023), namespace="work")
+    )
+    a["coffee"] = store.put(
+        belief("heidi", "prefers", "coffee", 0.8, day(2023), namespace="home")
+    )
     return store, a
 
 
@@ -67,7 +89,12 @@ def objects(store: GrainStore, *args: str, **kw: object) -> list[str]:
         ("alice", day(2023, 2, 15), None, ["Acme"]),
         ("alice", day(2023, 3, 5), None, ["Initech"]),
         ("alice", None, day(2022), ["Acme"]),
-        ("alice", day(2023, 3, 5), day(2023, 3, 5), ["Acme"]),  # successor not yet known
+        (
+            "alice",
+            day(2023, 3, 5),
+            day(2023, 3, 5),
+            ["Acme"],
+        ),  # successor not yet known
         ("alice", None, day(2019, 12, 1), []),
         # correction: the successor is valid from the same time, so it replaces entirely
         ("bob", day(2024, 1, 15), None, ["Lyon"]),
@@ -103,25 +130,45 @@ def test_namespaces(story: tuple[GrainStore, dict[str, str]]) -> None:
     assert objects(store, "heidi", namespace="home") == ["coffee"]
     tea, coffee = store.get(a["tea"]), store.get(a["coffee"])
     s1 = list(store.backend.quads(None, None, None, None))
-    subjects = {q.object for q in s1 if q.predicate.value.endswith("#subject") and q.subject.value.endswith((tea.address, coffee.address))}
+    subjects = {
+        q.object
+        for q in s1
+        if q.predicate.value.endswith("#subject")
+        and q.subject.value.endswith((tea.address, coffee.address))
+    }
     assert len(subjects) == 2  # one entity IRI per namespace
 
 
 def test_index_states(story: tuple[GrainStore, dict[str, str]]) -> None:
     store, a = story
     acme = store.status(a["acme"])
-    assert (acme.status, acme.superseded_by, acme.system_to) == ("superseded", a["initech"], day(2023, 3, 10))
+    assert (acme.status, acme.superseded_by, acme.system_to) == (
+        "superseded",
+        a["initech"],
+        day(2023, 3, 10),
+    )
     jazz = store.status(a["jazz"])
-    assert (jazz.status, jazz.voided_at, jazz.reason) == ("retracted", day(2024, 6, 1), "never said so")
+    assert (jazz.status, jazz.voided_at, jazz.reason) == (
+        "retracted",
+        day(2024, 6, 1),
+        "never said so",
+    )
     french = store.status(a["french"])
-    assert (french.status, french.verification, french.initiator) == ("active", "contradicted", "did:example:carol")
+    assert (french.status, french.verification, french.initiator) == (
+        "active",
+        "contradicted",
+        "did:example:carol",
+    )
     bike = store.status(a["bike"])
     assert (bike.verification, bike.is_current) == ("disputed", True)
 
 
 def test_current_graph(story: tuple[GrainStore, dict[str, str]]) -> None:
     store, _ = story
-    current = {(q.subject.value.rsplit("/", 1)[1], q.object.value) for q in store.backend.quads(None, None, None, OMS.current)}
+    current = {
+        (q.subject.value.rsplit("/", 1)[1], q.object.value)
+        for q in store.backend.quads(None, None, None, OMS.current)
+    }
     assert ("alice", "Initech") in current and ("alice", "Acme") not in current
     assert ("bob", "Lyon") in current and ("bob", "Paris") not in current
     assert not any(s in ("carol", "dave") for s, _ in current)

@@ -1,0 +1,1 @@
+"""SPARQL templates of the store, loaded with importlib.resources."""
