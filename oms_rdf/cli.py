@@ -6,6 +6,7 @@ import base64
 import json
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,6 +14,9 @@ import click
 
 from .codec import content_address, decode, encode, verify
 from .errors import DecodeError, EncodeError, ErrorCode, OmsError
+from .grain import Grain
+from .mapping import millis_literal
+from .store import GrainStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,9 +36,109 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.option("--traceback", is_flag=True, help="Show the full stack on errors.")
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(file_okay=False),
+    envvar="OMS_RDF_STORE",
+    help="Directory of the on-disk store (or $OMS_RDF_STORE).",
+)
 @click.version_option(package_name="oms-rdf")
-def cli(traceback: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, traceback: bool, store_path: str | None) -> None:
     """Open Memory Specification grains as a bi-temporal RDF knowledge graph."""
+    ctx.obj = store_path
+
+
+def _store(ctx: click.Context) -> GrainStore:
+    path = ctx.find_root().obj
+    if path is None:
+        raise click.UsageError("this command needs --store PATH (or $OMS_RDF_STORE)")
+    return GrainStore(path)
+
+
+def _time(value: str | None) -> int | datetime | None:
+    """Parse an ISO 8601 time (UTC when no zone is given) or epoch milliseconds."""
+    if value is None:
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither ISO 8601 (2026-01-15T10:00Z) nor epoch milliseconds"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _grains_from(source: str) -> list[Any]:
+    """Read grains from a blob file, a JSON object or array, or JSON Lines."""
+    data = _read(source)
+    if data[:1] == b"\x01":
+        return [data]
+    text = data.decode("utf-8", errors="strict")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise EncodeError(
+                        f"line {number} is not JSON: {exc.msg}",
+                        code=ErrorCode.CORRUPT,
+                        path=f"{source}:{number}",
+                    ) from None
+        return items
+    return value if isinstance(value, list) else [value]
+
+
+def _row(grain: Grain) -> dict[str, Any]:
+    f = grain.fields
+    return {
+        "address": grain.address,
+        "subject": f.get("subject"),
+        "relation": f.get("relation"),
+        "object": f.get("object"),
+        "confidence": f.get("confidence"),
+        "valid_from": _iso(
+            f.get("valid_from", f.get("system_valid_from", grain.created_at))
+        ),
+        "valid_to": _iso(f.get("valid_to")),
+        "namespace": grain.namespace,
+    }
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else millis_literal(ms).value
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    cells = [
+        [("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows
+    ]
+    widths = [
+        max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)
+    ]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+BELIEF_COLUMNS = [
+    "address",
+    "subject",
+    "relation",
+    "object",
+    "confidence",
+    "valid_from",
+    "valid_to",
+]
 
 
 def _read(source: str) -> bytes:
@@ -128,9 +232,191 @@ def verify_cmd(source: str, address: str) -> None:
     click.echo(f"ok {address}")
 
 
+@cli.command("put")
+@click.argument("sources", nargs=-1, required=True)
+@click.pass_context
+def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
+    """Store grains from files (blob, JSON, JSON array or JSON Lines; - for stdin).
+
+    All grains of one call are stored in one atomic write. Example:
+
+        oms-rdf --store mem.db put beliefs.jsonl
+    """
+    items = [item for source in sources for item in _grains_from(source)]
+    for address in _store(ctx).put_many(items):
+        click.echo(address)
+
+
+@cli.command("get")
+@click.argument("address")
+@click.pass_context
+def get_cmd(ctx: click.Context, address: str) -> None:
+    """Print a stored grain as JSON, with its index state.
+
+    Example:
+
+        oms-rdf --store mem.db get 3288d0d4...
+    """
+    store = _store(ctx)
+    grain = store.get(address)
+    state = store.status(address)
+    out = {"address": grain.address, "fields": dict(grain.fields), "index": {
+        k: getattr(state, k) for k in state.__slots__ if k != "address"}}  # fmt: skip
+    click.echo(dump_json(out))
+
+
+def time_options(fn: F) -> F:
+    """The bi-temporal options shared by the query commands."""
+    fn = click.option(
+        "--as-of", help="System time: what the store knew then (default now)."
+    )(fn)
+    fn = click.option(
+        "--valid-at", help="Valid time: when it was true (default --as-of)."
+    )(fn)
+    return fn
+
+
+@cli.command("beliefs")
+@click.option("--subject")
+@click.option("--relation")
+@click.option("--namespace")
+@time_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
+                namespace: str | None, valid_at: str | None, as_of: str | None,
+                as_json: bool) -> None:  # fmt: skip
+    """List the beliefs true at --valid-at as known at --as-of.
+
+    Example:
+
+        oms-rdf --store mem.db beliefs --subject alice --as-of 2024-01-01
+    """
+    grains = _store(ctx).beliefs(subject, relation, namespace=namespace,
+                                 valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
+    rows = [_row(g) for g in grains]
+    click.echo(dump_json(rows) if as_json else _table(rows, BELIEF_COLUMNS))
+
+
+@cli.command("history")
+@click.argument("address")
+@click.pass_context
+def history_cmd(ctx: click.Context, address: str) -> None:
+    """Show the supersession chain through a grain, oldest first.
+
+    Example:
+
+        oms-rdf --store mem.db history 3288d0d4...
+    """
+    store = _store(ctx)
+    rows = [
+        {**_row(g), "status": store.status(g).status} for g in store.history(address)
+    ]
+    click.echo(
+        _table(rows, ["address", "status", "object", "confidence", "valid_from"])
+    )
+
+
+@cli.command("supersede")
+@click.argument("old")
+@click.argument("source")
+@click.option("--justification", help="Why; required to override soft_locked grains.")
+@click.option("--by", help="DID of who supersedes.")
+@click.pass_context
+def supersede_cmd(ctx: click.Context, old: str, source: str, justification: str | None,
+                  by: str | None) -> None:  # fmt: skip
+    """Replace grain OLD by the grain in SOURCE; print the new address.
+
+    Example:
+
+        oms-rdf --store mem.db supersede 3288d0d4... new.json --justification "moved"
+    """
+    items = _grains_from(source)
+    if len(items) != 1:
+        raise click.BadParameter(
+            f"holds {len(items)} grains, expected one", param_hint="SOURCE"
+        )
+    click.echo(_store(ctx).supersede(old, items[0], justification=justification, by=by))
+
+
+@cli.command("retract")
+@click.argument("address")
+@click.option("--reason", required=True)
+@click.option("--by", help="DID of who retracts.")
+@click.option("--at", help="When (ISO 8601 or epoch ms; default now).")
+@click.pass_context
+def retract_cmd(ctx: click.Context, address: str, reason: str, by: str | None,
+                at: str | None) -> None:  # fmt: skip
+    """Retract a grain without replacement.
+
+    Example:
+
+        oms-rdf --store mem.db retract 3288d0d4... --reason "never said"
+    """
+    _store(ctx).retract(address, reason=reason, by=by, at=_time(at))
+    click.echo(f"retracted {address}")
+
+
+@cli.command("contradict")
+@click.argument("address")
+@click.option("--reason")
+@click.option("--by", help="DID of who contradicts.")
+@click.option("--at", help="When (ISO 8601 or epoch ms; default now).")
+@click.pass_context
+def contradict_cmd(ctx: click.Context, address: str, reason: str | None, by: str | None,
+                   at: str | None) -> None:  # fmt: skip
+    """Mark a grain contradicted.
+
+    Example:
+
+        oms-rdf --store mem.db contradict 3288d0d4... --reason "sensor fault"
+    """
+    _store(ctx).contradict(address, reason=reason, by=by, at=_time(at))
+    click.echo(f"contradicted {address}")
+
+
+@cli.command("query")
+@click.argument("sparql")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "tsv"]),
+              default="table", show_default=True)  # fmt: skip
+@click.pass_context
+def query_cmd(ctx: click.Context, sparql: str, fmt: str) -> None:
+    """Run a SPARQL SELECT (text, or @FILE) over the store.
+
+    Example:
+
+        oms-rdf --store mem.db query "SELECT * WHERE { GRAPH oms:current { ?s ?p ?o } }"
+    """
+    text = _read(sparql[1:]).decode() if sparql.startswith("@") else sparql
+    if "PREFIX oms:" not in text:
+        text = "PREFIX oms: <https://w3id.org/oms-rdf/ns#>\n" + text
+    result = _store(ctx).query(text)
+    if isinstance(result, bool):
+        click.echo("true" if result else "false")
+        return
+    names = [v.value for v in result.variables]
+    rows = [
+        {n: (None if row[n] is None else row[n].value) for n in names} for row in result
+    ]
+    if fmt == "json":
+        click.echo(dump_json(rows))
+    elif fmt in ("csv", "tsv"):
+        import csv
+
+        writer = csv.writer(
+            sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n"
+        )
+        writer.writerow(names)
+        writer.writerows(
+            [[r[n] if r[n] is not None else "" for n in names] for r in rows]
+        )
+    else:
+        click.echo(_table(rows, names))
+
+
 @cli.command("demo")
 def demo_cmd() -> None:
-    """Show the codec on sample grains.
+    """Tell a small belief story on an in-memory store and ask it the temporal questions.
 
     Example:
 

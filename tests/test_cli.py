@@ -84,3 +84,43 @@ def test_demo_runs() -> None:
     result = run("demo")
     assert result.exit_code == 0
     assert "works_at" in result.output
+
+
+def test_store_commands(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    lines = tmp_path / "b.jsonl"
+    old = {"type": "belief", "subject": "alice", "relation": "works_at", "object": "Acme",
+           "confidence": 0.9, "created_at": 1_700_000_000_000}  # fmt: skip
+    lines.write_text(json.dumps(old) + "\n")
+    (address,) = run("--store", db, "put", str(lines)).output.split()
+    new = tmp_path / "new.json"
+    new.write_text(
+        json.dumps({**old, "object": "Initech", "created_at": 1_750_000_000_000})
+    )
+    successor = run("--store", db, "supersede", address, str(new)).output.strip()
+    table = run("--store", db, "beliefs", "--subject", "alice").output
+    assert "Initech" in table and "Acme" not in table
+    past = json.loads(
+        run("--store", db, "beliefs", "--as-of", "2024-01-01", "--json").output
+    )
+    assert [r["object"] for r in past] == ["Acme"]
+    assert "superseded" in run("--store", db, "history", successor).output
+    got = json.loads(run("--store", db, "get", address).output)
+    assert got["index"]["superseded_by"] == successor
+    csv_out = run("--store", db, "query", "SELECT ?o WHERE { GRAPH oms:current { ?s ?p ?o } }",
+                  "--format", "csv").output  # fmt: skip
+    assert csv_out.splitlines() == ["o", "Initech"]
+    assert (
+        "retracted"
+        in run("--store", db, "retract", successor, "--reason", "wrong").output
+    )
+    assert json.loads(run("--store", db, "beliefs", "--json").output) == []
+
+
+def test_store_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    missing = CliRunner().invoke(cli, ["--store", db, "get", "0" * 64])
+    assert missing.exit_code == 1 and missing.stderr.startswith(
+        "error: ERR_NOT_FOUND: "
+    )
+    assert CliRunner().invoke(cli, ["beliefs"]).exit_code == 2  # no --store
