@@ -214,11 +214,8 @@ def value_literal(value: Any) -> Literal:
         import msgpack
 
         packed = msgpack.packb(value, use_bin_type=True)
-        return Literal(base64.b64encode(packed).decode(), datatype=OMS_MSGPACK)
+        return Literal(base64.b64encode(packed).decode(), datatype=OMS.msgpack)
     return Literal(_json(value), datatype=RDF.JSON)
-
-
-OMS_MSGPACK = NamedNode("https://w3id.org/oms-rdf/ns#msgpack")
 
 
 def literal_value(lit: Literal) -> Any:
@@ -239,7 +236,7 @@ def literal_value(lit: Literal) -> Any:
         return base64.b64decode(text)
     if dt == RDF.JSON.value:
         return json.loads(text)
-    if dt == OMS_MSGPACK.value:
+    if dt == OMS.msgpack.value:
         import msgpack
 
         return msgpack.unpackb(base64.b64decode(text), raw=False)

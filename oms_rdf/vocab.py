@@ -84,7 +84,7 @@ INDEX_PROPERTIES = (
 INDIVIDUALS = (
     "active", "superseded", "retracted",
     "unverified", "verified", "contradicted", "disputed",
-    "blobs", "index", "current", "audit", "settings",
+    "blobs", "index", "current", "audit", "settings", "statusScheme", "msgpack",
 )  # fmt: skip
 
 OMS = Namespace(

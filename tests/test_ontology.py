@@ -1,0 +1,76 @@
+"""The ontology and shapes agree with the code: vocab.py, oms.ttl, shapes.ttl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rdflib
+from hypothesis import given, settings
+from pyoxigraph import DefaultGraph, RdfFormat, serialize
+
+import oms_rdf as oms
+from oms_rdf.mapping import grain_to_quads
+from oms_rdf.vocab import OMS, OMS_NS
+from tests.strategies import grains
+
+ONTOLOGY = Path(__file__).parent.parent / "ontology"
+# pyshacl still calls rdflib Dataset APIs that rdflib 7 deprecates.
+PYSHACL_WARNINGS = pytest.mark.filterwarnings(
+    "ignore:Dataset.*deprecated:DeprecationWarning"
+)
+
+
+@pytest.fixture(scope="module")
+def ontology() -> rdflib.Graph:
+    return rdflib.Graph().parse(ONTOLOGY / "oms.ttl")
+
+
+def test_vocab_and_ontology_agree(ontology: rdflib.Graph) -> None:
+    declared = {str(s)[len(OMS_NS):] for s in ontology.subjects(rdflib.RDF.type, None)
+                if str(s).startswith(OMS_NS)}  # fmt: skip
+    assert declared == set(OMS.terms)
+
+
+def test_every_property_has_label_comment_and_range(ontology: rdflib.Graph) -> None:
+    owl = rdflib.OWL
+    for kind in (owl.DatatypeProperty, owl.ObjectProperty):
+        for prop in ontology.subjects(rdflib.RDF.type, kind):
+            for attr in (rdflib.RDFS.label, rdflib.RDFS.comment, rdflib.RDFS.range):
+                assert ontology.value(prop, attr) is not None, (prop, attr)
+
+
+def test_every_emitted_property_is_declared(ontology: rdflib.Graph) -> None:
+    g = oms.Belief("a", "b", "c", 0.5, created_at=0, structural_tags=["x"], derived_from=["a" * 64],
+                   related_to=[{"hash": "b" * 64, "relation_type": "supports"}], context={"k": b"x"})  # fmt: skip
+    for q in grain_to_quads(g):
+        if q.predicate.value.startswith(OMS_NS):
+            assert (rdflib.URIRef(q.predicate.value), None, None) in ontology
+
+
+@PYSHACL_WARNINGS
+@settings(max_examples=25)
+@given(grains())
+def test_mapped_grains_satisfy_the_shapes(fields: dict[str, Any]) -> None:
+    import pyshacl
+
+    grain = oms.Grain.from_dict(fields)
+    quads = [q for q in grain_to_quads(grain) if isinstance(q.graph_name, DefaultGraph)]
+    data = rdflib.Graph().parse(
+        data=serialize(quads, format=RdfFormat.N_TRIPLES), format="nt"
+    )
+    conforms, _, text = pyshacl.validate(data, shacl_graph=str(ONTOLOGY / "shapes.ttl"))
+    assert conforms, text
+
+
+@PYSHACL_WARNINGS
+def test_shapes_catch_a_broken_grain() -> None:
+    import pyshacl
+
+    data = rdflib.Graph().parse(data=(
+        '<nih:sha-256;abc> <https://w3id.org/oms-rdf/ns#contentAddress> "abc" .\n'
+        '<nih:sha-256;abc> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <https://w3id.org/oms-rdf/ns#Belief> .\n'
+    ), format="nt")  # fmt: skip
+    conforms, _, _ = pyshacl.validate(data, shacl_graph=str(ONTOLOGY / "shapes.ttl"))
+    assert not conforms
