@@ -30,8 +30,18 @@ def main(n: int = 100_000) -> None:
     subjects = sorted({g["subject"] for g in grains})[:200]
     for name, fn in (
         ("beliefs(subject)", lambda s: store.beliefs(s)),
-        ("point query (valid_at, as_of)", lambda s: store.beliefs(s, valid_at=1_735_689_600_000 + 10**9, as_of=1_735_689_600_000 + 2 * 10**9)),
-        ("history", lambda s: store.history(store.beliefs(s)[0]) if store.beliefs(s) else None),
+        (
+            "point query (valid_at, as_of)",
+            lambda s: store.beliefs(
+                s,
+                valid_at=1_735_689_600_000 + 10**9,
+                as_of=1_735_689_600_000 + 2 * 10**9,
+            ),
+        ),
+        (
+            "history",
+            lambda s: store.history(store.beliefs(s)[0]) if store.beliefs(s) else None,
+        ),
     ):
         times = []
         for s in subjects:

@@ -6,7 +6,15 @@ import random
 from typing import Any
 
 RELATIONS = ["works_at", "lives_in", "prefers", "knows", "manages", "speaks", "owns"]
-OBJECTS = ["Acme Corp", "Berlin", "dark mode", "Bob", "Project Alpha", "German", "a bike"]
+OBJECTS = [
+    "Acme Corp",
+    "Berlin",
+    "dark mode",
+    "Bob",
+    "Project Alpha",
+    "German",
+    "a bike",
+]
 SOURCES = ["user_explicit", "agent_inferred", "llm_generated", "imported"]
 BASE_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 
