@@ -339,11 +339,16 @@ def supersede_cmd(ctx: click.Context, old: str, source: str, justification: str 
     click.echo(_store(ctx).supersede(old, items[0], justification=justification, by=by))
 
 
+def invalidation_options(fn: F) -> F:
+    """The options shared by retract and contradict: who, and when."""
+    fn = click.option("--at", help="When (ISO 8601 or epoch ms; default now).")(fn)
+    fn = click.option("--by", help="DID of who asks for it.")(fn)
+    return click.argument("address")(fn)
+
+
 @cli.command("retract")
-@click.argument("address")
+@invalidation_options
 @click.option("--reason", required=True)
-@click.option("--by", help="DID of who retracts.")
-@click.option("--at", help="When (ISO 8601 or epoch ms; default now).")
 @click.pass_context
 def retract_cmd(ctx: click.Context, address: str, reason: str, by: str | None,
                 at: str | None) -> None:  # fmt: skip
@@ -358,10 +363,8 @@ def retract_cmd(ctx: click.Context, address: str, reason: str, by: str | None,
 
 
 @cli.command("contradict")
-@click.argument("address")
+@invalidation_options
 @click.option("--reason")
-@click.option("--by", help="DID of who contradicts.")
-@click.option("--at", help="When (ISO 8601 or epoch ms; default now).")
 @click.pass_context
 def contradict_cmd(ctx: click.Context, address: str, reason: str | None, by: str | None,
                    at: str | None) -> None:  # fmt: skip

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
+import msgpack
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
 
 from .codec import DEFAULT_NAMESPACE, EPOCH, MS, encode_fields, header_for
@@ -211,8 +212,6 @@ def value_literal(value: Any) -> Literal:
         return Literal(base64.b64encode(value).decode(), datatype=XSD.base64Binary)
     if _has_bytes(value):
         # JSON has no bytes: such a map travels as its canonical MessagePack.
-        import msgpack
-
         packed = msgpack.packb(value, use_bin_type=True)
         return Literal(base64.b64encode(packed).decode(), datatype=OMS.msgpack)
     return Literal(_json(value), datatype=RDF.JSON)
@@ -237,16 +236,14 @@ def literal_value(lit: Literal) -> Any:
     if dt == RDF.JSON.value:
         return json.loads(text)
     if dt == OMS.msgpack.value:
-        import msgpack
-
         return msgpack.unpackb(base64.b64decode(text), raw=False)
     raise DecodeError(
         f"literal of datatype <{dt}> carries no grain field", code=ErrorCode.CORRUPT
     )
 
 
-def _time_or_value(name: str, value: Any, time_fields: frozenset[str]) -> Literal:
-    if name in time_fields and type(value) is int:
+def _time_or_value(name: str, value: Any) -> Literal:
+    if name in _TIME_FIELDS and type(value) is int:
         return millis_literal(value)
     return value_literal(value)
 
@@ -261,7 +258,6 @@ def grain_to_quads(
     node = grain_iri(grain.address)
     fields = grain.fields
     gtype = type_for_byte(grain.type_byte)
-    time_fields = _TIME_FIELDS
     out: list[Quad] = [
         Quad(node, RDF.type, CLASS_BY_BYTE.get(grain.type_byte, OMS.Grain), DEFAULT),
         Quad(node, OMS.contentAddress, Literal(grain.address), DEFAULT),
@@ -270,17 +266,13 @@ def grain_to_quads(
     for name, value in fields.items():
         prop = NAMED_FIELDS.get(name)
         if prop is not None:
-            add(Quad(node, prop, _time_or_value(name, value, time_fields), DEFAULT))
+            add(Quad(node, prop, _time_or_value(name, value), DEFAULT))
         elif name == "object":
             prop = OMS.objectText if type(value) is str else OMS.objectValue
             add(Quad(node, prop, value_literal(value), DEFAULT))
         elif name not in IMPLIED:
             field_prop = NamedNode(FIELD_NS + pct(name))
-            add(
-                Quad(
-                    node, field_prop, _time_or_value(name, value, time_fields), DEFAULT
-                )
-            )
+            add(Quad(node, field_prop, _time_or_value(name, value), DEFAULT))
     # Effective values, marked when implied by a default (so they can be told apart).
     created = fields["created_at"]
     system_from = fields.get("system_valid_from", created)
@@ -291,11 +283,7 @@ def grain_to_quads(
     }
     for name, (prop, implied) in IMPLIED.items():
         value = effective[name]
-        lit = (
-            Literal(value)
-            if name == "namespace"
-            else _time_or_value(name, value, time_fields)
-        )
+        lit = Literal(value) if name == "namespace" else _time_or_value(name, value)
         add(Quad(node, prop, lit, DEFAULT))
         if name not in fields:
             add(Quad(node, implied, TRUE, DEFAULT))

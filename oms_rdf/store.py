@@ -42,6 +42,7 @@ from .mapping import (
     address_of,
     grain_iri,
     grain_to_quads,
+    literal_value,
     millis_literal,
     truthy_triple,
 )
@@ -102,8 +103,6 @@ def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
 
 
 def _millis_of(lit: Any) -> int:
-    from .mapping import literal_value
-
     value: int = literal_value(lit)
     return value
 
@@ -515,7 +514,7 @@ class GrainStore:
                     + "); supersede the current grain instead",
                     code=ErrorCode.CONFLICT,
                 )
-            if isinstance(new, Mapping) and not isinstance(new, Grain):
+            if isinstance(new, Mapping):
                 fields = dict(new)
                 if fields.get("derived_from") is None:
                     fields["derived_from"] = [old_address]
