@@ -40,7 +40,7 @@ class Backend(Protocol):
     def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
         """Serialise the store (or one graph) to ``output``."""
 
-    def load(self, data: IO[bytes], fmt: ox.RdfFormat) -> None:
+    def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
         """Load serialised quads atomically."""
 
     def __len__(self) -> int:
@@ -94,7 +94,7 @@ class LocalBackend:
         except (OSError, ValueError) as exc:
             raise StoreError(f"dump failed: {exc}") from exc
 
-    def load(self, data: IO[bytes], fmt: ox.RdfFormat) -> None:
+    def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
         try:
             self.store.load(data, fmt)
         except (OSError, SyntaxError, ValueError) as exc:

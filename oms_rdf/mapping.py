@@ -26,11 +26,12 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, unquote
 
 import msgpack
-from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 
 from .codec import DEFAULT_NAMESPACE, EPOCH, MS, encode_fields, header_for
 from .errors import DecodeError, ErrorCode
@@ -94,7 +95,6 @@ FIELD_BY_PROPERTY: Mapping[str, str] = {
     **{p.value: name for name, p in NAMED_FIELDS.items()},
     **{p.value: name for name, (p, _) in IMPLIED.items()},
 }
-TRUE = Literal("true", datatype=XSD.boolean)
 _DERIVED_ONLY = frozenset(
     p.value
     for p in (
@@ -146,7 +146,7 @@ def entity_iri(
     >>> entity_iri("Alice Smith", "shared").value
     'https://w3id.org/oms-rdf/id/entity/shared/Alice%20Smith'
     """
-    return NamedNode(f"{settings.base_iri}entity/{pct(namespace)}/{pct(label)}")
+    return NamedNode(_entity_nt(settings.base_iri, namespace, label)[1:-1])
 
 
 def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> NamedNode:
@@ -155,7 +155,15 @@ def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> Na
     >>> relation_iri("works at").value
     'https://w3id.org/oms-rdf/id/rel/works%20at'
     """
-    return NamedNode(f"{settings.base_iri}rel/{pct(label)}")
+    return NamedNode(_relation_nt(settings.base_iri, label)[1:-1])
+
+
+def _lexical_time(ms: int) -> tuple[str, str]:
+    try:
+        dt = _EPOCH_NAIVE + ms * MS
+    except OverflowError:
+        return str(ms), _XSD_INTEGER
+    return dt.isoformat(timespec="milliseconds") + "Z", _XSD_DATETIME
 
 
 def millis_literal(ms: int) -> Literal:
@@ -166,14 +174,7 @@ def millis_literal(ms: int) -> Literal:
     >>> millis_literal(1768471200000).value
     '2026-01-15T10:00:00.000Z'
     """
-    try:
-        dt = EPOCH + ms * MS
-    except OverflowError:
-        return Literal(str(ms), datatype=XSD.integer)
-    return Literal(
-        dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z",
-        datatype=XSD.dateTime,
-    )
+    return _literal(*_lexical_time(ms))
 
 
 def _millis(lexical: str) -> int:
@@ -197,41 +198,54 @@ def _has_bytes(value: Any) -> bool:
     return False
 
 
-def value_literal(value: Any) -> Literal:
-    """Return the literal that carries one field value exactly."""
+def _lexical(value: Any) -> tuple[str, str]:
+    """Return the lexical form and datatype IRI that carry one field value exactly."""
     t = type(value)
     if t is str:
-        return Literal(value)
+        return value, _XSD_STRING
     if t is bool:
-        return Literal("true" if value else "false", datatype=XSD.boolean)
+        return ("true" if value else "false"), _XSD_BOOLEAN
     if t is int:
-        return Literal(str(value), datatype=XSD.integer)
+        return str(value), _XSD_INTEGER
     if t is float:
-        return Literal(repr(value), datatype=XSD.double)
+        return repr(value), _XSD_DOUBLE
     if t is bytes:
-        return Literal(base64.b64encode(value).decode(), datatype=XSD.base64Binary)
+        return base64.b64encode(value).decode(), _XSD_BASE64
     if _has_bytes(value):
         # JSON has no bytes: such a map travels as its canonical MessagePack.
         packed = msgpack.packb(value, use_bin_type=True)
-        return Literal(base64.b64encode(packed).decode(), datatype=OMS.msgpack)
-    return Literal(_json(value), datatype=RDF.JSON)
+        return base64.b64encode(packed).decode(), OMS.msgpack.value
+    return _json(value), RDF.JSON.value
+
+
+def _literal(text: str, datatype: str) -> Literal:
+    return Literal(text, datatype=NamedNode(datatype))
+
+
+def value_literal(value: Any) -> Literal:
+    """Return the literal that carries one field value exactly."""
+    return _literal(*_lexical(value))
 
 
 def literal_value(lit: Literal) -> Any:
-    """Return the field value a literal of :func:`value_literal` carries."""
+    """Return the field value a literal of :func:`value_literal` carries.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a datatype that carries no grain field.
+    """
     dt = lit.datatype.value
     text = lit.value
-    if dt == XSD.string.value:
+    if dt == _XSD_STRING:
         return text
-    if dt == XSD.integer.value:
+    if dt == _XSD_INTEGER:
         return int(text)
-    if dt == XSD.double.value:
+    if dt == _XSD_DOUBLE:
         return float(text)
-    if dt == XSD.boolean.value:
+    if dt == _XSD_BOOLEAN:
         return text == "true"
-    if dt == XSD.dateTime.value:
+    if dt == _XSD_DATETIME:
         return _millis(text)
-    if dt == XSD.base64Binary.value:
+    if dt == _XSD_BASE64:
         return base64.b64decode(text)
     if dt == RDF.JSON.value:
         return json.loads(text)
@@ -242,10 +256,111 @@ def literal_value(lit: Literal) -> Any:
     )
 
 
-def _time_or_value(name: str, value: Any) -> Literal:
+# N-Quads text: the store loads grains as text, which is several times faster
+# than building a pyoxigraph term object per triple. Terms are N-Triples strings.
+Row = tuple[str, str, str, str]  # subject, predicate, object, graph ("" = default)
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def nt_literal(text: str, datatype: str = "") -> str:
+    """Return a literal in N-Triples syntax (``datatype`` "" or xsd:string: plain)."""
+    if '"' in text or "\\" in text or "\n" in text or "\r" in text:
+        text = text.translate(_ESCAPES)
+    if not datatype or datatype == _XSD_STRING:
+        return f'"{text}"'
+    return f'"{text}"^^<{datatype}>'
+
+
+def _nt_value(name: str, value: Any) -> str:
     if name in _TIME_FIELDS and type(value) is int:
-        return millis_literal(value)
-    return value_literal(value)
+        return nt_literal(*_lexical_time(value))
+    return nt_literal(*_lexical(value))
+
+
+@lru_cache(maxsize=65_536)
+def _entity_nt(base: str, namespace: str, label: str) -> str:
+    return f"<{base}entity/{pct(namespace)}/{pct(label)}>"
+
+
+@lru_cache(maxsize=8192)
+def _relation_nt(base: str, label: str) -> str:
+    return f"<{base}rel/{pct(label)}>"
+
+
+@lru_cache(maxsize=8192)
+def _field_nt(name: str) -> str:
+    return f"<{FIELD_NS}{pct(name)}>"
+
+
+@lru_cache(maxsize=8192)
+def _did_nt(did: str) -> str | None:
+    """The DID as an IRI term, or None when it is not a valid IRI."""
+    try:
+        NamedNode(did)
+    except ValueError:
+        return None
+    return f"<{did}>" if ":" in did else None
+
+
+def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> list[Row]:
+    """Return the quads of a grain as N-Triples term strings (see :func:`grain_to_quads`)."""
+    node = f"<{NIH_PREFIX}{grain.address}>"
+    fields = grain.fields
+    rows: list[Row] = [
+        (node, _P_TYPE, _CLASS_NT.get(grain.type_byte, _GRAIN_NT), ""),
+        (node, _P_ADDRESS, f'"{grain.address}"', ""),
+    ]
+    add = rows.append
+    for name, value in fields.items():
+        prop = _NAMED_NT.get(name)
+        if prop is not None:
+            add((node, prop, _nt_value(name, value), ""))
+        elif name == "object":
+            prop = _P_OBJECT_TEXT if type(value) is str else _P_OBJECT_VALUE
+            add((node, prop, nt_literal(*_lexical(value)), ""))
+        elif name not in IMPLIED:
+            add((node, _field_nt(name), _nt_value(name, value), ""))
+    # Effective values, marked when implied by a default (so they can be told apart).
+    system_from = fields.get("system_valid_from", fields["created_at"])
+    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
+    effective = {
+        "system_valid_from": nt_literal(*_lexical_time(system_from)),
+        "valid_from": nt_literal(*_lexical_time(fields.get("valid_from", system_from))),
+        "namespace": nt_literal(namespace),
+    }
+    for name, (prop_nt, implied_nt) in _IMPLIED_NT.items():
+        add((node, prop_nt, effective[name], ""))
+        if name not in fields:
+            add((node, implied_nt, _TRUE_NT, ""))
+    if _expected_header(grain) != grain.blob[:9]:
+        add((node, _P_HEADER, f'"{grain.blob[:9].hex()}"', ""))
+    if grain.type_byte == BELIEF_BYTE:
+        s, p, o = _truthy_nt(fields, namespace, settings)
+        add((node, _P_RDF_SUBJECT, s, ""))
+        add((node, _P_RDF_PREDICATE, p, ""))
+        add((node, _P_RDF_OBJECT, o, ""))
+    for parent in fields.get("derived_from", ()):
+        add((node, _P_DERIVED, f"<{NIH_PREFIX}{parent}>", ""))
+    did = fields.get("author_did")
+    if isinstance(did, str):
+        did_nt = _did_nt(did)
+        if did_nt is not None:
+            add((node, _P_ATTRIBUTED, did_nt, ""))
+    for tag in fields.get("structural_tags", ()):
+        add((node, _P_TAG, nt_literal(tag), ""))
+    for link in fields.get("related_to", ()):
+        prop = _RELATED_NT[link["relation_type"]]
+        add((node, prop, f"<{NIH_PREFIX}{link['hash']}>", ""))
+    blob = base64.b64encode(grain.blob).decode()
+    add((node, _P_BLOB, f'"{blob}"^^<{_XSD_BASE64}>', _G_BLOBS))
+    return rows
+
+
+def rows_to_nquads(rows: Iterable[Row]) -> str:
+    """Return rows as N-Quads text."""
+    return "".join(
+        f"{s} {p} {o} {g} .\n" if g else f"{s} {p} {o} .\n" for s, p, o, g in rows
+    )
 
 
 def grain_to_quads(
@@ -255,53 +370,8 @@ def grain_to_quads(
 
     The index layer (status, supersession, ...) is the store's, not part of the grain.
     """
-    node = grain_iri(grain.address)
-    fields = grain.fields
-    gtype = type_for_byte(grain.type_byte)
-    out: list[Quad] = [
-        Quad(node, RDF.type, CLASS_BY_BYTE.get(grain.type_byte, OMS.Grain), DEFAULT),
-        Quad(node, OMS.contentAddress, Literal(grain.address), DEFAULT),
-    ]
-    add = out.append
-    for name, value in fields.items():
-        prop = NAMED_FIELDS.get(name)
-        if prop is not None:
-            add(Quad(node, prop, _time_or_value(name, value), DEFAULT))
-        elif name == "object":
-            prop = OMS.objectText if type(value) is str else OMS.objectValue
-            add(Quad(node, prop, value_literal(value), DEFAULT))
-        elif name not in IMPLIED:
-            field_prop = NamedNode(FIELD_NS + pct(name))
-            add(Quad(node, field_prop, _time_or_value(name, value), DEFAULT))
-    # Effective values, marked when implied by a default (so they can be told apart).
-    created = fields["created_at"]
-    system_from = fields.get("system_valid_from", created)
-    effective = {
-        "system_valid_from": system_from,
-        "valid_from": fields.get("valid_from", system_from),
-        "namespace": fields.get("namespace", DEFAULT_NAMESPACE),
-    }
-    for name, (prop, implied) in IMPLIED.items():
-        value = effective[name]
-        lit = Literal(value) if name == "namespace" else _time_or_value(name, value)
-        add(Quad(node, prop, lit, DEFAULT))
-        if name not in fields:
-            add(Quad(node, implied, TRUE, DEFAULT))
-    expected_header = _expected_header(grain)
-    if expected_header != grain.blob[:9]:
-        add(Quad(node, OMS.header, Literal(grain.blob[:9].hex()), DEFAULT))
-    if gtype is not None and gtype.byte == BELIEF_BYTE:
-        _reify(node, fields, effective["namespace"], settings, add)
-    _links(node, fields, add)
-    add(
-        Quad(
-            node,
-            OMS.blob,
-            Literal(base64.b64encode(grain.blob).decode(), datatype=XSD.base64Binary),
-            OMS.blobs,
-        )
-    )
-    return out
+    text = rows_to_nquads(grain_rows(grain, settings))
+    return list(parse(text, format=RdfFormat.N_QUADS))
 
 
 def _expected_header(grain: Grain) -> bytes | None:
@@ -310,61 +380,40 @@ def _expected_header(grain: Grain) -> bytes | None:
     return header_for(grain.fields, grain.type_byte)
 
 
-def _reify(
-    node: NamedNode,
-    fields: Mapping[str, Any],
-    namespace: str,
-    settings: MappingSettings,
-    add: Any,
-) -> None:
-    subject, relation, obj = fields["subject"], fields["relation"], fields["object"]
-    add(Quad(node, RDF.subject, entity_iri(subject, namespace, settings), DEFAULT))
-    add(Quad(node, RDF.predicate, relation_iri(relation, settings), DEFAULT))
+def _truthy_nt(
+    fields: Mapping[str, Any], namespace: str, settings: MappingSettings
+) -> tuple[str, str, str]:
+    base, relation, obj = settings.base_iri, fields["relation"], fields["object"]
     if type(obj) is str and relation in settings.entity_relations:
-        add(Quad(node, RDF.object, entity_iri(obj, namespace, settings), DEFAULT))
+        o = _entity_nt(base, namespace, obj)
     else:
-        add(Quad(node, RDF.object, value_literal(obj), DEFAULT))
+        o = nt_literal(*_lexical(obj))
+    return (
+        _entity_nt(base, namespace, fields["subject"]),
+        _relation_nt(base, relation),
+        o,
+    )
 
 
-def _links(node: NamedNode, fields: Mapping[str, Any], add: Any) -> None:
-    for parent in fields.get("derived_from", ()):
-        add(Quad(node, PROV.wasDerivedFrom, grain_iri(parent), DEFAULT))
-    did = fields.get("author_did")
-    if isinstance(did, str) and _is_iri(did):
-        add(Quad(node, PROV.wasAttributedTo, NamedNode(did), DEFAULT))
-    for tag in fields.get("structural_tags", ()):
-        add(Quad(node, OMS.tag, Literal(tag), DEFAULT))
-    for link in fields.get("related_to", ()):
-        prop = getattr(OMS, RELATED_PROPERTIES[link["relation_type"]])
-        add(Quad(node, prop, grain_iri(link["hash"]), DEFAULT))
-
-
-def _is_iri(text: str) -> bool:
-    try:
-        NamedNode(text)
-    except ValueError:
-        return False
-    return ":" in text
+def truthy_row(
+    grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
+) -> Row | None:
+    """Return the plain ``s p o`` a belief asserts, in graph ``oms:current``; None for other grains."""
+    if grain.type_byte != BELIEF_BYTE:
+        return None
+    namespace = grain.fields.get("namespace", DEFAULT_NAMESPACE)
+    return (*_truthy_nt(grain.fields, namespace, settings), _G_CURRENT)
 
 
 def truthy_triple(
     grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
-) -> tuple[NamedNode, NamedNode, Any] | None:
-    """Return the plain ``s p o`` triple a belief asserts, or None for other grains."""
-    if grain.type_byte != BELIEF_BYTE:
+) -> tuple[Any, Any, Any] | None:
+    """Return the plain ``s p o`` a belief asserts as terms, or None for other grains."""
+    row = truthy_row(grain, settings)
+    if row is None:
         return None
-    fields = grain.fields
-    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
-    obj = fields["object"]
-    if type(obj) is str and fields["relation"] in settings.entity_relations:
-        o: Any = entity_iri(obj, namespace, settings)
-    else:
-        o = value_literal(obj)
-    return (
-        entity_iri(fields["subject"], namespace, settings),
-        relation_iri(fields["relation"], settings),
-        o,
-    )
+    quad = next(parse(f"{row[0]} {row[1]} {row[2]} .\n", format=RdfFormat.N_TRIPLES))
+    return quad.subject, quad.predicate, quad.object
 
 
 def quads_to_grain(quads: Iterable[Quad]) -> Grain:
@@ -452,3 +501,26 @@ _TIME_FIELDS = frozenset(
         "last_practiced_at", "at_ms",
     }
 )  # fmt: skip
+
+
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_XSD_STRING = XSD.string.value
+_XSD_BOOLEAN = XSD.boolean.value
+_XSD_INTEGER = XSD.integer.value
+_XSD_DOUBLE = XSD.double.value
+_XSD_DATETIME = XSD.dateTime.value
+_XSD_BASE64 = XSD.base64Binary.value
+_NAMED_NT = {name: str(prop) for name, prop in NAMED_FIELDS.items()}
+_IMPLIED_NT = {name: (str(p), str(flag)) for name, (p, flag) in IMPLIED.items()}
+_CLASS_NT = {byte: str(cls) for byte, cls in CLASS_BY_BYTE.items()}
+_GRAIN_NT = str(OMS.Grain)
+_RELATED_NT = {
+    kind: str(getattr(OMS, prop)) for kind, prop in RELATED_PROPERTIES.items()
+}
+_TRUE_NT = '"true"^^<' + _XSD_BOOLEAN + ">"
+_P_TYPE, _P_ADDRESS, _P_HEADER = str(RDF.type), str(OMS.contentAddress), str(OMS.header)
+_P_OBJECT_TEXT, _P_OBJECT_VALUE = str(OMS.objectText), str(OMS.objectValue)
+_P_RDF_SUBJECT, _P_RDF_PREDICATE = str(RDF.subject), str(RDF.predicate)
+_P_RDF_OBJECT, _P_TAG, _P_BLOB = str(RDF.object), str(OMS.tag), str(OMS.blob)
+_P_DERIVED, _P_ATTRIBUTED = str(PROV.wasDerivedFrom), str(PROV.wasAttributedTo)
+_G_BLOBS, _G_CURRENT = str(OMS.blobs), str(OMS.current)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,19 +32,31 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, Variable
+from pyoxigraph import (
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QuerySolutions,
+    RdfFormat,
+    Variable,
+)
 
 from .backends import Backend, LocalBackend
 from .codec import DEFAULT_NAMESPACE, EPOCH, MS, check_address
 from .errors import ErrorCode, NotFoundError, PolicyError, StoreError
 from .grain import Grain, now_ms
 from .mapping import (
+    NIH_PREFIX,
     MappingSettings,
+    Row,
     address_of,
     grain_iri,
-    grain_to_quads,
+    grain_rows,
     literal_value,
     millis_literal,
+    rows_to_nquads,
+    truthy_row,
     truthy_triple,
 )
 from .policy import MAX_HOPS, Protector, check, is_protected
@@ -54,6 +67,7 @@ __all__ = ["GrainStore", "IndexState"]
 GrainLike = Grain | Mapping[str, Any] | bytes
 TimeLike = int | datetime | None
 DEFAULT = DefaultGraph()
+CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
 STATUSES = ("active", "superseded", "retracted")
 VERIFICATIONS = ("unverified", "verified", "disputed", "contradicted")
 # OMS 1.6 spellings of verification status, accepted as synonyms.
@@ -107,18 +121,17 @@ def _millis_of(lit: Any) -> int:
     return value
 
 
-def _nt(term: Any) -> str:
-    return str(term)
+def _row(quad: Quad) -> Row:
+    graph = quad.graph_name
+    g = "" if isinstance(graph, DefaultGraph) else str(graph)
+    return str(quad.subject), str(quad.predicate), str(quad.object), g
 
 
-def _data(quads: Iterable[Quad]) -> str:
+def _data(rows: Iterable[Row]) -> str:
     """Return the body of an INSERT DATA / DELETE DATA block, grouped by graph."""
     by_graph: dict[str, list[str]] = {}
-    for q in quads:
-        g = "" if isinstance(q.graph_name, DefaultGraph) else _nt(q.graph_name)
-        by_graph.setdefault(g, []).append(
-            f"{_nt(q.subject)} {_nt(q.predicate)} {_nt(q.object)} ."
-        )
+    for s, p, o, g in rows:
+        by_graph.setdefault(g, []).append(f"{s} {p} {o} .")
     parts = []
     for g, lines in by_graph.items():
         body = "\n".join(lines)
@@ -126,13 +139,18 @@ def _data(quads: Iterable[Quad]) -> str:
     return "\n".join(parts)
 
 
-def _update(delete: Sequence[Quad], insert: Sequence[Quad]) -> str:
+def _update(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -> str:
+    """One SPARQL update request: applied atomically by the backend."""
     ops = []
     if delete:
-        ops.append(f"DELETE DATA {{\n{_data(delete)}\n}}")
+        ops.append(f"DELETE DATA {{\n{_data(_rows(delete))}\n}}")
     if insert:
-        ops.append(f"INSERT DATA {{\n{_data(insert)}\n}}")
+        ops.append(f"INSERT DATA {{\n{_data(_rows(insert))}\n}}")
     return " ;\n".join(ops)
+
+
+def _rows(items: Iterable[Quad | Row]) -> list[Row]:
+    return [item if isinstance(item, tuple) else _row(item) for item in items]
 
 
 class GrainStore:
@@ -159,6 +177,10 @@ class GrainStore:
         self.backend: Backend = backend if backend is not None else LocalBackend(path)
         self.clock = clock or now_ms
         self._lock = threading.RLock()
+        # Decoded grains by address. A blob never changes under its address and the
+        # store deletes nothing, so entries never go stale; the cache only spares
+        # decoding the same blob again (supersede reads a grain several times).
+        self._cache: OrderedDict[str, Grain] = OrderedDict()
         self.settings = self._settings(base_iri, frozenset(entity_relations))
 
     # --- settings ---------------------------------------------------------------
@@ -222,17 +244,25 @@ class GrainStore:
                 ERR_INTEGRITY if the stored blob no longer hashes to it.
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
+        cached = self._cache.get(address)
+        if cached is not None:
+            self._cache.move_to_end(address)
+            return cached
         check_address(address)
         quad = next(
             self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
         )
         if quad is None:
             raise NotFoundError(f"no grain {address} in this store")
-        return Grain.from_blob(base64.b64decode(_value(quad.object)), address=address)
+        grain = Grain.from_blob(base64.b64decode(_value(quad.object)), address=address)
+        self._cache[address] = grain
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return grain
 
     def _resolve(self, ref: str | Grain) -> str:
         address = ref.address if isinstance(ref, Grain) else check_address(ref)
-        if address not in self:
+        if address not in self._cache and address not in self:
             raise NotFoundError(f"no grain {address} in this store")
         return address
 
@@ -284,15 +314,20 @@ class GrainStore:
             code=ErrorCode.SCHEMA,
         )
 
-    def _new_quads(self, grain: Grain) -> list[Quad]:
-        node = grain_iri(grain.address)
-        quads = grain_to_quads(grain, self.settings)
-        quads.append(Quad(node, OMS.status, OMS.active, OMS.index))
-        quads.append(Quad(node, OMS.verificationStatus, OMS.unverified, OMS.index))
-        triple = truthy_triple(grain, self.settings)
-        if triple is not None:
-            quads.append(Quad(*triple, OMS.current))
-        return quads
+    def _new_rows(self, grain: Grain) -> list[Row]:
+        """The quads of a new grain, its initial index state and its current triple."""
+        rows = grain_rows(grain, self.settings)
+        node = f"<{NIH_PREFIX}{grain.address}>"
+        rows.append((node, _P_STATUS, _ACTIVE, _G_INDEX))
+        rows.append((node, _P_VERIFICATION, _UNVERIFIED, _G_INDEX))
+        current = truthy_row(grain, self.settings)
+        if current is not None:
+            rows.append(current)
+        return rows
+
+    def _load(self, rows: Iterable[Row]) -> None:
+        """Add rows in one atomic load of N-Quads text."""
+        self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
 
     def _audit(
         self,
@@ -343,8 +378,9 @@ class GrainStore:
             if grain.address in self:
                 return grain.address
             self._check_put(grain)
-            quads = self._new_quads(grain) + self._audit("put", target=grain.address)
-            self.backend.add(quads)
+            rows = self._new_rows(grain)
+            rows += _rows(self._audit("put", target=grain.address))
+            self._load(rows)
         return grain.address
 
     def put_many(
@@ -357,7 +393,7 @@ class GrainStore:
         """
         grains = [self._grain(item) for item in items]
         with self._lock:
-            quads: list[Quad] = []
+            rows: list[Row] = []
             seen: set[str] = set()
             fresh = []
             for grain in grains:
@@ -374,9 +410,9 @@ class GrainStore:
                 iterator = bar
             for grain in iterator:
                 self._check_put(grain, batch)
-                quads.extend(self._new_quads(grain))
-            quads += self._audit("put_many", count=len(fresh))
-            self.backend.add(quads)
+                rows.extend(self._new_rows(grain))
+            rows += _rows(self._audit("put_many", count=len(fresh)))
+            self._load(rows)
         return [g.address for g in grains]
 
     def _check_put(
@@ -544,11 +580,11 @@ class GrainStore:
                 justification=new_grain.get("supersession_justification")
                 or justification,
             )
-            insert: list[Quad] = []
+            insert: list[Quad | Row] = []
             exists = new_grain.address in self
             if not exists:
                 self._check_put(new_grain, exempt=old_address)
-                insert += self._new_quads(new_grain)
+                insert += self._new_rows(new_grain)
             node = grain_iri(old_address)
             idx = OMS.index
             delete = [
@@ -757,19 +793,22 @@ class GrainStore:
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),
         }
+        anchor = "?g rdf:subject ?entity ."  # no text bound: every belief
         for name, value in (
-            ("subject", subject),
-            ("relation", relation),
             ("namespace", namespace),
+            ("relation", relation),
+            ("subject", subject),
         ):
             if value is not None:
                 bindings[Variable(name)] = Literal(value)
-        return self._grains(self.backend.query(_QUERIES["beliefs"], bindings))
+                anchor = _ANCHORS[name]  # the last bound one is the most selective
+        query = _QUERIES["beliefs"].replace("#ANCHOR", anchor)
+        return self._grains(self.backend.query(query, bindings))
 
     def history(self, address: str | Grain) -> list[Grain]:
         """Return the supersession chain through a grain, oldest first (forks included)."""
         address = self._resolve(address)
-        return self._grains(
+        return self._chronological(
             self.backend.query(
                 _QUERIES["history"], {Variable("target"): grain_iri(address)}
             )
@@ -778,10 +817,16 @@ class GrainStore:
     def derived(self, address: str | Grain) -> list[Grain]:
         """Return the grains derived from a grain, transitively, oldest first."""
         address = self._resolve(address)
-        return self._grains(
+        return self._chronological(
             self.backend.query(
                 _QUERIES["derived"], {Variable("target"): grain_iri(address)}
             )
+        )
+
+    def _chronological(self, solutions: QuerySolutions) -> list[Grain]:
+        """The grains of the solutions, oldest system time first."""
+        return sorted(
+            self._grains(solutions), key=lambda g: (_system_from(g), g.address)
         )
 
     def _grains(self, solutions: QuerySolutions) -> list[Grain]:
@@ -810,6 +855,12 @@ class GrainStore:
             flush()
 
 
+# The first pattern of the beliefs query, by the most selective bound text.
+_ANCHORS = {
+    "subject": "?g oms:subjectText ?subject .",
+    "relation": "?g oms:relationText ?relation .",
+    "namespace": "?g oms:namespace ?namespace .",
+}
 _QUERIES = {
     name: _query(name) for name in ("beliefs", "history", "derived", "shared_claim")
 }
@@ -854,3 +905,7 @@ def _same_claim(a: Grain, b: Grain) -> bool:
         and a.get("namespace", DEFAULT_NAMESPACE)
         == b.get("namespace", DEFAULT_NAMESPACE)
     )
+
+
+_P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
+_ACTIVE, _UNVERIFIED, _G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
