@@ -848,6 +848,11 @@ class GrainStore:
             sparql, {Variable(k): _term(v) for k, v in bindings.items()}
         )
 
+    def rebuild_current(self) -> None:
+        """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
+        with self._lock:
+            self.backend.update(_QUERIES["rebuild_current"])
+
     def flush(self) -> None:
         """Make every write of an on-disk store durable."""
         flush = getattr(self.backend, "flush", None)
@@ -862,7 +867,8 @@ _ANCHORS = {
     "namespace": "?g oms:namespace ?namespace .",
 }
 _QUERIES = {
-    name: _query(name) for name in ("beliefs", "history", "derived", "shared_claim")
+    name: _query(name)
+    for name in ("beliefs", "history", "derived", "shared_claim", "rebuild_current")
 }
 
 

@@ -210,3 +210,30 @@ def test_superseding_twice_is_a_conflict() -> None:
     with pytest.raises(oms.PolicyError) as info:
         store.supersede(old, belief("x", "r", "3", 0.5, day(2024)))
     assert info.value.code == oms.ErrorCode.CONFLICT
+
+
+def test_current_graph_rebuilds_to_the_same(
+    story: tuple[GrainStore, dict[str, str]],
+) -> None:
+    store, _ = story
+    maintained = {str(q) for q in store.backend.quads(None, None, None, OMS.current)}
+    store.rebuild_current()
+    assert {
+        str(q) for q in store.backend.quads(None, None, None, OMS.current)
+    } == maintained
+    assert maintained
+
+
+def test_history_includes_forks() -> None:
+    # Forks arrive only through imported index state: two successors of one grain.
+    store = GrainStore(clock=lambda: NOW)
+    root = store.put(belief("x", "r", "0", 0.5, day(2020)))
+    left = store.put(belief("x", "r", "left", 0.5, day(2021)))
+    right = store.put(belief("x", "r", "right", 0.5, day(2022)))
+    store.backend.update(
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> INSERT DATA { GRAPH oms:index { "
+        f"<nih:sha-256;{root}> oms:supersededBy <nih:sha-256;{left}>, <nih:sha-256;{right}> . }} }}"
+    )
+    expected = [root, left, right]
+    assert [g.address for g in store.history(right)] == expected
+    assert [g.address for g in store.history(root)] == expected
