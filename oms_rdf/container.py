@@ -1,0 +1,428 @@
+"""The ``.mg`` container file and the length-prefixed wire framing (spec §11).
+
+Container layout: a 16-byte header (magic ``4D 47 01``, flags, grain count u32,
+field-map version, compression codec, 6 reserved bytes), one u32 offset per grain,
+the grains back to back, an optional index manifest (flag bit 4: a canonical
+MessagePack map keyed by content address), and a SHA-256 footer over everything
+before it. Offsets are absolute from the start of the file (uncompressed files) or
+from the start of the decompressed grain region (zstd, flag bit 2). All integers
+are big-endian.
+
+Wire framing: repeated ``u32 length`` + grain bytes, ended by ``00 00 00 00``.
+
+Both readers stream: a container is read once front to back, so files larger
+than memory are fine; only the offset index (4 bytes a grain) is held.
+
+>>> import io
+>>> from oms_rdf.grain import Belief
+>>> g = Belief("a", "b", "c", 0.5, created_at=0)
+>>> buf = io.BytesIO()
+>>> write_mg([g.blob], buf)
+1
+>>> _ = buf.seek(0)
+>>> [b == g.blob for b in read_mg(buf).blobs()]
+[True]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import msgpack
+
+from .codec import decode
+from .errors import DecodeError, ErrorCode, IntegrityError, OmsError
+
+__all__ = ["MgReader", "read_frames", "read_mg", "write_frames", "write_mg"]
+
+MAGIC = b"MG\x01"
+HEADER_SIZE = 16
+FOOTER_SIZE = 32
+FIELD_MAP_VERSION = 0x01
+FLAG_SORTED = 0x01
+FLAG_DEDUPLICATED = 0x02
+FLAG_COMPRESSED = 0x04
+FLAG_FIELD_MAP = 0x08
+FLAG_MANIFEST = 0x10
+CODEC_NONE, CODEC_ZSTD = 0x00, 0x01
+_CHUNK = 1 << 20
+
+
+def write_mg(
+    blobs: Iterable[bytes],
+    out: IO[bytes],
+    *,
+    manifest: Mapping[str, Mapping[str, Any]] | None = None,
+    deduplicated: bool = False,
+    compress: bool = False,
+) -> int:
+    """Write a container of ``blobs``; return the number of grains written.
+
+    The grains are spooled to a temporary file first (the offset index precedes
+    them), so the input may be larger than memory.
+
+    Args:
+        manifest: index-layer state by content address, with compacted keys
+            (``sb``, ``svt``, ``vstatus``, ...); written only when not empty.
+        deduplicated: set flag bit 1 (the caller guarantees unique addresses).
+        compress: write the grain region as one zstd frame (level 3; needs the
+            ``zstandard`` package); offsets then point into the decompressed region.
+    """
+    offsets: list[int] = []
+    with tempfile.TemporaryFile() as spool:
+        position = 0
+        for blob in blobs:
+            offsets.append(position)
+            spool.write(blob)
+            position += len(blob)
+        count = len(offsets)
+        flags = FLAG_DEDUPLICATED if deduplicated else 0
+        codec = CODEC_NONE
+        if compress:
+            flags |= FLAG_COMPRESSED
+            codec = CODEC_ZSTD
+        tail = b""
+        if manifest:
+            flags |= FLAG_MANIFEST
+            tail = msgpack.packb(_canonical(manifest), use_bin_type=True)
+        digest = hashlib.sha256()
+
+        def emit(data: bytes) -> None:
+            digest.update(data)
+            out.write(data)
+
+        emit(
+            MAGIC
+            + bytes([flags])
+            + count.to_bytes(4, "big")
+            + bytes([FIELD_MAP_VERSION, codec])
+            + bytes(6)
+        )
+        base = 0 if compress else HEADER_SIZE + 4 * count
+        emit(b"".join((base + o).to_bytes(4, "big") for o in offsets))
+        spool.seek(0)
+        if compress:
+            import zstandard
+
+            compressor = zstandard.ZstdCompressor(level=3).compressobj()
+            while chunk := spool.read(_CHUNK):
+                emit(compressor.compress(chunk))
+            emit(compressor.flush())
+        else:
+            while chunk := spool.read(_CHUNK):
+                emit(chunk)
+        emit(tail)
+        out.write(digest.digest())
+    return count
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    return value
+
+
+@dataclass
+class MgReader:
+    """Reads a container front to back, checking every part as it goes.
+
+    ``blobs()`` yields each grain's bytes after decoding it (so a damaged grain
+    fails with its own code, and its index and offset in the path); the footer is
+    checked when the last byte has been read (ERR_INTEGRITY).
+    """
+
+    source: IO[bytes]
+    progress: Callable[[int], object] | None = None
+    count: int = 0
+    flags: int = 0
+    manifest: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def blobs(self) -> Iterator[bytes]:
+        """Yield every grain blob, then check the manifest and the footer."""
+        digest = hashlib.sha256()
+        stream = _HashingReader(self.source, digest, self.progress)
+        header = stream.read_exact(HEADER_SIZE, "header")
+        if header[:2] != MAGIC[:2]:
+            raise DecodeError(
+                f"not an .mg container: magic is {header[:3].hex()}, expected 4d4701",
+                path="header[0]",
+            )
+        if header[2] != MAGIC[2]:
+            raise DecodeError(
+                f"container version {header[2]}; this reader supports 1",
+                code=ErrorCode.VERSION,
+                path="header[2]",
+            )
+        self.flags = header[3]
+        self.count = int.from_bytes(header[4:8], "big")
+        codec = header[9]
+        if self.flags & FLAG_FIELD_MAP:
+            raise DecodeError(
+                "custom field maps (flag bit 3) are not supported", path="header[3]"
+            )
+        index = stream.read_exact(4 * self.count, "offset index")
+        offsets = [
+            int.from_bytes(index[i : i + 4], "big") for i in range(0, len(index), 4)
+        ]
+        region: _HashingReader | _ZstdRegion = stream
+        start = HEADER_SIZE + 4 * self.count
+        if self.flags & FLAG_COMPRESSED:
+            if codec != CODEC_ZSTD:
+                raise DecodeError(
+                    f"compression codec 0x{codec:02x} is not supported (only zstd)",
+                    path="header[9]",
+                )
+            region = _ZstdRegion(stream)
+            start = 0
+        if offsets and offsets[0] != start:
+            raise DecodeError(
+                f"grain 0 starts at offset {offsets[0]}, expected {start}",
+                path="index[0]",
+            )
+        for i in range(self.count - 1):
+            size = offsets[i + 1] - offsets[i]
+            if size < 10:
+                raise DecodeError(
+                    f"offsets {offsets[i]} and {offsets[i + 1]} leave {size} bytes for grain {i}",
+                    path=f"index[{i + 1}]",
+                )
+            yield _checked(region.read_exact(size, f"grain {i}"), i, offsets[i])
+        if isinstance(region, _ZstdRegion):
+            tail = region.read_all()
+            body = region.leftover + stream.read_to_footer()
+        else:
+            tail = body = stream.read_to_footer()
+        if self.count:
+            last = _split_grain(tail, self.count - 1, offsets[-1])
+            yield _checked(last, self.count - 1, offsets[-1])
+            if tail is body:
+                body = body[len(last) :]
+            elif len(last) != len(tail):
+                raise DecodeError(
+                    f"{len(tail) - len(last)} bytes after the last grain in the compressed region"
+                )
+        if self.flags & FLAG_MANIFEST:
+            self.manifest = _read_manifest(body, stream.offset - len(body))
+        elif body:
+            raise DecodeError(
+                f"{len(body)} unexpected bytes after the last grain (no manifest flag)",
+                path=f"offset {stream.offset - len(body)}",
+            )
+        expected = digest.digest()
+        if stream.footer != expected:
+            raise IntegrityError(
+                f"footer SHA-256 {stream.footer.hex()} does not match the content {expected.hex()}",
+                code=ErrorCode.INTEGRITY,
+                path="footer",
+            )
+
+
+def read_mg(
+    source: IO[bytes], *, progress: Callable[[int], object] | None = None
+) -> MgReader:
+    """Return a reader over a container opened in binary mode."""
+    return MgReader(source, progress)
+
+
+class _HashingReader:
+    """Reads a stream, hashing every byte except the last 32 (the footer)."""
+
+    def __init__(
+        self, source: IO[bytes], digest: Any, progress: Callable[[int], object] | None
+    ) -> None:
+        self.source, self.digest, self.progress = source, digest, progress
+        self.pending = b""  # bytes read but maybe part of the footer
+        self.footer = b""
+        self.offset = 0
+
+    def _fill(self, n: int) -> None:
+        while len(self.pending) < n + FOOTER_SIZE:
+            chunk = self.source.read(max(_CHUNK, n))
+            if not chunk:
+                break
+            if self.progress is not None:
+                self.progress(len(chunk))
+            self.pending += chunk
+
+    def read(self, n: int) -> bytes:
+        """Read up to n bytes, never into the last 32 (the footer)."""
+        self._fill(n)
+        available = max(0, len(self.pending) - FOOTER_SIZE)
+        data, self.pending = (
+            self.pending[: min(n, available)],
+            self.pending[min(n, available) :],
+        )
+        self.digest.update(data)
+        self.offset += len(data)
+        return data
+
+    def read_exact(self, n: int, what: str) -> bytes:
+        data = self.read(n)
+        if len(data) != n:
+            raise DecodeError(
+                f"file ends inside the {what}: needed {n} bytes at offset {self.offset - len(data)}, "
+                f"found {len(data)} before the 32-byte footer",
+                code=ErrorCode.TOO_SHORT,
+                path=f"offset {self.offset - len(data)}",
+            )
+        return data
+
+    def read_to_footer(self) -> bytes:
+        body = bytearray()
+        while True:
+            data = self.read(_CHUNK)
+            if not data:
+                break
+            body += data
+        if len(self.pending) != FOOTER_SIZE:
+            raise DecodeError(
+                f"file ends without its 32-byte footer ({len(self.pending)} bytes left)",
+                code=ErrorCode.TOO_SHORT,
+                path="footer",
+            )
+        self.footer = self.pending
+        return bytes(body)
+
+
+class _ZstdRegion:
+    """The decompressed grain region of a zstd container (one frame).
+
+    The spec asks for the whole region to be decompressed before any access, so it
+    is held in memory; the bytes after the frame (the manifest) are kept aside.
+    """
+
+    def __init__(self, stream: _HashingReader) -> None:
+        try:
+            import zstandard
+        except ImportError as exc:
+            raise DecodeError(
+                "a zstd-compressed container needs the 'zstandard' package"
+            ) from exc
+        inflater = zstandard.ZstdDecompressor().decompressobj()
+        out = bytearray()
+        try:
+            while not inflater.eof:
+                chunk = stream.read(_CHUNK)
+                if not chunk:
+                    raise DecodeError(
+                        "compressed grain region is truncated", code=ErrorCode.TOO_SHORT
+                    )
+                out += inflater.decompress(chunk)
+        except zstandard.ZstdError as exc:
+            raise DecodeError(
+                f"compressed grain region is not valid zstd: {exc}"
+            ) from exc
+        self.leftover: bytes = inflater.unused_data
+        self.region = bytes(out)
+        self.position = 0
+
+    def read_exact(self, n: int, what: str) -> bytes:
+        data = self.region[self.position : self.position + n]
+        if len(data) != n:
+            raise DecodeError(
+                f"compressed region ends inside {what}", code=ErrorCode.TOO_SHORT
+            )
+        self.position += n
+        return data
+
+    def read_all(self) -> bytes:
+        data = self.region[self.position :]
+        self.position = len(self.region)
+        return data
+
+
+def _split_grain(data: bytes, index: int, offset: int) -> bytes:
+    """Return the grain at the start of ``data``: 9 header bytes and one map."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data[9:])
+    try:
+        unpacker.skip()
+    except msgpack.OutOfData:
+        raise DecodeError(f"grain {index} is truncated", code=ErrorCode.TOO_SHORT,
+                          path=f"grain[{index}] at offset {offset}") from None  # fmt: skip
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise DecodeError(
+            f"grain {index} is not MessagePack: {exc}",
+            path=f"grain[{index}] at offset {offset}",
+        ) from exc
+    return data[: 9 + unpacker.tell()]
+
+
+def _checked(blob: bytes, index: int, offset: int) -> bytes:
+    """Decode a grain so that a damaged one fails with its own code and place."""
+    try:
+        decode(blob)
+    except OmsError as exc:
+        where = f"grain[{index}] at offset {offset}" + (
+            "" if exc.path is None else f" {exc.path}"
+        )
+        raise type(exc)(
+            f"grain {index}: {exc.message}", code=exc.code, path=where
+        ) from exc
+    return blob
+
+
+def _read_manifest(body: bytes, offset: int) -> dict[str, dict[str, Any]]:
+    try:
+        manifest = msgpack.unpackb(body, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise DecodeError(
+            f"index manifest is not MessagePack: {exc}",
+            path=f"manifest at offset {offset}",
+        ) from exc
+    if not isinstance(manifest, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in manifest.items()
+    ):
+        raise DecodeError(
+            "index manifest must map addresses to maps of index fields",
+            path=f"manifest at offset {offset}",
+        )
+    return manifest
+
+
+def write_frames(blobs: Iterable[bytes], out: IO[bytes]) -> int:
+    """Write blobs as wire frames (u32 length + bytes), then the zero sentinel."""
+    count = 0
+    for blob in blobs:
+        out.write(len(blob).to_bytes(4, "big"))
+        out.write(blob)
+        count += 1
+    out.write(bytes(4))
+    return count
+
+
+def read_frames(source: IO[bytes]) -> Iterator[bytes]:
+    """Yield the blobs of a wire stream, up to the zero-length sentinel.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a truncated frame or a missing sentinel.
+    """
+    offset = 0
+    while True:
+        head = source.read(4)
+        if len(head) < 4:
+            raise DecodeError(
+                "wire stream ends without the 00 00 00 00 sentinel",
+                path=f"offset {offset}",
+            )
+        size = int.from_bytes(head, "big")
+        if size == 0:
+            return
+        blob = source.read(size)
+        if len(blob) < size:
+            raise DecodeError(
+                f"frame of {size} bytes truncated to {len(blob)}",
+                path=f"offset {offset}",
+            )
+        offset += 4 + size
+        yield blob
+
+
+def copy_stream(source: IO[bytes], out: IO[bytes]) -> None:
+    """Copy one binary stream into another in chunks."""
+    shutil.copyfileobj(source, out, _CHUNK)

@@ -1,0 +1,138 @@
+"""The .mg container and the wire framing."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import oms_rdf as oms
+from oms_rdf.container import read_frames, read_mg, write_frames, write_mg
+from tests.strategies import grains
+
+BLOBS = [
+    oms.Belief(f"s{i}", "r", f"o{i}", 0.5, created_at=i * 1000).blob for i in range(5)
+]
+MANIFEST = {
+    oms.content_address(BLOBS[0]): {
+        "sb": oms.content_address(BLOBS[1]),
+        "vstatus": "verified",
+    }
+}
+
+
+def container(blobs: list[bytes] = BLOBS, **kw: Any) -> bytes:
+    out = io.BytesIO()
+    assert write_mg(blobs, out, **kw) == len(blobs)
+    return out.getvalue()
+
+
+def read_all(data: bytes) -> tuple[list[bytes], dict[str, Any]]:
+    reader = read_mg(io.BytesIO(data))
+    blobs = list(reader.blobs())
+    return blobs, reader.manifest
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"manifest": MANIFEST},
+        {"compress": True},
+        {"compress": True, "manifest": MANIFEST},
+    ],
+)
+def test_round_trip(kw: dict[str, Any]) -> None:
+    data = container(**kw)
+    blobs, manifest = read_all(data)
+    assert blobs == BLOBS
+    assert manifest == kw.get("manifest", {})
+
+
+def test_layout_follows_the_spec() -> None:
+    data = container(manifest=MANIFEST)
+    assert data[:3] == bytes.fromhex("4d4701")
+    assert data[3] == 0x10  # has_index_manifest
+    assert int.from_bytes(data[4:8], "big") == 5
+    first = int.from_bytes(data[16:20], "big")
+    assert first == 16 + 4 * 5 and data[first : first + len(BLOBS[0])] == BLOBS[0]
+    second = int.from_bytes(data[20:24], "big")
+    assert second == first + len(BLOBS[0])
+    assert data[-32:] == hashlib.sha256(data[:-32]).digest()
+
+
+def test_empty_container_is_valid() -> None:
+    data = container([])
+    assert len(data) == 16 + 32
+    assert read_all(data) == ([], {})
+
+
+@given(st.lists(grains(), max_size=4))
+@settings(max_examples=30)
+def test_round_trip_generated(fields: list[dict[str, Any]]) -> None:
+    blobs = [oms.encode(f) for f in fields]
+    assert read_all(container(blobs))[0] == blobs
+
+
+def test_every_flipped_byte_is_refused() -> None:
+    data = container(manifest=MANIFEST)
+    codes = set()
+    for index in range(len(data)):
+        bad = bytearray(data)
+        bad[index] ^= 0x01
+        with pytest.raises(oms.OmsError) as info:
+            read_all(bytes(bad))
+        codes.add(info.value.code)
+        if index >= len(data) - 32:
+            assert info.value.code == oms.ErrorCode.INTEGRITY
+    assert oms.ErrorCode.INTEGRITY in codes and oms.ErrorCode.CORRUPT in codes
+
+
+def test_damaged_grain_reports_its_own_code_and_place() -> None:
+    bad_blob = BLOBS[2][:9] + BLOBS[2][9:].replace(
+        b"\xa1t\xa6", b"\xa1u\xa6"
+    )  # type key lost
+    data = container([*BLOBS[:2], bad_blob])
+    with pytest.raises(oms.DecodeError) as info:
+        read_all(data)
+    assert info.value.code == oms.ErrorCode.NO_TYPE
+    assert info.value.path is not None and info.value.path.startswith(
+        "grain[2] at offset"
+    )
+
+
+@pytest.mark.parametrize("cut", [1, 10, 32, 40, 100])
+def test_truncated_files_are_refused(cut: int) -> None:
+    data = container()
+    with pytest.raises(oms.OmsError):
+        read_all(data[:-cut])
+
+
+def test_not_a_container() -> None:
+    with pytest.raises(oms.DecodeError):
+        read_all(b"PK\x03\x04" + bytes(60))
+    with pytest.raises(oms.DecodeError) as info:
+        read_all(b"MG\x02" + bytes(45))
+    assert info.value.code == oms.ErrorCode.VERSION
+
+
+def test_wire_frames_round_trip() -> None:
+    out = io.BytesIO()
+    assert write_frames(BLOBS, out) == 5
+    data = out.getvalue()
+    assert data.endswith(bytes(4))
+    assert data[:4] == len(BLOBS[0]).to_bytes(4, "big")
+    assert list(read_frames(io.BytesIO(data))) == BLOBS
+    assert list(read_frames(io.BytesIO(bytes(4)))) == []
+
+
+@pytest.mark.parametrize("cut", [1, 4, 5, 20])
+def test_wire_truncation_is_refused(cut: int) -> None:
+    out = io.BytesIO()
+    write_frames(BLOBS[:2], out)
+    with pytest.raises(oms.DecodeError):
+        list(read_frames(io.BytesIO(out.getvalue()[:-cut])))
