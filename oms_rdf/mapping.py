@@ -332,7 +332,7 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
         add((node, prop_nt, effective[name], ""))
         if name not in fields:
             add((node, implied_nt, _TRUE_NT, ""))
-    if _expected_header(grain) != grain.blob[:9]:
+    if expected_header(grain) != grain.blob[:9]:
         add((node, _P_HEADER, f'"{grain.blob[:9].hex()}"', ""))
     if grain.type_byte == BELIEF_BYTE:
         s, p, o = _truthy_nt(fields, namespace, settings)
@@ -374,7 +374,8 @@ def grain_to_quads(
     return list(parse(text, format=RdfFormat.N_QUADS))
 
 
-def _expected_header(grain: Grain) -> bytes | None:
+def expected_header(grain: Grain) -> bytes | None:
+    """The header this library derives from the fields, or None for application types."""
     if type_for_byte(grain.type_byte) is None:
         return None  # an application type: its byte is known only from the header
     return header_for(grain.fields, grain.type_byte)

@@ -139,8 +139,8 @@ def _data(rows: Iterable[Row]) -> str:
     return "\n".join(parts)
 
 
-def _update(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -> str:
-    """One SPARQL update request: applied atomically by the backend."""
+def update_request(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -> str:
+    """Return one SPARQL update request deleting then inserting data (atomic)."""
     ops = []
     if delete:
         ops.append(f"DELETE DATA {{\n{_data(_rows(delete))}\n}}")
@@ -610,7 +610,7 @@ class GrainStore:
                 reason=reason,
                 review=review,
             )
-            self.backend.update(_update(delete, insert))
+            self.backend.update(update_request(delete, insert))
         return new_grain.address
 
     def retract(
@@ -715,7 +715,7 @@ class GrainStore:
                 at=when,
                 review=review,
             )
-            self.backend.update(_update(delete, insert))
+            self.backend.update(update_request(delete, insert))
 
     def set_verification(
         self,
@@ -768,7 +768,7 @@ class GrainStore:
             insert += self._audit(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
-            self.backend.update(_update(delete, insert))
+            self.backend.update(update_request(delete, insert))
 
     # --- questions --------------------------------------------------------------
 
@@ -847,6 +847,31 @@ class GrainStore:
         return self.backend.query(
             sparql, {Variable(k): _term(v) for k, v in bindings.items()}
         )
+
+    def export(self, dest: Any, /, *, format: str | None = None) -> int:
+        """Write the store to a path or binary file; see :mod:`oms_rdf.io` for formats."""
+        from .io import export  # io builds on the store: imported when used
+
+        return export(self, dest, format=format)
+
+    def import_(self, src: Any, /, *, format: str | None = None, **options: Any) -> Any:
+        """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
+        from .io import import_
+
+        return import_(self, src, format=format, **options)
+
+    def to_rdflib(self) -> Any:
+        """Return the store's graphs as an ``rdflib.Dataset`` (a copy)."""
+        from .io import to_rdflib
+
+        return to_rdflib(self)
+
+    @classmethod
+    def from_rdflib(cls, dataset: Any) -> GrainStore:
+        """Return a new in-memory store holding an ``rdflib.Dataset`` of our graphs."""
+        from .io import from_rdflib
+
+        return from_rdflib(dataset)
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""

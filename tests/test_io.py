@@ -1,0 +1,371 @@
+"""Export and import: every format round-trips; imports are all or nothing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+
+import oms_rdf as oms
+from oms_rdf import io as oms_io
+from oms_rdf.store import GrainStore
+from oms_rdf.vocab import OMS
+
+T = 1_700_000_000_000
+DAY = 86_400_000
+NOW = T + 400 * DAY
+DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+OTHER_TYPES: list[dict[str, Any]] = [
+    {"type": "event", "content": "User asked \"why?\"\nthen left", "role": "user"},
+    {"type": "state", "context": {"memory_blocks": ["a"], "bytes": b"\x00\xff"}},
+    {"type": "workflow", "nodes": ["a", "b"], "edges": [{"src": "a", "dst": "b", "max_cycles": 2}]},
+    {"type": "tool", "tool_name": "search", "input": {"q": "x"}, "content": [1, 2.0], "is_error": False},
+    {"type": "observation", "observer_id": "cam-1", "observer_type": "camera", "subject": "room", "object": "empty"},
+    {"type": "goal", "description": "ship it", "goal_state": "active", "progress": 0.5},
+    {"type": "reasoning", "premises": ["a" * 64], "conclusion": "so"},
+    {"type": "consensus", "participating_observers": ["x"], "threshold": 1, "agreement_count": 1, "dissent_count": 0},
+    {"type": "consent", "subject_did": DID, "grantee_did": "did:key:z6Mkother", "scope": ["store"], "is_withdrawal": False},
+    {"type": "skill", "name": "cook", "description": "pasta", "proficiency": 0.4},
+    {"type": "recommendation", "target_ref": "entity:ns/x", "analyzer": {"id": "pub.lint/1"}, "summary": {"template_id": "t"},
+     "dedup_key": "k", "proposal_data": {"v": 1}},
+    {"type": "trigger", "kind": "manual", "workflow": "b" * 64, "config": {"int:base_url": "https://x"}},
+    {"type": "acme.note", "body": "app type", "_byte": 0xF1},
+]  # fmt: skip
+
+
+def make_store() -> GrainStore:
+    store = GrainStore(clock=lambda: NOW)
+    old = store.put(
+        oms.Belief(
+            "alice",
+            "works_at",
+            "Acme",
+            0.9,
+            created_at=T,
+            valid_from=T - 100 * DAY,
+            author_did=DID,
+        )
+    )
+    store.supersede(
+        old,
+        oms.Belief(
+            "alice",
+            "works_at",
+            "Initech",
+            0.95,
+            created_at=T + 50 * DAY,
+            valid_from=T + 40 * DAY,
+        ),
+    )
+    wrong = store.put(
+        oms.Belief("bob", "lives_in", "Paris", 0.7, created_at=T, namespace="home")
+    )
+    store.retract(wrong, reason="never said", by=DID, at=T + 10 * DAY)
+    french = store.put(
+        oms.Belief(
+            "dave", "speaks", "French", 0.6, created_at=T, structural_tags=["pii:name"]
+        )
+    )
+    store.contradict(french, at=T + 20 * DAY)
+    bike = store.put(
+        oms.Belief(
+            "eve", "owns", "a bike", 0.5, created_at=T, context={"n": 1, "f": 1.0}
+        )
+    )
+    store.set_verification(bike, "disputed", at=T + 30 * DAY)
+    store.put(oms.Belief("frank", "knows", "Python", 1, created_at=T, namespace="work",
+                         invalidation_policy={"mode": "locked"}, derived_from=[old]))  # fmt: skip
+    for i, fields in enumerate(OTHER_TYPES):
+        fields = {**fields, "created_at": T + i}
+        byte = fields.pop("_byte", None)
+        store.put(oms.Grain.from_dict(fields, type_byte=byte))
+    return store
+
+
+@pytest.fixture(scope="module")
+def store() -> GrainStore:
+    return make_store()
+
+
+def addresses(store: GrainStore) -> set[str]:
+    return {
+        q.subject.value.removeprefix("nih:sha-256;")
+        for q in store.backend.quads(None, OMS.blob, None, OMS.blobs)
+    }
+
+
+def states(store: GrainStore) -> dict[str, oms.IndexState]:
+    return {a: store.status(a) for a in addresses(store)}
+
+
+def answers(store: GrainStore) -> list[list[str]]:
+    points = [
+        (None, None),
+        (T - 50 * DAY, None),
+        (T + 5 * DAY, T + 5 * DAY),
+        (T + 45 * DAY, T + 45 * DAY),
+    ]
+    return [
+        sorted(g.address for g in store.beliefs(valid_at=v, as_of=a)) for v, a in points
+    ]
+
+
+def snapshot(store: GrainStore) -> set[str]:
+    return {str(q) for q in store.backend.quads()}
+
+
+def round_trip(store: GrainStore, fmt: str) -> GrainStore:
+    buffer = io.BytesIO()
+    store.export(buffer, format=fmt)
+    fresh = GrainStore(clock=lambda: NOW)
+    buffer.seek(0)
+    fresh.import_(buffer, format=fmt)
+    return fresh
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads", "jsonld", "trig12", "mg"])
+def test_whole_store_formats_keep_everything(store: GrainStore, fmt: str) -> None:
+    again = round_trip(store, fmt)
+    assert addresses(again) == addresses(store)
+    assert states(again) == states(store)
+    assert answers(again) == answers(store)
+    assert {str(q) for q in again.backend.quads(None, None, None, OMS.current)} == {
+        str(q) for q in store.backend.quads(None, None, None, OMS.current)
+    }
+    for address in addresses(store):
+        assert again.get(address).blob == store.get(address).blob
+
+
+@pytest.mark.parametrize("fmt", ["turtle", "turtle12", "jsonl", "ntriples"])
+def test_grain_formats_keep_every_grain(store: GrainStore, fmt: str) -> None:
+    again = round_trip(store, fmt)
+    assert addresses(again) == addresses(store)
+    assert all(s.status == "active" for s in states(again).values())  # no index state
+
+
+def test_turtle_has_no_blobs_and_validates(store: GrainStore) -> None:
+    import pyshacl
+    import rdflib
+
+    buffer = io.BytesIO()
+    store.export(buffer, format="turtle")
+    text = buffer.getvalue().decode()
+    assert "oms:blob " not in text and "@prefix oms:" in text
+    graph = rdflib.Graph().parse(data=text, format="turtle")
+    assert len(graph) == len(
+        list(store.backend.quads(None, None, None, ox.DefaultGraph()))
+    )
+    shapes = str(Path(__file__).parent.parent / "ontology" / "shapes.ttl")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)
+        conforms, _, report = pyshacl.validate(graph, shacl_graph=shapes)
+    assert conforms, report
+
+
+def test_rdf12_view_answers_reifier_patterns(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="turtle12")
+    assert b"<<(" in buffer.getvalue()
+    view = ox.Store()
+    view.load(buffer.getvalue(), format=ox.RdfFormat.TURTLE)
+    rows = list(view.query(
+        'SELECT ?g ?o WHERE { << ?s <https://w3id.org/oms-rdf/id/rel/works_at> ?o ~ ?g >> }'
+    ))  # fmt: skip
+    assert sorted(r["o"].value for r in rows) == ["Acme", "Initech"]
+    assert all(r["g"].value.startswith("nih:sha-256;") for r in rows)
+
+
+def test_export_to_a_path_and_import_by_suffix(
+    store: GrainStore, tmp_path: Path
+) -> None:
+    for name in ("s.trig", "s.nq", "s.mg", "s.jsonl", "s.ttl"):
+        path = tmp_path / name
+        assert store.export(path) == len(store)
+        again = GrainStore()
+        report = again.import_(path)
+        assert report.added == len(store) and addresses(again) == addresses(store)
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_import_is_idempotent(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="mg")
+    again = GrainStore(clock=lambda: NOW)
+    buffer.seek(0)
+    assert again.import_(buffer, format="mg").added == len(store)
+    before = {s for s in snapshot(again) if "urn:uuid" not in s}
+    buffer.seek(0)
+    assert again.import_(buffer, format="mg").added == 0
+    assert {s for s in snapshot(again) if "urn:uuid" not in s} == before
+
+
+def test_jsonl_bad_line_keeps_nothing(tmp_path: Path) -> None:
+    good = [
+        oms_io.dumps_jsonl(oms.Belief("a", "r", str(i), 0.5, created_at=i))
+        for i in range(3)
+    ]
+    path = tmp_path / "b.jsonl"
+    path.write_text(
+        "\n".join([good[0], good[1], '{"type": "belief", "subject": ""}', good[2]])
+        + "\n"
+    )
+    target = GrainStore()
+    before = snapshot(target)
+    with pytest.raises(oms.OmsError) as info:
+        target.import_(path)
+    assert info.value.path is not None and info.value.path.startswith("line 3")
+    assert snapshot(target) == before
+    report = target.import_(path, skip_invalid=True)
+    assert report.added == 3 and [w for w, _ in report.skipped] == ["line 3"]
+    assert "ERR_" in report.skipped[0][1]
+
+
+def test_corrupt_blob_in_trig_keeps_nothing(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="nquads")
+    lines = buffer.getvalue().decode().splitlines()
+    index = next(i for i, line in enumerate(lines) if "#blob>" in line)
+    start = lines[index].index('"') + 5
+    lines[index] = (
+        lines[index][:start]
+        + ("A" if lines[index][start] != "A" else "B")
+        + lines[index][start + 1 :]
+    )
+    target = GrainStore()
+    before = snapshot(target)
+    with pytest.raises(oms.OmsError):
+        target.import_(io.BytesIO("\n".join(lines).encode()), format="nquads")
+    assert snapshot(target) == before
+
+
+def test_syntax_error_names_the_line() -> None:
+    target = GrainStore()
+    with pytest.raises(oms.DecodeError) as info:
+        target.import_(
+            io.BytesIO(b"<a:b> <a:c> <a:d> .\n<a:b> <a:c> oops .\n"), format="nquads"
+        )
+    assert info.value.path == "line 2"
+
+
+class FailingBackend(oms.backends.LocalBackend):  # type: ignore[name-defined]
+    """A real pyoxigraph backend whose n-th load fails, as a full disk would."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.loads, self.fail_at = 0, fail_at
+
+    def load(self, data: Any, fmt: Any) -> None:
+        self.loads += 1
+        if self.loads == self.fail_at:
+            raise oms.StoreError("disk full")
+        super().load(data, fmt)
+
+
+def test_interrupted_import_is_rolled_back(
+    store: GrainStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="trig")
+    monkeypatch.setattr(oms_io, "CHUNK_ROWS", 50)  # many small atomic steps
+    target = GrainStore(backend=FailingBackend(fail_at=4))
+    target.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+    before = snapshot(target)
+    buffer.seek(0)
+    with pytest.raises(oms.StoreError, match="disk full"):
+        target.import_(buffer, format="trig")
+    assert snapshot(target) == before
+
+
+def test_conflicting_index_state_is_refused(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="mg")
+    target = GrainStore(clock=lambda: NOW)
+    acme = next(
+        g for g in store.beliefs(valid_at=T, as_of=NOW) if g["object"] == "Acme"
+    )
+    target.put(acme)  # here it is active; in the container it is superseded
+    before = snapshot(target)
+    buffer.seek(0)
+    with pytest.raises(oms.StoreError) as info:
+        target.import_(buffer, format="mg")
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    assert snapshot(target) == before
+
+
+def test_foreign_turtle_is_adopted() -> None:
+    turtle = b"""
+    @prefix ex: <http://example.org/> .
+    ex:alice ex:worksAt ex:acme ;
+             ex:name "Alice"@en ;
+             ex:age 42 .
+    ex:acme ex:locatedIn "Berlin" .
+    """
+    target = GrainStore()
+    report = target.import_(
+        io.BytesIO(turtle), format="turtle", namespace="crm", confidence=0.8
+    )
+    assert report.added == 4
+    by_relation = {g["relation"]: g for g in target.beliefs(namespace="crm")}
+    works = by_relation["http://example.org/worksAt"]
+    assert (works["subject"], works["object"], works["confidence"]) == (
+        "http://example.org/alice",
+        "http://example.org/acme",
+        0.8,
+    )
+    assert works["source_type"] == "imported" and works["context"] == {
+        "rdf:object": "iri"
+    }
+    assert by_relation["http://example.org/name"]["context"] == {"rdf:language": "en"}
+    assert by_relation["http://example.org/age"]["context"] == {
+        "rdf:datatype": "http://www.w3.org/2001/XMLSchema#integer"
+    }
+    assert "context" not in by_relation["http://example.org/locatedIn"].fields
+
+
+def test_import_from_a_pipe(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="jsonl")
+
+    class Pipe(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self.data = io.BytesIO(data)
+
+        def readable(self) -> bool:
+            return True
+
+        def seekable(self) -> bool:
+            return False
+
+        def readinto(self, b: Any) -> int:
+            chunk = self.data.read(len(b))
+            b[: len(chunk)] = chunk
+            return len(chunk)
+
+    again = GrainStore()
+    assert again.import_(Pipe(buffer.getvalue()), format="jsonl").added == len(store)
+
+
+def test_progress_reports_bytes(store: GrainStore) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="nquads")
+    seen: list[int] = []
+    buffer.seek(0)
+    GrainStore().import_(buffer, format="nquads", progress=seen.append)
+    assert sum(seen) == len(buffer.getvalue())
+
+
+def test_rdflib_bridge(store: GrainStore) -> None:
+    import rdflib
+
+    dataset = store.to_rdflib()
+    assert isinstance(dataset, rdflib.Dataset)
+    names = {str(g.identifier) for g in dataset.graphs()}
+    assert {str(OMS.blobs.value), str(OMS.index.value), str(OMS.audit.value)} <= names
+    again = GrainStore.from_rdflib(dataset)
+    assert addresses(again) == addresses(store)
+    assert states(again) == states(store)
