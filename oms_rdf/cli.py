@@ -15,6 +15,7 @@ import click
 from .codec import content_address, decode, encode, verify
 from .errors import DecodeError, EncodeError, ErrorCode, OmsError
 from .grain import Grain
+from .io import FORMATS
 from .mapping import millis_literal
 from .store import GrainStore
 
@@ -415,6 +416,87 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str) -> None:
         )
     else:
         click.echo(_table(rows, names))
+
+
+FORMAT_CHOICE = click.Choice(list(FORMATS))
+
+
+@cli.command("export")
+@click.argument("dest")
+@click.option(
+    "--format", "fmt", type=FORMAT_CHOICE, help="Default: from the file suffix."
+)
+@click.pass_context
+def export_cmd(ctx: click.Context, dest: str, fmt: str | None) -> None:
+    """Write the whole store (or its knowledge) to DEST (- for stdout).
+
+    Example:
+
+        oms-rdf --store mem.db export backup.trig
+    """
+    if dest == "-":
+        count = _store(ctx).export(sys.stdout.buffer, format=fmt or "trig")
+    else:
+        count = _store(ctx).export(dest, format=fmt)
+    click.echo(f"exported {count} grains", err=dest == "-")
+
+
+@cli.command("import")
+@click.argument("source")
+@click.option(
+    "--format", "fmt", type=FORMAT_CHOICE, help="Default: from the file suffix."
+)
+@click.option("--skip-invalid", is_flag=True, help="Skip bad records and report them.")
+@click.option("--namespace", help="Namespace of beliefs adopted from a foreign graph.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Confidence of beliefs adopted from a foreign graph.")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.pass_context
+def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: bool,
+               namespace: str | None, confidence: float, quiet: bool) -> None:  # fmt: skip
+    """Import SOURCE (- for stdin) into the store: all or nothing unless --skip-invalid.
+
+    A Turtle or N-Triples graph that is not an oms_rdf export is adopted: each
+    triple becomes a belief. Example:
+
+        oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
+    """
+    store = _store(ctx)
+    options = {
+        "skip_invalid": skip_invalid,
+        "namespace": namespace,
+        "confidence": confidence,
+    }
+    src: Any = sys.stdin.buffer if source == "-" else source
+    size = 0 if source == "-" else Path(source).stat().st_size
+    show = not quiet and size > 0 and sys.stderr.isatty()
+    with (
+        click.progressbar(length=size, label="reading", file=sys.stderr)
+        if show
+        else _no_bar() as bar
+    ):
+        report = store.import_(src, format=fmt or ("nquads" if source == "-" else None),
+                               progress=bar.update, **options)  # fmt: skip
+    for where, why in report.skipped:
+        click.echo(f"skipped {where}: {why}", err=True)
+    click.echo(
+        f"imported {report.added} grains ({report.quads} quads), skipped {len(report.skipped)}"
+    )
+
+
+class _NoBar:
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n: int) -> None:
+        """Ignore progress."""
+
+
+def _no_bar() -> _NoBar:
+    return _NoBar()
 
 
 @cli.command("demo")

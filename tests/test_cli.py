@@ -124,3 +124,35 @@ def test_store_errors(tmp_path: Path) -> None:
         "error: ERR_NOT_FOUND: "
     )
     assert CliRunner().invoke(cli, ["beliefs"]).exit_code == 2  # no --store
+
+
+def test_export_and_import(tmp_path: Path) -> None:
+    db, other = str(tmp_path / "db"), str(tmp_path / "other")
+    source = tmp_path / "b.jsonl"
+    rows = [{"type": "belief", "subject": "s", "relation": "r", "object": str(i),
+             "confidence": 0.5, "created_at": i} for i in range(3)]  # fmt: skip
+    source.write_text("\n".join(json.dumps(r) for r in rows))
+    run("--store", db, "put", str(source))
+    out = run("--store", db, "export", str(tmp_path / "all.trig"))
+    assert out.output.strip() == "exported 3 grains"
+    result = run("--store", other, "import", str(tmp_path / "all.trig"), "--quiet")
+    assert (
+        result.output.strip()
+        == "imported 3 grains (" + result.output.split("(")[1].strip()
+    )
+    assert len(json.loads(run("--store", other, "beliefs", "--json").output)) == 3
+
+
+def test_import_reports_skipped_records(tmp_path: Path) -> None:
+    source = tmp_path / "b.jsonl"
+    source.write_text('{"type": "belief"}\nnot json\n')
+    bad = CliRunner().invoke(
+        cli, ["--store", str(tmp_path / "db"), "import", str(source)]
+    )
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: ERR_SCHEMA: line 1")
+    skipped = CliRunner().invoke(
+        cli, ["--store", str(tmp_path / "db"), "import", str(source), "--skip-invalid"]
+    )
+    assert skipped.exit_code == 0
+    assert "skipped line 1" in skipped.stderr and "skipped line 2" in skipped.stderr
+    assert "imported 0 grains" in skipped.stdout
