@@ -327,22 +327,25 @@ def import_(
     return report
 
 
+Item = Row | ox.Quad  # grain sources build rows; RDF sources pass parsed quads on
+
+
 def _commit(
-    store: GrainStore, rows: Callable[[], Iterator[Row]], report: ImportReport
+    store: GrainStore, rows: Callable[[], Iterator[Item]], report: ImportReport
 ) -> int:
-    """Write rows in atomic chunks; on failure remove what was written, then re-raise."""
-    audit = [_row_of(q) for q in store._audit("import", count=report.added)]
+    """Write in atomic chunks; on failure remove what was written, then re-raise."""
+    audit: list[Item] = list(store._audit("import", count=report.added))
     written = 0
     try:
-        chunk: list[Row] = []
-        for row in _chain(rows(), audit):
-            chunk.append(row)
+        chunk: list[Item] = []
+        for item in _chain(rows(), audit):
+            chunk.append(item)
             if len(chunk) >= CHUNK_ROWS:
-                store._load(chunk)
+                _write(store, chunk)
                 written += len(chunk)
                 chunk = []
         if chunk:
-            store._load(chunk)
+            _write(store, chunk)
             written += len(chunk)
     except BaseException:
         _remove(store, _chain(rows(), audit), written)
@@ -353,14 +356,27 @@ def _commit(
     return written
 
 
-def _chain(*parts: Iterable[Row]) -> Iterator[Row]:
+def _write(store: GrainStore, chunk: list[Item]) -> None:
+    """One atomic write: rows as N-Quads text, parsed quads as they are."""
+    rows = [item for item in chunk if isinstance(item, tuple)]
+    quads = [item for item in chunk if not isinstance(item, tuple)]
+    if rows and quads:
+        rows += [_row_of(q) for q in quads]
+        quads = []
+    if rows:
+        store._load(rows)
+    else:
+        store.backend.add(quads)
+
+
+def _chain(*parts: Iterable[Item]) -> Iterator[Item]:
     for part in parts:
         yield from part
 
 
-def _remove(store: GrainStore, rows: Iterator[Row], count: int) -> None:
-    """Delete the first ``count`` rows (the part of an import that was written)."""
-    chunk: list[Row] = []
+def _remove(store: GrainStore, rows: Iterator[Item], count: int) -> None:
+    """Delete the first ``count`` items (the part of an import that was written)."""
+    chunk: list[Item] = []
     for i, row in enumerate(rows):
         if i >= count:
             break
@@ -479,7 +495,7 @@ def _grain_rows(
 
 @contextmanager
 def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
-                skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Row]]]:  # fmt: skip
+                skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     bad: set[int] = set()
     fresh: set[str] = set()
 
@@ -524,7 +540,7 @@ def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
 
 @contextmanager
 def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
-             skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Row]]]:  # fmt: skip
+             skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     fresh: set[str] = set()
     with reopen() as raw:
         reader = read_mg(raw, progress=progress)
@@ -631,7 +647,7 @@ def _position(exc: SyntaxError) -> str | None:
 
 @contextmanager
 def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
-                  skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Row]]]:  # fmt: skip
+                  skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     known: dict[str, bool] = {}  # grain node -> already in the store
     with_blob: set[str] = set()
     bad: set[str] = set()
@@ -691,7 +707,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     )
     skip_graphs = (OMS.current,)
 
-    def rows() -> Iterator[Row]:
+    def rows() -> Iterator[Item]:
         with reopen() as raw:
             for quad in _quads(raw, fmt, None):
                 s = quad.subject
@@ -704,7 +720,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     continue  # there before the import: never written, never removed
                 if isinstance(quad.object, ox.Triple):
                     continue  # RDF 1.2 reifiers of the *12 views are derived, not stored
-                yield _row_of(quad)
+                yield quad
 
     yield rows
 
@@ -715,7 +731,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
 @contextmanager
 def _plan_graph(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
                 skip: bool, progress: Progress, *, namespace: str | None,
-                confidence: float) -> Iterator[Callable[[], Iterator[Row]]]:  # fmt: skip
+                confidence: float) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="oms-rdf-staging-") as tmp:
         staging = ox.Store(tmp)  # on disk: the source may not fit in memory
         with reopen() as raw:

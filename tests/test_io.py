@@ -253,17 +253,24 @@ def test_syntax_error_names_the_line() -> None:
 
 
 class FailingBackend(oms.backends.LocalBackend):  # type: ignore[name-defined]
-    """A real pyoxigraph backend whose n-th load fails, as a full disk would."""
+    """A real pyoxigraph backend whose n-th write fails, as a full disk would."""
 
     def __init__(self, fail_at: int) -> None:
         super().__init__()
-        self.loads, self.fail_at = 0, fail_at
+        self.writes, self.fail_at = 0, fail_at
+
+    def _count(self) -> None:
+        self.writes += 1
+        if self.writes == self.fail_at:
+            raise oms.StoreError("disk full")
 
     def load(self, data: Any, fmt: Any) -> None:
-        self.loads += 1
-        if self.loads == self.fail_at:
-            raise oms.StoreError("disk full")
+        self._count()
         super().load(data, fmt)
+
+    def add(self, quads: Any) -> None:
+        self._count()
+        super().add(quads)
 
 
 def test_interrupted_import_is_rolled_back(
@@ -272,7 +279,7 @@ def test_interrupted_import_is_rolled_back(
     buffer = io.BytesIO()
     store.export(buffer, format="trig")
     monkeypatch.setattr(oms_io, "CHUNK_ROWS", 50)  # many small atomic steps
-    target = GrainStore(backend=FailingBackend(fail_at=4))
+    target = GrainStore(backend=FailingBackend(fail_at=6))
     target.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
     before = snapshot(target)
     buffer.seek(0)

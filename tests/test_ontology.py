@@ -74,3 +74,21 @@ def test_shapes_catch_a_broken_grain() -> None:
     ), format="nt")  # fmt: skip
     conforms, _, _ = pyshacl.validate(data, shacl_graph=str(ONTOLOGY / "shapes.ttl"))
     assert not conforms
+
+
+def test_readme_example_is_a_real_grain() -> None:
+    import base64
+    import re
+
+    import pyoxigraph as ox
+
+    from oms_rdf.mapping import quads_to_grain
+
+    text = (ONTOLOGY / "README.md").read_text()
+    trig = re.search(r"```trig\n(.*?)```", text, re.S)
+    assert trig is not None
+    quads = list(ox.parse(trig.group(1), format=ox.RdfFormat.TRIG))
+    grain = quads_to_grain(quads)
+    blob = next(q for q in quads if q.predicate.value.endswith("#blob"))
+    assert oms.Grain.from_blob(base64.b64decode(blob.object.value)) == grain
+    assert grain.fields["object"] == "Acme"

@@ -1,0 +1,81 @@
+"""Export and import against pyoxigraph's raw dump/load of the same quads.
+
+Run: python -m benchmarks.bench_io [N]
+     python -m benchmarks.bench_io --stream N   (peak memory of a streaming import
+     of an N-grain N-Quads file into an on-disk store; run it in a fresh process)
+"""
+
+from __future__ import annotations
+
+import io
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyoxigraph as ox
+
+import oms_rdf as oms
+from benchmarks.data import beliefs
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main(n: int) -> None:
+    store = oms.GrainStore()
+    store.put_many(oms.Grain.from_dict(d) for d in beliefs(n))
+    print(f"N={n} grains, {len(store.backend)} quads")
+    for fmt, rdf in (("trig", ox.RdfFormat.TRIG), ("nquads", ox.RdfFormat.N_QUADS)):
+        ours_out, raw_out = io.BytesIO(), io.BytesIO()
+        export_s = timed(lambda: store.export(ours_out, format=fmt))
+        dump_s = timed(lambda: store.backend.store.dump(raw_out, rdf))
+        data = ours_out.getvalue()
+        import_s = timed(lambda: oms.GrainStore().import_(io.BytesIO(data), format=fmt))
+        load_s = timed(lambda: ox.Store().load(data, format=rdf))
+        print(f"{fmt:7} export {export_s:6.2f} s vs dump {dump_s:6.2f} s: {export_s / dump_s:5.2f}x   "
+              f"import {import_s:6.2f} s vs load {load_s:6.2f} s: {import_s / load_s:5.2f}x")  # fmt: skip
+    for fmt in ("mg", "jsonl", "turtle"):
+        out = io.BytesIO()
+        export_s = timed(lambda: store.export(out, format=fmt))
+        data = out.getvalue()
+        import_s = timed(lambda: oms.GrainStore().import_(io.BytesIO(data), format=fmt))
+        print(
+            f"{fmt:7} export {export_s:6.2f} s   import {import_s:6.2f} s   ({len(data) / 1e6:.0f} MB)"
+        )
+
+
+def stream(n: int) -> None:
+    """Write an N-Quads file of n grains in batches, then import it into a disk store."""
+    tmp = Path(tempfile.mkdtemp(prefix="oms-stream-"))
+    path = tmp / "big.nq"
+    batch = 50_000
+    with open(path, "wb") as out:
+        for start in range(0, n, batch):
+            part = oms.GrainStore()
+            part.put_many(
+                oms.Grain.from_dict(d)
+                for d in beliefs(min(batch, n - start), seed=start)
+            )
+            part.export(out, format="nquads")
+    size = path.stat().st_size
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    target = oms.GrainStore(tmp / "store")
+    seconds = timed(lambda: target.import_(path, format="nquads"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"streaming import of {size / 1e9:.2f} GB ({n} grains) into an on-disk store: "
+          f"{seconds:.0f} s, peak RSS {peak / 1e6:.0f} MB (before: {before / 1e6:.0f} MB)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    count = int(args[0]) if args else 100_000
+    if "--stream" in sys.argv:
+        stream(count)
+    else:
+        main(count)
