@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "MAX_DEPTH",
     "Header",
+    "canonical_value",
     "content_address",
     "decode",
     "encode",
@@ -197,7 +198,9 @@ def verify(blob: bytes, address: str, /) -> None:
 # --- encoding -------------------------------------------------------------------
 
 
-def encode(grain: Mapping[str, Any], /, *, type_byte: int | None = None) -> bytes:
+def encode(
+    grain: Mapping[str, Any], /, *, type_byte: int | None = None, signed: bool = False
+) -> bytes:
     """Encode a grain given with full field names as a canonical blob.
 
     Args:
@@ -206,6 +209,8 @@ def encode(grain: Mapping[str, Any], /, *, type_byte: int | None = None) -> byte
             to epoch milliseconds; ints given for float64 fields become floats.
         type_byte: the header type byte for a type string this codec does not know
             (0x0E-0xFF, application-defined); only core fields are compacted then.
+        signed: set header flag bit 0: the blob will travel inside a COSE_Sign1
+            envelope (:func:`oms_rdf.signing.sign`), and only so (spec §9.2).
 
     Returns:
         The blob: 9-byte header + canonical MessagePack payload.
@@ -217,11 +222,11 @@ def encode(grain: Mapping[str, Any], /, *, type_byte: int | None = None) -> byte
             ERR_RANGE, ERR_HASH_FORMAT, ERR_HASH_LENGTH for a field that breaks
             its type's rules, or an index-layer field.
     """
-    return encode_fields(grain, type_byte=type_byte)[0]
+    return encode_fields(grain, type_byte=type_byte, signed=signed)[0]
 
 
 def encode_fields(
-    grain: Mapping[str, Any], /, *, type_byte: int | None = None
+    grain: Mapping[str, Any], /, *, type_byte: int | None = None, signed: bool = False
 ) -> tuple[bytes, dict[str, Any]]:
     """Encode like :func:`encode`; also return the canonical fields by full name."""
     if not isinstance(grain, Mapping):
@@ -249,7 +254,7 @@ def encode_fields(
         TypeError,
     ) as exc:  # pragma: no cover - walk checks first
         raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
-    return header_for(fields, byte) + payload, fields
+    return header_for(fields, byte, signed=signed) + payload, fields
 
 
 def _encode_type(
@@ -317,9 +322,11 @@ def _sensitivity(tags: Any) -> int:
     return level
 
 
-def header_for(fields: Mapping[str, Any], type_byte: int) -> bytes:
+def header_for(
+    fields: Mapping[str, Any], type_byte: int, *, signed: bool = False
+) -> bytes:
     """Return the header this encoder derives for canonical ``fields``."""
-    flags = 0
+    flags = FLAG_SIGNED if signed else 0
     if fields.get("content_refs"):
         flags |= FLAG_CONTENT_REFS
     if fields.get("embedding_refs"):
@@ -482,6 +489,15 @@ def _decode_type(wire: Mapping[str, Any], header: Header) -> GrainType | None:
     return gtype
 
 
+def canonical_value(value: Any, /) -> Any:
+    """Return a value in canonical form (NFC text, sorted maps, no null entries).
+
+    Raises:
+        EncodeError, SchemaError: as :func:`encode` for the same value in a field.
+    """
+    return _Walk(encoding=True).value(value, "$", 1)
+
+
 # --- the shared walk: canonical values, kinds, ranges ----------------------------
 
 
@@ -605,8 +621,11 @@ class _Walk:
         return out
 
     def table_rules(self, out: Mapping[str, Any], table: Table, path: str) -> None:
+        # A disclosed view (spec §10) may elide a required field: its hash stands in.
+        elided = out.get("_elided")
+        hidden = elided.keys() if isinstance(elided, Mapping) else ()
         for name in table.required:
-            if name not in out:
+            if name not in out and name not in hidden:
                 raise self.fail(f"missing required field {name!r}", f"{path}.{name}")
             if out[name] == "":
                 raise self.fail(

@@ -9,6 +9,7 @@ store) and ``path`` says where in the grain, in ``$.field[0].key`` form::
     ├── EncodeError (ValueError)  a value cannot be written canonically
     ├── SchemaError (ValueError)  a grain breaks a field rule of its type
     ├── IntegrityError            a content address does not match or is malformed
+    ├── SignatureError            a signature, key or DID is invalid or unsupported
     ├── PolicyError               a protection policy refuses the operation
     ├── NotFoundError (KeyError)  no grain with that address in the store
     └── StoreError                the storage backend failed
@@ -34,6 +35,7 @@ __all__ = [
     "OmsError",
     "PolicyError",
     "SchemaError",
+    "SignatureError",
     "StoreError",
 ]
 
@@ -60,6 +62,7 @@ class ErrorCode(StrEnum):
     EVIDENCE_REQUIRED = "ERR_EVIDENCE_REQUIRED"
     # Not in the OMS spec: failures of this store rather than of a grain.
     NOT_FOUND = "ERR_NOT_FOUND"
+    SIGNATURE = "ERR_SIGNATURE"
     CONFLICT = "ERR_CONFLICT"
     STORE = "ERR_STORE"
 
@@ -67,7 +70,13 @@ class ErrorCode(StrEnum):
 SPEC_CODES: frozenset[ErrorCode] = frozenset(
     c
     for c in ErrorCode
-    if c not in (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.STORE)
+    if c
+    not in (
+        ErrorCode.NOT_FOUND,
+        ErrorCode.CONFLICT,
+        ErrorCode.STORE,
+        ErrorCode.SIGNATURE,
+    )
 )
 
 
@@ -125,6 +134,12 @@ class IntegrityError(OmsError):
     """A content address is malformed or does not match the blob."""
 
     default_code = ErrorCode.INTEGRITY
+
+
+class SignatureError(OmsError):
+    """A signature does not verify, or a key, DID or envelope is not supported."""
+
+    default_code = ErrorCode.SIGNATURE
 
 
 class PolicyError(OmsError):

@@ -64,14 +64,19 @@ class Grain:
 
     @classmethod
     def from_dict(
-        cls, fields: Mapping[str, Any], /, *, type_byte: int | None = None
+        cls,
+        fields: Mapping[str, Any],
+        /,
+        *,
+        type_byte: int | None = None,
+        signed: bool = False,
     ) -> Grain:
-        """Encode ``fields`` (full names) into a grain.
+        """Encode ``fields`` (full names) into a grain; ``signed`` sets header bit 0.
 
         Raises:
             EncodeError, SchemaError: as :func:`oms_rdf.encode`.
         """
-        blob, canonical = encode_fields(fields, type_byte=type_byte)
+        blob, canonical = encode_fields(fields, type_byte=type_byte, signed=signed)
         return cls(blob, canonical, hashlib.sha256(blob).hexdigest())
 
     @classmethod
@@ -106,6 +111,11 @@ class Grain:
     def type_byte(self) -> int:
         """The header type byte."""
         return self._header.type_byte
+
+    @property
+    def signed(self) -> bool:
+        """Whether header flag bit 0 is set: the grain travels only inside COSE_Sign1."""
+        return bool(self._header.flags & 0x01)
 
     @property
     def header(self) -> Header:
@@ -172,6 +182,7 @@ def Belief(  # noqa: N802 - a constructor function, named like the grain type
     temporal_type: str | None = None,
     supersession_justification: str | None = None,
     related_to: Sequence[Mapping[str, Any]] | None = None,
+    signed: bool = False,
     **extra: Any,
 ) -> Grain:
     """Make a Belief grain (type string ``"belief"``, type byte 0x01).
@@ -179,7 +190,8 @@ def Belief(  # noqa: N802 - a constructor function, named like the grain type
     Only the fields given are written: spec defaults are never inserted, because
     they would change the bytes and so the address. ``created_at`` defaults to the
     current wall-clock time in epoch milliseconds when omitted. Any other field of
-    the spec (or an unknown one) can be passed as a keyword.
+    the spec (or an unknown one) can be passed as a keyword. ``signed=True`` sets the
+    header's signed flag, for grains that will travel in a COSE_Sign1 envelope.
 
     Raises:
         EncodeError, SchemaError: as :func:`oms_rdf.encode`.
@@ -212,4 +224,4 @@ def Belief(  # noqa: N802 - a constructor function, named like the grain type
         "related_to": related_to,
         **extra,
     }
-    return Grain.from_dict(fields)
+    return Grain.from_dict(fields, signed=signed)

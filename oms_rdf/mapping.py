@@ -378,7 +378,7 @@ def expected_header(grain: Grain) -> bytes | None:
     """The header this library derives from the fields, or None for application types."""
     if type_for_byte(grain.type_byte) is None:
         return None  # an application type: its byte is known only from the header
-    return header_for(grain.fields, grain.type_byte)
+    return header_for(grain.fields, grain.type_byte, signed=grain.signed)
 
 
 def _truthy_nt(

@@ -23,7 +23,7 @@ __all__ = ["MAX_HOPS", "Protector", "check", "effective_mode", "is_protected"]
 
 MAX_HOPS = 16  # spec §8.4: the derivation walk for subtree scope and chain injection
 OPERATIONS = ("supersede", "retract", "contradict")
-_NEEDS_SIGNATURES = ("quorum", "delegated", "consent_cascade")
+_SIGNATURE_MODES = ("quorum", "delegated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,7 @@ class Protector:
     address: str
     policy: Any  # the grain's invalidation_policy value, as decoded
     via: str  # "own", "subtree ancestor", "lineage"
+    author: str | None = None  # the protected grain's author_did, for key separation
 
 
 def effective_mode(policy: Any, now_ms: int) -> str:
@@ -61,7 +62,14 @@ def effective_mode(policy: Any, now_ms: int) -> str:
             if fallback == "timed"
             else effective_mode({"mode": fallback}, now_ms)
         )
-    known = ("open", "soft_locked", "locked", "hold", *_NEEDS_SIGNATURES)
+    known = (
+        "open",
+        "soft_locked",
+        "locked",
+        "hold",
+        "consent_cascade",
+        *_SIGNATURE_MODES,
+    )
     return mode if isinstance(mode, str) and mode in known else "locked"
 
 
@@ -76,6 +84,9 @@ def check(
     *,
     now_ms: int,
     justification: str | None = None,
+    signer: str | None = None,
+    cosigners: Iterable[str] = (),
+    requester: str | None = None,
 ) -> list[str]:
     """Check an invalidation against every applicable policy.
 
@@ -85,6 +96,10 @@ def check(
         now_ms: the store's clock, for ``timed`` policies.
         justification: the superseding grain's ``supersession_justification``, or
             the reason given for a retraction or contradiction.
+        signer: the DID whose COSE signature over the superseding grain verified
+            (``delegated``).
+        cosigners: the DIDs with a valid ``supersession_auth`` signature (``quorum``).
+        requester: who asks (``by=``, else the signer), for key separation.
 
     Returns:
         Notes for human review (``soft_locked`` grains that were overridden).
@@ -93,12 +108,13 @@ def check(
         PolicyError: ERR_INVALIDATION_DENIED when any policy refuses.
     """
     review: list[str] = []
+    approvals = frozenset(cosigners)
     for p in protectors:
         mode = effective_mode(p.policy, now_ms)
         who = f"grain {p.address[:4]}…" + ("" if p.via == "own" else f" ({p.via})")
         raw = p.policy.get("mode") if isinstance(p.policy, Mapping) else p.policy
-        if mode == "open":
-            continue
+        if mode in ("open", "consent_cascade"):
+            continue  # consent_cascade governs erasure, not supersession (spec §8.3)
         if mode == "soft_locked":
             if justification:
                 review.append(
@@ -110,11 +126,12 @@ def check(
                 "supersession_justification (or a reason) to override it, which is "
                 "recorded for review"
             )
-        if mode in _NEEDS_SIGNATURES:
-            raise _deny(
-                f"{operation} refused: {who} has mode {mode!r}, which needs signature "
-                "checks this store does not implement yet"
-            )
+        if mode == "delegated":
+            _delegated(operation, who, p, signer)
+            continue
+        if mode == "quorum":
+            _quorum(operation, who, p, approvals)
+            continue
         if mode == "hold":
             raise _deny(
                 f"{operation} refused: {who} is under a hold until it is lifted"
@@ -122,8 +139,57 @@ def check(
         detail = "" if raw == mode else ", an unknown mode that fails closed to locked"
         if raw == "timed":
             detail = f" until {p.policy.get('locked_until')} (epoch seconds)"
+        if requester is not None and requester == p.author:
+            detail += "; and the requester is the grain's own author (key separation, spec §8.7)"
         raise _deny(f"{operation} refused: {who} is locked (mode {raw!r}){detail}")
     return review
+
+
+def _authorized(policy: Mapping[str, Any]) -> frozenset[str]:
+    names = policy.get("authorized", ())
+    return (
+        frozenset(n for n in names if isinstance(n, str))
+        if isinstance(names, list)
+        else frozenset()
+    )
+
+
+def _delegated(operation: str, who: str, p: Protector, signer: str | None) -> None:
+    authorized = _authorized(p.policy)
+    if operation != "supersede":
+        raise _deny(
+            f"{operation} refused: {who} is delegated; only a signed supersession by one of {sorted(authorized)} can invalidate it"
+        )
+    if signer is None:
+        raise _deny(
+            f"supersede refused: {who} is delegated; the new grain must be COSE-signed by one of {sorted(authorized)}"
+        )
+    if signer not in authorized:
+        raise _deny(
+            f"supersede refused: {who} is delegated to {sorted(authorized)}; the new grain is signed by {signer}"
+        )
+
+
+def _quorum(operation: str, who: str, p: Protector, approvals: frozenset[str]) -> None:
+    authorized = _authorized(p.policy)
+    threshold = p.policy.get("threshold")
+    if operation != "supersede":
+        raise _deny(f"{operation} refused: {who} needs a quorum-signed supersession")
+    if type(threshold) is not int or threshold < 1:
+        raise _deny(
+            f"supersede refused: {who} has a quorum policy without a threshold >= 1 (fails closed)"
+        )
+    valid = (approvals & authorized) - {p.author}
+    if len(valid) < threshold:
+        own = (
+            " (the grain's own author does not count: key separation, spec §8.7)"
+            if p.author in approvals
+            else ""
+        )
+        raise _deny(
+            f"supersede refused: {who} needs {threshold} signatures from {sorted(authorized)} "
+            f"in supersession_auth; {len(valid)} valid{own}"
+        )
 
 
 def _deny(message: str) -> PolicyError:

@@ -128,8 +128,10 @@ def test_hold(store: GrainStore) -> None:
     )
 
 
-@pytest.mark.parametrize("mode", ["quorum", "delegated", "consent_cascade"])
-def test_signature_modes_refused_until_signing(store: GrainStore, mode: str) -> None:
+@pytest.mark.parametrize("mode", ["quorum", "delegated"])
+def test_signature_modes_refuse_unsigned_supersession(
+    store: GrainStore, mode: str
+) -> None:
     a = store.put(
         belief(
             "a",
@@ -143,7 +145,7 @@ def test_signature_modes_refused_until_signing(store: GrainStore, mode: str) -> 
     refused(
         store,
         lambda: store.supersede(a, belief("b", T0 + DAY), justification="x"),
-        "signature",
+        "sign",
     )
 
 

@@ -19,7 +19,7 @@ from oms_rdf.errors import SPEC_CODES, ErrorCode, OmsError
 ROOT = Path(__file__).parent.parent
 MODULES = sorted(
     m.name
-    for m in pkgutil.iter_modules(oms_rdf.__path__, "oms_rdf.")
+    for m in pkgutil.walk_packages(oms_rdf.__path__, "oms_rdf.")
     if m.name != "oms_rdf.__main__"
 )
 

@@ -1,0 +1,67 @@
+"""GrainStore: grains as a bi-temporal knowledge graph in Oxigraph.
+
+Graphs: the default graph holds the immutable projection of every grain;
+``oms:blobs`` its canonical blob; ``oms:index`` the mutable index layer (status,
+supersession, retraction, contradiction, verification); ``oms:current`` the plain
+``s p o`` triples of beliefs that are current and not contradicted; ``oms:audit``
+the log of operations. Every change is one atomic write made after all checks, so
+a refused or failed operation leaves the store exactly as it was.
+
+>>> from oms_rdf.grain import Belief
+>>> store = GrainStore(clock=lambda: 1_800_000_000_000)
+>>> old = store.put(Belief("alice", "works_at", "Acme", 0.9, created_at=1_700_000_000_000))
+>>> new = store.supersede(old, {"type": "belief", "subject": "alice", "relation": "works_at",
+...                             "object": "Initech", "confidence": 0.95,
+...                             "created_at": 1_750_000_000_000})
+>>> [g["object"] for g in store.beliefs("alice")]
+['Initech']
+>>> [g["object"] for g in store.history(new)]
+['Acme', 'Initech']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._common import IndexState, update_request
+from .writes import Writes
+
+__all__ = ["GrainStore", "IndexState", "update_request"]
+
+
+class GrainStore(Writes):
+    """A bi-temporal belief store over Oxigraph.
+
+    Args:
+        path: None for an in-memory store, else the directory of an on-disk
+            (RocksDB) store, created if missing and reopened if present.
+        base_iri: prefix of entity and relation IRIs; recorded in the store.
+        entity_relations: relations whose text objects become entity IRIs.
+        clock: epoch-ms clock for retraction, contradiction and status changes
+            (default: the wall clock); injectable for tests and replays.
+    """
+
+    def export(self, dest: Any, /, *, format: str | None = None) -> int:
+        """Write the store to a path or binary file; see :mod:`oms_rdf.io` for formats."""
+        from ..io import export  # io builds on the store: imported when used
+
+        return export(self, dest, format=format)
+
+    def import_(self, src: Any, /, *, format: str | None = None, **options: Any) -> Any:
+        """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
+        from ..io import import_
+
+        return import_(self, src, format=format, **options)
+
+    def to_rdflib(self) -> Any:
+        """Return the store's graphs as an ``rdflib.Dataset`` (a copy)."""
+        from ..io import to_rdflib
+
+        return to_rdflib(self)
+
+    @classmethod
+    def from_rdflib(cls, dataset: Any) -> GrainStore:
+        """Return a new in-memory store holding an ``rdflib.Dataset`` of our graphs."""
+        from ..io import from_rdflib
+
+        return from_rdflib(dataset)

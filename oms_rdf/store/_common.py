@@ -1,0 +1,171 @@
+"""Shared pieces of the store: index state, SPARQL templates, term helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from pyoxigraph import (
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+)
+
+from ..codec import DEFAULT_NAMESPACE, EPOCH, MS
+from ..errors import ErrorCode, StoreError
+from ..grain import Grain, now_ms
+from ..mapping import (
+    Row,
+    grain_iri,
+    literal_value,
+    millis_literal,
+)
+from ..vocab import OMS, XSD
+
+GrainLike = Grain | Mapping[str, Any] | bytes
+TimeLike = int | datetime | None
+DEFAULT = DefaultGraph()
+CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
+STATUSES = ("active", "superseded", "retracted")
+VERIFICATIONS = ("unverified", "verified", "disputed", "contradicted")
+# OMS 1.6 spellings of verification status, accepted as synonyms.
+VERIFICATION_ALIASES = {"contested": "contradicted"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexState:
+    """The index layer of one grain: what the store knows about it beside the blob."""
+
+    address: str
+    status: str  # active | superseded | retracted
+    verification: str  # unverified | verified | disputed | contradicted
+    superseded_by: str | None = None
+    system_to: int | None = None  # epoch ms the grain stopped being current
+    voided_at: int | None = None  # epoch ms of a retraction or contradiction
+    invalidation_type: str | None = None
+    reason: str | None = None
+    initiator: str | None = None
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the grain is current: active, not closed, not contradicted."""
+        return self.system_to is None
+
+
+def load_query(name: str) -> str:
+    return resources.files("oms_rdf.queries").joinpath(f"{name}.rq").read_text()
+
+
+def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
+    if value is None:
+        return clock()
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise StoreError(
+                "a naive datetime has no time zone; give an aware one",
+                code=ErrorCode.SCHEMA,
+            )
+        return (value - EPOCH) // MS
+    if type(value) is not int:
+        raise StoreError(
+            f"expected epoch milliseconds or a datetime, found {type(value).__name__}",
+            code=ErrorCode.SCHEMA,
+        )
+    return value
+
+
+def _millis_of(lit: Any) -> int:
+    value: int = literal_value(lit)
+    return value
+
+
+def _row(quad: Quad) -> Row:
+    graph = quad.graph_name
+    g = "" if isinstance(graph, DefaultGraph) else str(graph)
+    return str(quad.subject), str(quad.predicate), str(quad.object), g
+
+
+def _data(rows: Iterable[Row]) -> str:
+    """Return the body of an INSERT DATA / DELETE DATA block, grouped by graph."""
+    by_graph: dict[str, list[str]] = {}
+    for s, p, o, g in rows:
+        by_graph.setdefault(g, []).append(f"{s} {p} {o} .")
+    parts = []
+    for g, lines in by_graph.items():
+        body = "\n".join(lines)
+        parts.append(body if not g else f"GRAPH {g} {{\n{body}\n}}")
+    return "\n".join(parts)
+
+
+def update_request(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -> str:
+    """Return one SPARQL update request deleting then inserting data (atomic)."""
+    ops = []
+    if delete:
+        ops.append(f"DELETE DATA {{\n{_data(_rows(delete))}\n}}")
+    if insert:
+        ops.append(f"INSERT DATA {{\n{_data(_rows(insert))}\n}}")
+    return " ;\n".join(ops)
+
+
+def _rows(items: Iterable[Quad | Row]) -> list[Row]:
+    return [item if isinstance(item, tuple) else _row(item) for item in items]
+
+
+_ANCHORS = {
+    "subject": "?g oms:subjectText ?subject .",
+    "relation": "?g oms:relationText ?relation .",
+    "namespace": "?g oms:namespace ?namespace .",
+}
+_QUERIES = {
+    name: load_query(name)
+    for name in ("beliefs", "history", "derived", "shared_claim", "rebuild_current")
+}
+
+
+def _term(value: Any) -> Any:
+    if isinstance(value, NamedNode | Literal):
+        return value
+    if isinstance(value, Grain):
+        return grain_iri(value.address)
+    if isinstance(value, bool):
+        return Literal("true" if value else "false", datatype=XSD.boolean)
+    if isinstance(value, int):
+        return Literal(str(value), datatype=XSD.integer)
+    if isinstance(value, float):
+        return Literal(repr(value), datatype=XSD.double)
+    if isinstance(value, datetime):
+        return millis_literal(_to_millis(value, now_ms))
+    if isinstance(value, str):
+        return Literal(value)
+    raise StoreError(
+        f"cannot bind a {type(value).__name__} in SPARQL", code=ErrorCode.SCHEMA
+    )
+
+
+def _system_from(grain: Grain) -> int:
+    value: int = grain.get("system_valid_from", grain.created_at)
+    return value
+
+
+def _value(term: Any) -> str:
+    """Return the lexical value of an IRI or literal term."""
+    if not isinstance(term, NamedNode | Literal):
+        raise StoreError(f"expected an IRI or a literal, found {term}")
+    return term.value
+
+
+def _same_claim(a: Grain, b: Grain) -> bool:
+    return bool(
+        a.get("subject") == b.get("subject")
+        and a.get("relation") == b.get("relation")
+        and a.get("namespace", DEFAULT_NAMESPACE)
+        == b.get("namespace", DEFAULT_NAMESPACE)
+    )
+
+
+_P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
+_ACTIVE, _UNVERIFIED, _G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)

@@ -1,0 +1,318 @@
+"""The store's foundation: settings, reading grains and index state, writing rows."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyoxigraph import (
+    Literal,
+    NamedNode,
+    Quad,
+    RdfFormat,
+    Variable,
+)
+
+from ..backends import Backend, LocalBackend
+from ..codec import check_address
+from ..errors import ErrorCode, NotFoundError, PolicyError, StoreError
+from ..grain import Grain, now_ms
+from ..mapping import (
+    NIH_PREFIX,
+    MappingSettings,
+    Row,
+    address_of,
+    grain_iri,
+    grain_rows,
+    millis_literal,
+    rows_to_nquads,
+    truthy_row,
+)
+from ..policy import is_protected
+from ..vocab import DEFAULT_BASE, OMS, RDF, XSD
+from ._common import (
+    _ACTIVE,
+    _G_INDEX,
+    _P_STATUS,
+    _P_VERIFICATION,
+    _QUERIES,
+    _UNVERIFIED,
+    CACHE_SIZE,
+    GrainLike,
+    IndexState,
+    _millis_of,
+    _same_claim,
+    _term,
+    _value,
+)
+
+
+class StoreBase:
+    """Settings, reads, the index state, and the primitive writes of the store."""
+
+    _lock: threading.RLock
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        base_iri: str | None = None,
+        entity_relations: Iterable[str] = (),
+        clock: Callable[[], int] | None = None,
+        backend: Backend | None = None,
+    ) -> None:
+        self.backend: Backend = backend if backend is not None else LocalBackend(path)
+        self.clock = clock or now_ms
+        self._lock = threading.RLock()
+        # Decoded grains by address. A blob never changes under its address and the
+        # store deletes nothing, so entries never go stale; the cache only spares
+        # decoding the same blob again (supersede reads a grain several times).
+        self._cache: OrderedDict[str, Grain] = OrderedDict()
+        self.settings = self._settings(base_iri, frozenset(entity_relations))
+
+    def _settings(
+        self, base_iri: str | None, relations: frozenset[str]
+    ) -> MappingSettings:
+        node = OMS.settings
+        stored_base = [
+            _value(q.object)
+            for q in self.backend.quads(node, OMS.baseIri, None, OMS.index)
+        ]
+        stored_rel = frozenset(
+            _value(q.object)
+            for q in self.backend.quads(node, OMS.entityRelation, None, OMS.index)
+        )
+        if stored_base:
+            if base_iri is not None and base_iri != stored_base[0]:
+                raise StoreError(
+                    f"this store was made with base IRI {stored_base[0]!r}, not {base_iri!r}; "
+                    "the mapping must stay a function of the blob and the store's settings",
+                    code=ErrorCode.CONFLICT,
+                )
+            if relations and relations != stored_rel:
+                raise StoreError(
+                    f"this store was made with entity relations {sorted(stored_rel)}, "
+                    f"not {sorted(relations)}",
+                    code=ErrorCode.CONFLICT,
+                )
+            return MappingSettings(stored_base[0], stored_rel)
+        settings = MappingSettings(base_iri or DEFAULT_BASE, relations)
+        quads = [Quad(node, OMS.baseIri, Literal(settings.base_iri), OMS.index)]
+        quads += [
+            Quad(node, OMS.entityRelation, Literal(r), OMS.index)
+            for r in sorted(relations)
+        ]
+        self.backend.add(quads)
+        return settings
+
+    def __contains__(self, address: object) -> bool:
+        if not isinstance(address, str) or len(address) != 64:
+            return False
+        return (
+            next(
+                self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
+            )
+            is not None
+        )
+
+    def __len__(self) -> int:
+        """Return the number of grains."""
+        return sum(1 for _ in self.backend.quads(None, OMS.blob, None, OMS.blobs))
+
+    def get(self, address: str) -> Grain:
+        """Return the grain with this address, re-verified from its blob.
+
+        Raises:
+            IntegrityError: ERR_HASH_FORMAT / ERR_HASH_LENGTH for a malformed address,
+                ERR_INTEGRITY if the stored blob no longer hashes to it.
+            NotFoundError: ERR_NOT_FOUND when no such grain is stored.
+        """
+        cached = self._cache.get(address)
+        if cached is not None:
+            self._cache.move_to_end(address)
+            return cached
+        check_address(address)
+        quad = next(
+            self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
+        )
+        if quad is None:
+            raise NotFoundError(f"no grain {address} in this store")
+        grain = Grain.from_blob(base64.b64decode(_value(quad.object)), address=address)
+        self._cache[address] = grain
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return grain
+
+    def _resolve(self, ref: str | Grain) -> str:
+        address = ref.address if isinstance(ref, Grain) else check_address(ref)
+        if address not in self._cache and address not in self:
+            raise NotFoundError(f"no grain {address} in this store")
+        return address
+
+    def status(self, address: str | Grain) -> IndexState:
+        """Return the index state of a stored grain.
+
+        Raises:
+            NotFoundError: ERR_NOT_FOUND when no such grain is stored.
+        """
+        address = self._resolve(address)
+        values: dict[str, Any] = {}
+        for q in self.backend.quads(grain_iri(address), None, None, OMS.index):
+            values[q.predicate.value] = q.object
+
+        def text(p: NamedNode) -> str | None:
+            term = values.get(p.value)
+            return None if term is None else term.value
+
+        def local(p: NamedNode, default: str) -> str:
+            term = values.get(p.value)
+            return default if term is None else term.value.rsplit("#", 1)[1]
+
+        superseded = values.get(OMS.supersededBy.value)
+        system_to = values.get(OMS.systemTo.value)
+        voided = values.get(OMS.voidedAt.value)
+        return IndexState(
+            address=address,
+            status=local(OMS.status, "active"),
+            verification=local(OMS.verificationStatus, "unverified"),
+            superseded_by=None if superseded is None else address_of(superseded),
+            system_to=None if system_to is None else _millis_of(system_to),
+            voided_at=None if voided is None else _millis_of(voided),
+            invalidation_type=text(OMS.invalidationType),
+            reason=text(OMS.invalidationReason),
+            initiator=text(OMS.invalidationInitiator),
+        )
+
+    def _grain(self, item: GrainLike) -> Grain:
+        if isinstance(item, Grain):
+            return item
+        if isinstance(item, bytes | bytearray | memoryview):
+            return Grain.from_blob(bytes(item))
+        if isinstance(item, Mapping):
+            return Grain.from_dict(item)
+        raise StoreError(
+            f"expected a Grain, a mapping of fields or blob bytes, found {type(item).__name__}",
+            code=ErrorCode.SCHEMA,
+        )
+
+    def _new_rows(self, grain: Grain) -> list[Row]:
+        """The quads of a new grain, its initial index state and its current triple."""
+        rows = grain_rows(grain, self.settings)
+        node = f"<{NIH_PREFIX}{grain.address}>"
+        rows.append((node, _P_STATUS, _ACTIVE, _G_INDEX))
+        rows.append((node, _P_VERIFICATION, _UNVERIFIED, _G_INDEX))
+        current = truthy_row(grain, self.settings)
+        if current is not None:
+            rows.append(current)
+        return rows
+
+    def _load(self, rows: Iterable[Row]) -> None:
+        """Add rows in one atomic load of N-Quads text."""
+        self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
+
+    def _audit(
+        self,
+        operation: str,
+        *,
+        target: str | None = None,
+        result: str | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
+        at: int | None = None,
+        count: int | None = None,
+        review: Sequence[str] = (),
+    ) -> list[Quad]:
+        node = NamedNode(f"urn:uuid:{uuid.uuid4()}")
+        g = OMS.audit
+        quads = [
+            Quad(node, RDF.type, OMS.AuditEvent, g),
+            Quad(node, OMS.operation, Literal(operation), g),
+            Quad(node, OMS.at, millis_literal(self.clock() if at is None else at), g),
+        ]
+        if target is not None:
+            quads.append(Quad(node, OMS.target, grain_iri(target), g))
+        if result is not None:
+            quads.append(Quad(node, OMS.result, grain_iri(result), g))
+        if actor is not None:
+            quads.append(Quad(node, OMS.actor, Literal(actor), g))
+        if reason is not None:
+            quads.append(Quad(node, OMS.reason, Literal(reason), g))
+        if count is not None:
+            quads.append(
+                Quad(node, OMS.count, Literal(str(count), datatype=XSD.integer), g)
+            )
+        for note in review:
+            quads.append(Quad(node, OMS.needsReview, Literal(note), g))
+        return quads
+
+    def _check_put(
+        self,
+        grain: Grain,
+        batch: Mapping[str, Grain] | None = None,
+        *,
+        exempt: str | None = None,
+    ) -> None:
+        """Refuse a supersession in disguise (spec §17 Level 2; design §4)."""
+        parents = grain.get("derived_from")
+        if not parents or grain.type_byte != 0x01:
+            return
+        now = self.clock()
+        for parent in parents:
+            if parent == exempt:
+                continue  # the grain being superseded, through supersede itself
+            if batch is not None and parent in batch:
+                other = batch[parent]
+            elif parent in self:
+                other = self.get(parent)
+                if not self.status(parent).is_current:
+                    continue
+            else:
+                continue
+            if other.type_byte != 0x01 or not is_protected(
+                other.get("invalidation_policy"), now
+            ):
+                continue
+            if _same_claim(grain, other):
+                raise PolicyError(
+                    f"put refused: derived_from names {parent[:12]}…, a current protected "
+                    "belief with the same subject, relation and namespace; that is a "
+                    "supersession, use store.supersede(old, new)",
+                    code=ErrorCode.INVALIDATION_DENIED,
+                    path="$.derived_from",
+                )
+
+    def query(self, sparql: str, /, **bindings: Any) -> Any:
+        """Run SPARQL over the store; keyword arguments bind variables (no string formatting).
+
+        Python values become RDF terms: str → literal, int/float/bool → typed
+        literal, datetime → xsd:dateTime, Grain → its statement node.
+
+        >>> from oms_rdf import GrainStore
+        >>> store = GrainStore()
+        >>> [r["n"].value for r in store.query("SELECT ?x (STR(?x) AS ?n) WHERE {}", x="hi")]
+        ['hi']
+
+        pyoxigraph binds only variables that a SELECT projects (or any in ASK).
+        """
+        return self.backend.query(
+            sparql, {Variable(k): _term(v) for k, v in bindings.items()}
+        )
+
+    def rebuild_current(self) -> None:
+        """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
+        with self._lock:
+            self.backend.update(_QUERIES["rebuild_current"])
+
+    def flush(self) -> None:
+        """Make every write of an on-disk store durable."""
+        flush = getattr(self.backend, "flush", None)
+        if flush is not None:
+            flush()
+
+
+# The first pattern of the beliefs query, by the most selective bound text.

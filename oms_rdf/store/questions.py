@@ -1,0 +1,84 @@
+"""The temporal questions: beliefs, history, derived grains."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyoxigraph import (
+    Literal,
+    QuerySolutions,
+    Variable,
+)
+
+from ..grain import Grain
+from ..mapping import (
+    address_of,
+    grain_iri,
+    millis_literal,
+)
+from ._common import _ANCHORS, _QUERIES, TimeLike, _system_from, _to_millis
+from .base import StoreBase
+
+
+class Questions(StoreBase):
+    """What is believed, was true, was believed; how beliefs evolved."""
+
+    def beliefs(
+        self,
+        subject: str | None = None,
+        relation: str | None = None,
+        *,
+        namespace: str | None = None,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+    ) -> list[Grain]:
+        """Return the beliefs true at ``valid_at`` as known at ``as_of``.
+
+        ``as_of`` (system time) defaults to now; ``valid_at`` (valid time) defaults to
+        ``as_of``, so ``beliefs(as_of=T)`` is "what did we believe at T". Ordered by
+        confidence, highest first.
+        """
+        known = _to_millis(as_of, self.clock)
+        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
+        bindings: dict[Variable, Any] = {
+            Variable("asOf"): millis_literal(known),
+            Variable("validAt"): millis_literal(valid),
+        }
+        anchor = "?g rdf:subject ?entity ."  # no text bound: every belief
+        for name, value in (
+            ("namespace", namespace),
+            ("relation", relation),
+            ("subject", subject),
+        ):
+            if value is not None:
+                bindings[Variable(name)] = Literal(value)
+                anchor = _ANCHORS[name]  # the last bound one is the most selective
+        query = _QUERIES["beliefs"].replace("#ANCHOR", anchor)
+        return self._grains(self.backend.query(query, bindings))
+
+    def history(self, address: str | Grain) -> list[Grain]:
+        """Return the supersession chain through a grain, oldest first (forks included)."""
+        address = self._resolve(address)
+        return self._chronological(
+            self.backend.query(
+                _QUERIES["history"], {Variable("target"): grain_iri(address)}
+            )
+        )
+
+    def derived(self, address: str | Grain) -> list[Grain]:
+        """Return the grains derived from a grain, transitively, oldest first."""
+        address = self._resolve(address)
+        return self._chronological(
+            self.backend.query(
+                _QUERIES["derived"], {Variable("target"): grain_iri(address)}
+            )
+        )
+
+    def _chronological(self, solutions: QuerySolutions) -> list[Grain]:
+        """The grains of the solutions, oldest system time first."""
+        return sorted(
+            self._grains(solutions), key=lambda g: (_system_from(g), g.address)
+        )
+
+    def _grains(self, solutions: QuerySolutions) -> list[Grain]:
+        return [self.get(address_of(row["g"])) for row in solutions]
