@@ -180,6 +180,8 @@ def _read_blob(source: str) -> bytes:
 def _json_default(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"$base64": base64.b64encode(value).decode()}
+    if isinstance(value, frozenset | set):
+        return sorted(value)
     raise TypeError(f"cannot show {type(value).__name__} as JSON")
 
 

@@ -349,17 +349,6 @@ def verify_supersession(entry: Any, old: str, draft: str) -> str:
     return did
 
 
-def cosigners(entries: Iterable[Any], old: str, draft: str) -> dict[str, str | None]:
-    """Check every entry; return {DID: None} for valid ones, errors by position otherwise."""
-    result: dict[str, str | None] = {}
-    for i, entry in enumerate(entries):
-        try:
-            result[verify_supersession(entry, old, draft)] = None
-        except SignatureError as exc:
-            result[f"#{i}"] = exc.message
-    return result
-
-
 # --- selective disclosure (spec §10) --------------------------------------------------
 
 ELIDABLE = frozenset({

@@ -56,7 +56,7 @@ PROV = Namespace(
 CLASSES = (
     "Grain", "Belief", "Event", "State", "Workflow", "Action", "Observation", "Goal",
     "Reasoning", "Consensus", "Consent", "Skill", "Recommendation", "Trigger",
-    "AuditEvent", "Status", "VerificationStatus",
+    "AuditEvent", "Status", "VerificationStatus", "Evidence",
 )  # fmt: skip
 # Properties of the grain projection (default graph).
 GRAIN_PROPERTIES = (
@@ -79,7 +79,9 @@ INDEX_PROPERTIES = (
     "status", "verificationStatus", "supersededBy", "systemTo", "voidedAt",
     "invalidationType", "invalidationReason", "invalidationInitiator", "needsReview",
     "operation", "at", "actor", "target", "result", "reason", "count",
-    "baseIri", "entityRelation", "blob",
+    "baseIri", "entityRelation", "blob", "envelope", "signedBy", "pendingErasure",
+    "evidenceFor", "evidenceKind", "strength", "note", "logRatio", "sprtStatus", "sprtEntered",
+    "effectiveConfidence", "conflictsWith",
 )  # fmt: skip
 INDIVIDUALS = (
     "active", "superseded", "retracted",

@@ -24,9 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._common import IndexState, update_request
+from .revising import EvidenceResult
 from .writes import Writes
 
-__all__ = ["GrainStore", "IndexState", "update_request"]
+__all__ = ["EvidenceResult", "GrainStore", "IndexState", "update_request"]
 
 
 class GrainStore(Writes):
@@ -37,6 +38,11 @@ class GrainStore(Writes):
             (RocksDB) store, created if missing and reopened if present.
         base_iri: prefix of entity and relation IRIs; recorded in the store.
         entity_relations: relations whose text objects become entity IRIs.
+        entrenchment: the tiers :meth:`revise` and conflict resolution rank by.
+        functional_relations: relations with one current object per subject
+            (``works_at``, ``lives_in``): a conflicting put is resolved or disputed.
+        auto_revise: resolve such conflicts by revision when entrenchment allows.
+        authorized: DIDs that may ``revise(..., force=True)`` (audited).
         clock: epoch-ms clock for retraction, contradiction and status changes
             (default: the wall clock); injectable for tests and replays.
     """

@@ -49,11 +49,26 @@ class IndexState:
     invalidation_type: str | None = None
     reason: str | None = None
     initiator: str | None = None
+    signed_by: str | None = None  # DID of a verified COSE signature over the grain
+    log_ratio: float = 0.0  # SPRT log-likelihood ratio from evidence
+    sprt_status: str = "accumulating"  # accumulating | promoted | demoted
+    sprt_entered: frozenset[str] = frozenset()  # each state is entered at most once
+    effective_confidence: float | None = None  # set once evidence has adjusted it
+    pending_erasure: int | None = None  # epoch ms its consent was withdrawn
+    conflicts_with: tuple[str, ...] = ()  # disputed rivals on a functional relation
 
     @property
     def is_current(self) -> bool:
         """Whether the grain is current: active, not closed, not contradicted."""
         return self.system_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A verified COSE_Sign1 envelope of a grain, and who signed it."""
+
+    envelope: bytes
+    did: str
 
 
 def load_query(name: str) -> str:
@@ -169,3 +184,8 @@ def _same_claim(a: Grain, b: Grain) -> bool:
 
 _P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
 _ACTIVE, _UNVERIFIED, _G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
+_P_ENVELOPE, _P_SIGNED_BY, _G_BLOBS = (
+    str(OMS.envelope),
+    str(OMS.signedBy),
+    str(OMS.blobs),
+)

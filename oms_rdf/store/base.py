@@ -20,7 +20,7 @@ from pyoxigraph import (
 
 from ..backends import Backend, LocalBackend
 from ..codec import check_address
-from ..errors import ErrorCode, NotFoundError, PolicyError, StoreError
+from ..errors import ErrorCode, NotFoundError, PolicyError, SignatureError, StoreError
 from ..grain import Grain, now_ms
 from ..mapping import (
     NIH_PREFIX,
@@ -29,15 +29,22 @@ from ..mapping import (
     address_of,
     grain_iri,
     grain_rows,
+    literal_value,
     millis_literal,
+    nt_literal,
     rows_to_nquads,
     truthy_row,
 )
 from ..policy import is_protected
+from ..revision import Entrenchment
+from ..signing import is_envelope, verify
 from ..vocab import DEFAULT_BASE, OMS, RDF, XSD
 from ._common import (
     _ACTIVE,
+    _G_BLOBS,
     _G_INDEX,
+    _P_ENVELOPE,
+    _P_SIGNED_BY,
     _P_STATUS,
     _P_VERIFICATION,
     _QUERIES,
@@ -45,7 +52,7 @@ from ._common import (
     CACHE_SIZE,
     GrainLike,
     IndexState,
-    _millis_of,
+    Signature,
     _same_claim,
     _term,
     _value,
@@ -65,9 +72,17 @@ class StoreBase:
         entity_relations: Iterable[str] = (),
         clock: Callable[[], int] | None = None,
         backend: Backend | None = None,
+        entrenchment: Entrenchment | None = None,
+        functional_relations: Iterable[str] = (),
+        auto_revise: bool = False,
+        authorized: Iterable[str] = (),
     ) -> None:
         self.backend: Backend = backend if backend is not None else LocalBackend(path)
         self.clock = clock or now_ms
+        self.entrenchment = entrenchment or Entrenchment()
+        self.functional_relations = frozenset(functional_relations)
+        self.auto_revise = auto_revise
+        self.authorized = frozenset(authorized)  # DIDs that may force a revision
         self._lock = threading.RLock()
         # Decoded grains by address. A blob never changes under its address and the
         # store deletes nothing, so entries never go stale; the cache only spares
@@ -162,7 +177,13 @@ class StoreBase:
         """
         address = self._resolve(address)
         values: dict[str, Any] = {}
+        rivals: list[str] = []
+        entered: set[str] = set()
         for q in self.backend.quads(grain_iri(address), None, None, OMS.index):
+            if q.predicate == OMS.sprtEntered:
+                entered.add(_value(q.object))
+            if q.predicate == OMS.conflictsWith:
+                rivals.append(_value(q.object).removeprefix(NIH_PREFIX))
             values[q.predicate.value] = q.object
 
         def text(p: NamedNode) -> str | None:
@@ -173,37 +194,81 @@ class StoreBase:
             term = values.get(p.value)
             return default if term is None else term.value.rsplit("#", 1)[1]
 
+        def number(p: NamedNode) -> Any:
+            term = values.get(p.value)
+            return None if term is None else literal_value(term)
+
         superseded = values.get(OMS.supersededBy.value)
-        system_to = values.get(OMS.systemTo.value)
-        voided = values.get(OMS.voidedAt.value)
         return IndexState(
             address=address,
             status=local(OMS.status, "active"),
             verification=local(OMS.verificationStatus, "unverified"),
             superseded_by=None if superseded is None else address_of(superseded),
-            system_to=None if system_to is None else _millis_of(system_to),
-            voided_at=None if voided is None else _millis_of(voided),
+            system_to=number(OMS.systemTo),
+            voided_at=number(OMS.voidedAt),
             invalidation_type=text(OMS.invalidationType),
             reason=text(OMS.invalidationReason),
             initiator=text(OMS.invalidationInitiator),
+            signed_by=text(OMS.signedBy),
+            log_ratio=number(OMS.logRatio) or 0.0,
+            sprt_status=text(OMS.sprtStatus) or "accumulating",
+            sprt_entered=frozenset(entered),
+            effective_confidence=number(OMS.effectiveConfidence),
+            pending_erasure=number(OMS.pendingErasure),
+            conflicts_with=tuple(sorted(rivals)),
         )
 
     def _grain(self, item: GrainLike) -> Grain:
-        if isinstance(item, Grain):
-            return item
-        if isinstance(item, bytes | bytearray | memoryview):
-            return Grain.from_blob(bytes(item))
-        if isinstance(item, Mapping):
-            return Grain.from_dict(item)
-        raise StoreError(
-            f"expected a Grain, a mapping of fields or blob bytes, found {type(item).__name__}",
-            code=ErrorCode.SCHEMA,
-        )
+        return self._accept(item)[0]
 
-    def _new_rows(self, grain: Grain) -> list[Row]:
+    def _accept(self, item: GrainLike) -> tuple[Grain, Signature | None]:
+        """A grain from what a caller gave, and its verified signature if it came signed.
+
+        Raises:
+            SignatureError: ERR_SIGNED_MISMATCH for a grain whose signed flag is set
+                but that arrives without its COSE envelope (spec §9.2).
+        """
+        signature: Signature | None = None
+        if isinstance(item, Grain):
+            grain = item
+        elif isinstance(item, bytes | bytearray | memoryview):
+            data = bytes(item)
+            if is_envelope(data):
+                blob, did = verify(data)
+                grain, signature = Grain.from_blob(blob), Signature(data, did)
+            else:
+                grain = Grain.from_blob(data)
+        elif isinstance(item, Mapping):
+            grain = Grain.from_dict(item)
+        else:
+            raise StoreError(
+                f"expected a Grain, a mapping of fields, blob bytes or a COSE_Sign1 "
+                f"envelope; found {type(item).__name__}",
+                code=ErrorCode.SCHEMA,
+            )
+        if grain.signed and signature is None:
+            raise SignatureError(
+                "the grain's signed flag (header bit 0) is set but it arrived without its "
+                "COSE_Sign1 envelope; put the envelope from oms_rdf.signing.sign()",
+                code=ErrorCode.SIGNED_MISMATCH,
+            )
+        return grain, signature
+
+    def _new_rows(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its initial index state and its current triple."""
         rows = grain_rows(grain, self.settings)
         node = f"<{NIH_PREFIX}{grain.address}>"
+        if signature is not None:
+            envelope = base64.b64encode(signature.envelope).decode()
+            rows.append(
+                (
+                    node,
+                    _P_ENVELOPE,
+                    f'"{envelope}"^^<{XSD.base64Binary.value}>',
+                    _G_BLOBS,
+                )
+            )
+            rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
         rows.append((node, _P_STATUS, _ACTIVE, _G_INDEX))
         rows.append((node, _P_VERIFICATION, _UNVERIFIED, _G_INDEX))
         current = truthy_row(grain, self.settings)

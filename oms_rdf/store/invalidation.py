@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pyoxigraph import (
     Literal,
@@ -11,7 +10,7 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..errors import ErrorCode, PolicyError
+from ..errors import ErrorCode, PolicyError, SignatureError
 from ..grain import Grain
 from ..mapping import (
     Row,
@@ -20,12 +19,14 @@ from ..mapping import (
     truthy_triple,
 )
 from ..policy import MAX_HOPS, Protector, check
+from ..signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..vocab import OMS
 from ._common import (
     _QUERIES,
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
+    Signature,
     TimeLike,
     _system_from,
     _to_millis,
@@ -39,11 +40,16 @@ class Invalidation(Questions):
 
     def _protectors(self, address: str) -> list[Protector]:
         grain = self.get(address)
-        out = (
-            [Protector(address, grain.get("invalidation_policy"), "own")]
-            if grain.get("invalidation_policy") is not None
-            else []
-        )
+        out = []
+        if grain.get("invalidation_policy") is not None:
+            out.append(
+                Protector(
+                    address,
+                    grain.get("invalidation_policy"),
+                    "own",
+                    grain.get("author_did"),
+                )
+            )
         # subtree: policies of derivation ancestors within MAX_HOPS (spec §8.4, §8.5).
         frontier, seen = [grain], {address}
         for _ in range(MAX_HOPS):
@@ -56,7 +62,14 @@ class Invalidation(Questions):
                     ancestor = self.get(parent)
                     policy = ancestor.get("invalidation_policy")
                     if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
-                        out.append(Protector(parent, policy, "subtree ancestor"))
+                        out.append(
+                            Protector(
+                                parent,
+                                policy,
+                                "subtree ancestor",
+                                ancestor.get("author_did"),
+                            )
+                        )
                     next_frontier.append(ancestor)
             frontier = next_frontier
         # lineage: policies anywhere in the supersession chain.
@@ -67,7 +80,11 @@ class Invalidation(Questions):
                 and isinstance(policy, Mapping)
                 and policy.get("scope") == "lineage"
             ):
-                out.append(Protector(member.address, policy, "lineage"))
+                out.append(
+                    Protector(
+                        member.address, policy, "lineage", member.get("author_did")
+                    )
+                )
         return out
 
     def _current_removal(self, grain: Grain) -> list[Quad]:
@@ -94,56 +111,36 @@ class Invalidation(Questions):
         *,
         justification: str | None = None,
         by: str | None = None,
-        auth: Sequence[Any] = (),
-        signer: Any = None,
+        auth: Sequence[bytes] = (),
+        signer: SigningKey | None = None,
     ) -> str:
         """Replace ``old`` by ``new`` atomically; return the new address.
 
         A mapping ``new`` without ``derived_from`` gets ``derived_from: [old]`` (the
-        spec's supersession shape) and, when given, ``justification`` as its
-        ``supersession_justification``. The old grain is closed at the new grain's
-        system time (``system_valid_from``, else ``created_at``); it keeps describing
-        the past up to the new grain's ``valid_from``.
+        spec's supersession shape), ``justification`` as its
+        ``supersession_justification`` and ``auth`` (co-signatures from
+        :func:`oms_rdf.signing.sign_supersession`) as its ``supersession_auth``.
+        With ``signer`` the new grain is encoded with the signed flag and wrapped
+        in a COSE_Sign1 envelope by that key; ``new`` may also be such an envelope.
+        The old grain is closed at the new grain's system time (``system_valid_from``,
+        else ``created_at``); it keeps describing the past up to the new grain's
+        ``valid_from``.
 
         Raises:
             NotFoundError: ``old`` is not stored.
             PolicyError: ERR_INVALIDATION_DENIED when a policy protecting ``old``
-                refuses; ERR_CONFLICT when ``old`` is no longer current; ERR_RANGE
-                when the new grain is older than ``old``.
+                refuses (``delegated`` needs a signer in ``authorized``, ``quorum``
+                needs ``threshold`` valid co-signatures); ERR_CONFLICT when ``old``
+                is no longer current; ERR_RANGE when the new grain is older.
+            SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
-        if auth or signer is not None:
-            raise PolicyError(
-                "signed supersession (auth=, signer=) is not supported yet",
-                code=ErrorCode.INVALIDATION_DENIED,
-            )
         with self._lock:
             old_address = self._resolve(old)
             old_grain = self.get(old_address)
-            state = self.status(old_address)
-            if not state.is_current:
-                raise PolicyError(
-                    f"{old_address[:12]}… is not current ({state.status}, "
-                    f"{state.verification}"
-                    + (
-                        f", superseded by {state.superseded_by[:12]}…"
-                        if state.superseded_by
-                        else ""
-                    )
-                    + "); supersede the current grain instead",
-                    code=ErrorCode.CONFLICT,
-                )
-            if isinstance(new, Mapping):
-                fields = dict(new)
-                if fields.get("derived_from") is None:
-                    fields["derived_from"] = [old_address]
-                if (
-                    justification is not None
-                    and fields.get("supersession_justification") is None
-                ):
-                    fields["supersession_justification"] = justification
-                new_grain = Grain.from_dict(fields)
-            else:
-                new_grain = self._grain(new)
+            self._require_current(old_address)
+            new_grain, signature = self._successor(
+                old_address, new, justification, auth, signer
+            )
             if new_grain.address == old_address:
                 raise PolicyError(
                     "a grain cannot supersede itself", code=ErrorCode.CONFLICT
@@ -155,45 +152,108 @@ class Invalidation(Questions):
                     f"{_system_from(old_grain)}; a successor cannot be older",
                     code=ErrorCode.RANGE,
                 )
+            reason = new_grain.get("supersession_justification") or justification
+            signed_by = None if signature is None else signature.did
             review = check(
                 "supersede",
                 self._protectors(old_address),
                 now_ms=self.clock(),
-                justification=new_grain.get("supersession_justification")
-                or justification,
+                justification=reason,
+                signer=signed_by,
+                cosigners=_cosigners(new_grain, old_address),
+                requester=by or signed_by,
             )
-            insert: list[Quad | Row] = []
-            exists = new_grain.address in self
-            if not exists:
-                self._check_put(new_grain, exempt=old_address)
-                insert += self._new_rows(new_grain)
-            node = grain_iri(old_address)
-            idx = OMS.index
-            delete = [
-                Quad(node, OMS.status, OMS.active, idx),
-                *self._current_removal(old_grain),
-            ]
-            insert += [
-                Quad(node, OMS.status, OMS.superseded, idx),
-                Quad(node, OMS.supersededBy, grain_iri(new_grain.address), idx),
-                Quad(node, OMS.systemTo, millis_literal(at), idx),
-                Quad(node, OMS.invalidationType, Literal("superseded"), idx),
-            ]
-            if by is not None:
-                insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
-            reason = new_grain.get("supersession_justification") or justification
-            if reason:
-                insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
-            insert += self._audit(
-                "supersede",
-                target=old_address,
-                result=new_grain.address,
-                actor=by,
-                reason=reason,
-                review=review,
+            self._write_supersession(
+                old_grain, new_grain, signature, at, by, reason, review
             )
-            self.backend.update(update_request(delete, insert))
         return new_grain.address
+
+    def _require_current(self, address: str) -> None:
+        state = self.status(address)
+        if not state.is_current:
+            successor = (
+                f", superseded by {state.superseded_by[:12]}…"
+                if state.superseded_by
+                else ""
+            )
+            raise PolicyError(
+                f"{address[:12]}… is not current ({state.status}, {state.verification}"
+                f"{successor}); supersede the current grain instead",
+                code=ErrorCode.CONFLICT,
+            )
+
+    def _successor(
+        self,
+        old_address: str,
+        new: GrainLike,
+        justification: str | None,
+        auth: Sequence[bytes],
+        signer: SigningKey | None,
+    ) -> tuple[Grain, Signature | None]:
+        """The superseding grain in the spec's shape, signed when a signer is given."""
+        if isinstance(new, Mapping):
+            fields = dict(new)
+            defaults = {
+                "derived_from": [old_address],
+                "supersession_justification": justification,
+                "supersession_auth": list(auth) or None,
+            }
+            for name, value in defaults.items():
+                if fields.get(name) is None and value is not None:
+                    fields[name] = value
+            grain = Grain.from_dict(fields, signed=signer is not None)
+        elif auth:
+            raise PolicyError(
+                "auth= is written into the new grain's supersession_auth, so the new grain "
+                "must be given as a mapping of fields",
+                code=ErrorCode.SCHEMA,
+            )
+        elif signer is not None and isinstance(new, Grain):
+            grain = new
+        else:
+            if signer is not None:
+                raise PolicyError(
+                    "signer= needs a mapping or a Grain to sign", code=ErrorCode.SCHEMA
+                )
+            return self._accept(new)
+        if signer is None:
+            return self._accept(grain)
+        return grain, Signature(sign(grain.blob, signer), signer.did)
+
+    def _write_supersession(
+        self,
+        old_grain: Grain,
+        new_grain: Grain,
+        signature: Signature | None,
+        at: int,
+        by: str | None,
+        reason: str | None,
+        review: list[str],
+    ) -> None:
+        """One atomic update: the new grain (if new) and the old grain's index change."""
+        old_address = old_grain.address
+        insert: list[Quad | Row] = []
+        if new_grain.address not in self:
+            self._check_put(new_grain, exempt=old_address)
+            insert += self._new_rows(new_grain, signature)
+        node, idx = grain_iri(old_address), OMS.index
+        delete = [
+            Quad(node, OMS.status, OMS.active, idx),
+            *self._current_removal(old_grain),
+        ]
+        insert += [
+            Quad(node, OMS.status, OMS.superseded, idx),
+            Quad(node, OMS.supersededBy, grain_iri(new_grain.address), idx),
+            Quad(node, OMS.systemTo, millis_literal(at), idx),
+            Quad(node, OMS.invalidationType, Literal("superseded"), idx),
+        ]
+        if by is not None:
+            insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
+        if reason:
+            insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
+        insert += self._audit("supersede", target=old_address, result=new_grain.address,
+                              actor=by, reason=reason, review=review)  # fmt: skip
+        self.backend.update(update_request(delete, insert))
 
     def retract(
         self,
@@ -351,3 +411,18 @@ class Invalidation(Questions):
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
             self.backend.update(update_request(delete, insert))
+
+
+def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:
+    """DIDs with a valid co-signature of this supersession in ``supersession_auth``."""
+    entries = grain.get("supersession_auth") or ()
+    if not entries:
+        return frozenset()
+    draft = supersession_draft(grain.fields)
+    valid = set()
+    for entry in entries:
+        try:
+            valid.add(verify_supersession(entry, old_address, draft))
+        except SignatureError:
+            continue  # an invalid entry counts for nothing; the threshold decides
+    return frozenset(valid)

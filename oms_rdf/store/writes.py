@@ -9,10 +9,10 @@ from ..mapping import (
     Row,
 )
 from ._common import GrainLike, _rows
-from .invalidation import Invalidation
+from .revising import Revising
 
 
-class Writes(Invalidation):
+class Writes(Revising):
     """put and put_many."""
 
     def put(self, item: GrainLike, /) -> str:

@@ -1,0 +1,186 @@
+"""Belief revision in the store: evidence (SPRT), entrenchment-ranked revision, lineage."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from ..errors import ErrorCode, PolicyError
+from ..grain import Grain
+from ..mapping import grain_iri, millis_literal
+from ..revision import LOWER, UPPER, SprtState
+from ..signing import SigningKey
+from ..vocab import OMS, RDF, XSD
+from ._common import GrainLike, TimeLike, _to_millis, update_request
+from .invalidation import Invalidation
+
+__all__ = ["EvidenceResult", "Revising"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceResult:
+    """The state of a grain's sequential test after one observation."""
+
+    address: str
+    log_ratio: float
+    status: str  # accumulating | promoted | demoted
+    effective_confidence: float
+    upper: float = UPPER  # promote at or above
+    lower: float = LOWER  # demote at or below
+    changed: bool = False  # this observation moved the status
+
+
+def _double(value: float) -> Literal:
+    return Literal(repr(float(value)), datatype=XSD.double)
+
+
+class Revising(Invalidation):
+    """Evidence, entrenchment-ranked revision, and walking back a lineage."""
+
+    def evidence(
+        self,
+        address: str | Grain,
+        kind: str = "supporting",
+        strength: float = 0.8,
+        note: str | None = None,
+        *,
+        at: TimeLike = None,
+        by: str | None = None,
+    ) -> EvidenceResult:
+        """Record an observation for or against a grain and update its SPRT state.
+
+        Each event is its own node in ``oms:index`` (time, kind, strength, note); the
+        grain's log ratio, status and effective confidence are updated in the same
+        atomic write. The blob's confidence never changes, and evidence never
+        supersedes anything.
+
+        Raises:
+            PolicyError: ERR_RANGE for a strength outside [0.5, 1] (see
+                :mod:`oms_rdf.revision` on weak support); ERR_CONFLICT for a grain
+                that is superseded, retracted or contradicted.
+        """
+        when = _to_millis(at, self.clock)
+        with self._lock:
+            address = self._resolve(address)
+            grain = self.get(address)
+            state = self.status(address)
+            if not state.is_current:
+                raise PolicyError(
+                    f"evidence refused: {address[:12]}… is {state.status}"
+                    f"{', ' + state.verification if state.verification == 'contradicted' else ''}; "
+                    "evidence bears on current beliefs only",
+                    code=ErrorCode.CONFLICT,
+                )
+            before = SprtState(
+                state.log_ratio,
+                state.sprt_status,
+                state.sprt_entered,
+            )
+            after = before.observe(kind, strength)
+            confidence = grain.get("confidence", 0.5)
+            effective = after.effective(confidence)
+            node, idx = grain_iri(address), OMS.index
+            event = NamedNode(f"urn:uuid:{uuid.uuid4()}")
+            insert = [
+                Quad(event, RDF.type, OMS.Evidence, idx),
+                Quad(event, OMS.evidenceFor, node, idx),
+                Quad(event, OMS.evidenceKind, Literal(kind), idx),
+                Quad(event, OMS.strength, _double(strength), idx),
+                Quad(event, OMS.at, millis_literal(when), idx),
+                Quad(event, OMS.logRatio, _double(after.log_ratio), idx),
+                Quad(node, OMS.logRatio, _double(after.log_ratio), idx),
+                Quad(node, OMS.sprtStatus, Literal(after.status), idx),
+                Quad(node, OMS.effectiveConfidence, _double(effective), idx),
+            ]
+            if after.status != before.status:
+                insert.append(Quad(node, OMS.sprtEntered, Literal(after.status), idx))
+            if note is not None:
+                insert.append(Quad(event, OMS.note, Literal(note), idx))
+            if by is not None:
+                insert.append(Quad(event, OMS.actor, Literal(by), idx))
+            delete = [q for q in self.backend.quads(node, None, None, idx)
+                      if q.predicate in (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)]  # fmt: skip
+            self.backend.update(update_request(delete, insert))
+        return EvidenceResult(
+            address=address,
+            log_ratio=after.log_ratio,
+            status=after.status,
+            effective_confidence=effective,
+            changed=after.status != before.status,
+        )
+
+    def effective_confidence(self, address: str | Grain) -> float:
+        """The grain's confidence as the store reports it: adjusted by earned evidence."""
+        address = self._resolve(address)
+        state = self.status(address)
+        if state.effective_confidence is not None:
+            return state.effective_confidence
+        confidence: float = self.get(address).get("confidence", 0.0)
+        return confidence
+
+    def revise(
+        self,
+        old: str | Grain,
+        new: GrainLike,
+        *,
+        force: bool = False,
+        by: str | None = None,
+        justification: str | None = None,
+        signer: SigningKey | None = None,
+    ) -> str:
+        """Supersede ``old`` by ``new`` only if ``new`` is entrenched at least as deeply.
+
+        Tiers (:class:`oms_rdf.revision.Entrenchment`): axioms > user-stated >
+        system-inferred. ``force=True`` overrides the tiers (never the protection
+        policies) when ``by`` is one of the store's ``authorized`` DIDs; the
+        override is audited.
+
+        Raises:
+            PolicyError: ERR_INVALIDATION_DENIED when the tiers refuse, or ``force``
+                comes from a DID the store does not authorize; as :meth:`supersede`.
+        """
+        old_grain = self.get(self._resolve(old))
+        fields = new if not isinstance(new, Grain | bytes) else self._grain(new).fields
+        if force:
+            if by is None or by not in self.authorized:
+                raise PolicyError(
+                    f"force=True needs by= one of the store's authorized DIDs; {by!r} is not",
+                    code=ErrorCode.INVALIDATION_DENIED,
+                )
+            reason = justification or "forced revision"
+            address = self.supersede(
+                old_grain, new, justification=reason, by=by, signer=signer
+            )
+            with self._lock:
+                tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"
+                self.backend.add(self._audit("revise(force)", target=old_grain.address, result=address,
+                                             actor=by, reason=f"entrenchment overridden: {tiers}"))  # fmt: skip
+            return address
+        self.entrenchment.check(old_grain.fields, fields)
+        return self.supersede(
+            old_grain, new, justification=justification, by=by, signer=signer
+        )
+
+    def ancestors(self, address: str | Grain) -> list[Grain]:
+        """Return the versions before a grain, first version first (not the grain itself)."""
+        address = self._resolve(address)
+        chain = []
+        seen = {address}
+        current = address
+        while True:
+            earlier = next(
+                self.backend.quads(
+                    None, OMS.supersededBy, grain_iri(current), OMS.index
+                ),
+                None,
+            )
+            if earlier is None:
+                break
+            current = str(earlier.subject)[1:-1].removeprefix("nih:sha-256;")
+            if current in seen:
+                break  # a cycle in imported index state; stop rather than loop
+            seen.add(current)
+            chain.append(self.get(current))
+        return chain[::-1]
