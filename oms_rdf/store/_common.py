@@ -137,7 +137,14 @@ _ANCHORS = {
 }
 _QUERIES = {
     name: load_query(name)
-    for name in ("beliefs", "history", "derived", "shared_claim", "rebuild_current")
+    for name in (
+        "beliefs",
+        "beliefs_by_status",
+        "history",
+        "derived",
+        "shared_claim",
+        "rebuild_current",
+    )
 }
 
 

@@ -10,13 +10,15 @@ from pyoxigraph import (
     Variable,
 )
 
+from ..errors import ErrorCode, StoreError
 from ..grain import Grain
 from ..mapping import (
     address_of,
     grain_iri,
     millis_literal,
 )
-from ._common import _ANCHORS, _QUERIES, TimeLike, _system_from, _to_millis
+from ..vocab import OMS
+from ._common import _ANCHORS, _QUERIES, STATUSES, TimeLike, _system_from, _to_millis
 from .base import StoreBase
 
 
@@ -31,19 +33,22 @@ class Questions(StoreBase):
         namespace: str | None = None,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
+        status: str | None = None,
     ) -> list[Grain]:
         """Return the beliefs true at ``valid_at`` as known at ``as_of``.
 
         ``as_of`` (system time) defaults to now; ``valid_at`` (valid time) defaults to
         ``as_of``, so ``beliefs(as_of=T)`` is "what did we believe at T". Ordered by
-        confidence, highest first.
+        effective confidence (earned by evidence), highest first.
+
+        With ``status`` ("active", "superseded" or "retracted") the beliefs are
+        listed by their index status instead, whatever their times (the listing
+        semantics of REST memory APIs); it does not combine with the times.
+
+        Raises:
+            StoreError: ERR_SCHEMA for an unknown status, or status with a time.
         """
-        known = _to_millis(as_of, self.clock)
-        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
-        bindings: dict[Variable, Any] = {
-            Variable("asOf"): millis_literal(known),
-            Variable("validAt"): millis_literal(valid),
-        }
+        bindings: dict[Variable, Any] = {}
         anchor = "?g rdf:subject ?entity ."  # no text bound: every belief
         for name, value in (
             ("namespace", namespace),
@@ -53,6 +58,20 @@ class Questions(StoreBase):
             if value is not None:
                 bindings[Variable(name)] = Literal(value)
                 anchor = _ANCHORS[name]  # the last bound one is the most selective
+        if status is not None:
+            if status not in STATUSES or valid_at is not None or as_of is not None:
+                raise StoreError(
+                    f"status lists by index status, one of {list(STATUSES)}, without "
+                    f"valid_at/as_of; found status={status!r}",
+                    code=ErrorCode.SCHEMA,
+                )
+            bindings[Variable("statusNode")] = getattr(OMS, status)
+            query = _QUERIES["beliefs_by_status"].replace("#ANCHOR", anchor)
+            return self._grains(self.backend.query(query, bindings))
+        known = _to_millis(as_of, self.clock)
+        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
+        bindings[Variable("asOf")] = millis_literal(known)
+        bindings[Variable("validAt")] = millis_literal(valid)
         query = _QUERIES["beliefs"].replace("#ANCHOR", anchor)
         return self._grains(self.backend.query(query, bindings))
 
