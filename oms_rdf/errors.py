@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 __all__ = [
+    "ConflictWarning",
     "DecodeError",
     "EncodeError",
     "ErrorCode",
@@ -156,6 +157,10 @@ class NotFoundError(OmsError, KeyError):
     def __str__(self) -> str:
         # KeyError would quote the message; keep the one-line form of OmsError.
         return Exception.__str__(self)
+
+
+class ConflictWarning(UserWarning):
+    """A belief on a functional relation disagrees with a current one; both are disputed."""
 
 
 class StoreError(OmsError):

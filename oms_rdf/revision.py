@@ -38,7 +38,16 @@ from typing import Any, Literal
 
 from .errors import ErrorCode, PolicyError
 
-__all__ = ["ALPHA", "BETA", "LOWER", "UPPER", "Entrenchment", "SprtState", "Tier"]
+__all__ = [
+    "ALPHA",
+    "BETA",
+    "LOWER",
+    "UPPER",
+    "Entrenchment",
+    "SprtState",
+    "Tier",
+    "conflicts",
+]
 
 ALPHA, BETA = 0.05, 0.10
 UPPER = math.log((1 - BETA) / ALPHA)  # A: promote above
@@ -153,3 +162,35 @@ class Entrenchment:
 def _describe(tier: Tier, fields: Mapping[str, Any]) -> str:
     source = fields.get("source_type", "no source_type")
     return f"{tier.name.lower().replace('_', '-')} (tier {int(tier)}, {source})"
+
+
+def conflicts(new: Mapping[str, Any], others: list[Mapping[str, Any]]) -> list[int]:
+    """Indexes of ``others`` that a belief on a functional relation contradicts.
+
+    Two beliefs conflict when they share subject, relation and namespace, name
+    different objects, and their valid intervals overlap (a past job that ended
+    before the new one began is history, not a conflict).
+    """
+    key = (new.get("subject"), new.get("relation"), new.get("namespace", "shared"))
+    start, end = _valid(new)
+    found = []
+    for i, other in enumerate(others):
+        if (
+            other.get("subject"),
+            other.get("relation"),
+            other.get("namespace", "shared"),
+        ) != key:
+            continue
+        if other.get("object") == new.get("object"):
+            continue
+        other_start, other_end = _valid(other)
+        if start < other_end and other_start < end:
+            found.append(i)
+    return found
+
+
+def _valid(fields: Mapping[str, Any]) -> tuple[float, float]:
+    created = fields.get("system_valid_from", fields.get("created_at", 0))
+    start = fields.get("valid_from", created)
+    end = fields.get("valid_to", math.inf)
+    return float(start), float(end)

@@ -144,6 +144,8 @@ _QUERIES = {
         "derived",
         "shared_claim",
         "rebuild_current",
+        "current_claims",
+        "consent_dependents",
     )
 }
 

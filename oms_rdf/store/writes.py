@@ -1,15 +1,22 @@
-"""Putting grains into the store."""
+"""Putting grains into the store: conflicts on functional relations, consent withdrawal."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 
+from pyoxigraph import Literal, Quad, Variable
+
+from ..errors import ConflictWarning, PolicyError
 from ..grain import Grain
-from ..mapping import (
-    Row,
-)
-from ._common import GrainLike, _rows
+from ..mapping import Row, grain_iri, millis_literal
+from ..policy import effective_mode
+from ..revision import conflicts
+from ..vocab import OMS
+from ._common import _QUERIES, GrainLike, Signature, _row, _rows, update_request
 from .revising import Revising
+
+CONSENT_BYTE = 0x0A
 
 
 class Writes(Revising):
@@ -18,20 +25,46 @@ class Writes(Revising):
     def put(self, item: GrainLike, /) -> str:
         """Store a grain; return its address. Storing the same bytes again is a no-op.
 
+        ``item`` is a :class:`Grain`, a mapping of fields, a blob, or the COSE_Sign1
+        envelope of a signed grain (verified, kept, its signer recorded).
+
+        A belief on one of the store's functional relations that disagrees with a
+        current belief (same subject, relation and namespace, another object,
+        overlapping valid time) either supersedes it, when the store auto-revises
+        and entrenchment and protection allow, or both are marked ``disputed``,
+        linked by ``oms:conflictsWith`` and reported with a :class:`ConflictWarning`.
+        A consent withdrawal marks the grains whose ``processing_basis`` names the
+        withdrawn consent and whose policy is ``consent_cascade`` as pending erasure
+        (see :meth:`pending_erasure`); grains under a ``hold`` are not marked.
+
         Raises:
             DecodeError, EncodeError, SchemaError: the grain is invalid.
+            SignatureError: a bad envelope, or a signed-flag grain without one.
             PolicyError: ERR_INVALIDATION_DENIED when ``derived_from`` names a current
                 protected grain with the same subject, relation and namespace: that
                 is a supersession, which must go through :meth:`supersede`.
         """
-        grain = self._grain(item)
+        grain, signature = self._accept(item)
         with self._lock:
             if grain.address in self:
                 return grain.address
             self._check_put(grain)
-            rows = self._new_rows(grain)
+            rivals = self._rivals(grain)
+            if rivals and self._auto_revised(grain, rivals):
+                return grain.address
+            rows = self._new_rows(grain, signature)
+            delete, extra = self._dispute(grain, rivals)
+            extra += self._withdrawal(grain)
             rows += _rows(self._audit("put", target=grain.address))
-            self._load(rows)
+            if extra:
+                rows = [r for r in rows if r not in delete]
+                self.backend.update(
+                    update_request(
+                        [d for d in delete if d not in rows], [*rows, *extra]
+                    )
+                )
+            else:
+                self._load(rows)
         return grain.address
 
     def put_many(
@@ -39,29 +72,175 @@ class Writes(Revising):
     ) -> list[str]:
         """Store many grains in one atomic write; return their addresses in order.
 
+        Conflicts on functional relations are marked as disputes (a batch never
+        auto-revises); consent withdrawals cascade as in :meth:`put`.
+
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
         """
-        grains = [self._grain(item) for item in items]
+        accepted = [self._accept(item) for item in items]
         with self._lock:
             rows: list[Row] = []
+            delete: list[Row] = []
+            extra: list[Quad] = []
             seen: set[str] = set()
-            fresh = []
-            for grain in grains:
+            fresh: list[tuple[Grain, Signature | None]] = []
+            for grain, signature in accepted:
                 if grain.address in seen or grain.address in self:
                     continue
                 seen.add(grain.address)
-                fresh.append(grain)
-            batch = {g.address: g for g in fresh}
-            iterator: Iterable[Grain] = fresh
+                fresh.append((grain, signature))
+            batch = {g.address: g for g, _ in fresh}
+            iterator: Iterable[tuple[Grain, Signature | None]] = fresh
             if progress:
                 import click
 
-                bar = click.progressbar(fresh, label="mapping grains", file=None)
-                iterator = bar
-            for grain in iterator:
+                iterator = click.progressbar(fresh, label="mapping grains", file=None)
+            earlier: list[Grain] = []
+            for grain, signature in iterator:
                 self._check_put(grain, batch)
-                rows.extend(self._new_rows(grain))
+                rows.extend(self._new_rows(grain, signature))
+                if self.functional_relations or grain.type_byte == CONSENT_BYTE:
+                    removed, added = self._dispute(grain, self._rivals(grain, earlier))
+                    delete += removed
+                    extra += added + self._withdrawal(grain)
+                    earlier.append(grain)
             rows += _rows(self._audit("put_many", count=len(fresh)))
-            self._load(rows)
-        return [g.address for g in grains]
+            if extra:
+                # Verification marks of grains new in this batch are replaced in the
+                # rows; those of stored grains are deleted by the same update.
+                new_rows = set(rows)
+                rows = [r for r in rows if r not in set(delete)]
+                stored = [d for d in delete if d not in new_rows]
+                self.backend.update(update_request(stored, [*rows, *extra]))
+            else:
+                self._load(rows)
+        return [g.address for g, _ in accepted]
+
+    # --- conflicts on functional relations --------------------------------------
+
+    def _rivals(self, grain: Grain, batch: Sequence[Grain] = ()) -> list[Grain]:
+        """Current beliefs (stored or earlier in the batch) this belief contradicts."""
+        if (
+            grain.type_byte != 0x01
+            or grain.get("relation") not in self.functional_relations
+        ):
+            return []
+        rows = self.backend.query(
+            _QUERIES["current_claims"], {Variable("subject"): Literal(grain["subject"])}
+        )
+        stored = [
+            self.get(str(row["g"].value).removeprefix("nih:sha-256;")) for row in rows
+        ]
+        candidates = [g for g in [*stored, *batch] if g.address != grain.address]
+        return [
+            candidates[i]
+            for i in conflicts(grain.fields, [g.fields for g in candidates])
+        ]
+
+    def _auto_revised(self, grain: Grain, rivals: list[Grain]) -> bool:
+        """Supersede the one rival when the store auto-revises and the rules allow."""
+        if not self.auto_revise or len(rivals) != 1:
+            return False
+        rival = rivals[0]
+        if self.entrenchment.tier(grain.fields) < self.entrenchment.tier(rival.fields):
+            return False
+        try:
+            self.supersede(
+                rival, grain, justification="auto-revision of a functional relation"
+            )
+        except PolicyError:
+            return False  # protected, or older than the rival: record a dispute instead
+        return True
+
+    def _dispute(
+        self, grain: Grain, rivals: list[Grain]
+    ) -> tuple[list[Row], list[Quad]]:
+        """Mark a belief and its rivals disputed and linked, and warn.
+
+        Returns the verification rows to remove and the quads to add.
+        """
+        if not rivals:
+            return [], []
+        idx, verification = OMS.index, OMS.verificationStatus
+        node = grain_iri(grain.address)
+        delete = [_row(Quad(node, verification, OMS.unverified, idx))]
+        insert = [Quad(node, verification, OMS.disputed, idx)]
+        for rival in rivals:
+            other = grain_iri(rival.address)
+            insert += [
+                Quad(node, OMS.conflictsWith, other, idx),
+                Quad(other, OMS.conflictsWith, node, idx),
+            ]
+            state = self.status(rival.address) if rival.address in self else None
+            current = "unverified" if state is None else state.verification
+            if current != "disputed":
+                delete.append(
+                    _row(Quad(other, verification, getattr(OMS, current), idx))
+                )
+                insert.append(Quad(other, verification, OMS.disputed, idx))
+        names = ", ".join(f"{r['object']!r} ({r.address[:12]}…)" for r in rivals)
+        warnings.warn(
+            ConflictWarning(
+                f"{grain['subject']} {grain['relation']} {grain['object']!r} conflicts with "
+                f"{names}; both are marked disputed (functional relation)"
+            ),
+            stacklevel=4,
+        )
+        insert += self._audit(
+            "conflict", target=grain.address, reason=f"conflicts with {names}"
+        )
+        return delete, insert
+
+    def conflicts(self) -> list[tuple[str, str]]:
+        """Return the disputed pairs recorded on functional relations, each once."""
+        pairs = set()
+        for q in self.backend.quads(None, OMS.conflictsWith, None, OMS.index):
+            a, b = (
+                str(t)[1:-1].removeprefix("nih:sha-256;") for t in (q.subject, q.object)
+            )
+            pairs.add((min(a, b), max(a, b)))
+        return sorted(pairs)
+
+    # --- consent withdrawal (consent_cascade, spec §8.3) ------------------------
+
+    def _withdrawal(self, grain: Grain) -> list[Quad]:
+        """Pending-erasure marks for the dependents of a withdrawn consent."""
+        if grain.type_byte != CONSENT_BYTE or grain.get("is_withdrawal") is not True:
+            return []
+        withdrawn = grain.get("prior_consent")
+        now = self.clock()
+        rows = self.backend.query(
+            _QUERIES["consent_dependents"], {Variable("consent"): Literal(withdrawn)}
+        )
+        quads: list[Quad] = []
+        marked = held = 0
+        for row in rows:
+            address = str(row["g"].value).removeprefix("nih:sha-256;")
+            mode = effective_mode(self.get(address).get("invalidation_policy"), now)
+            if mode == "hold":
+                held += 1  # a hold overrides consent withdrawal (spec §8.3)
+            elif (
+                mode == "consent_cascade"
+                and self.status(address).pending_erasure is None
+            ):
+                quads.append(
+                    Quad(
+                        grain_iri(address),
+                        OMS.pendingErasure,
+                        millis_literal(now),
+                        OMS.index,
+                    )
+                )
+                marked += 1
+        reason = f"{marked} grains pending erasure, {held} held"
+        return quads + self._audit(
+            "consent_withdrawn", target=grain.address, reason=reason, count=marked
+        )
+
+    def pending_erasure(self) -> list[str]:
+        """Addresses of grains pending erasure after their consent was withdrawn."""
+        return sorted(
+            str(q.subject)[1:-1].removeprefix("nih:sha-256;")
+            for q in self.backend.quads(None, OMS.pendingErasure, None, OMS.index)
+        )
