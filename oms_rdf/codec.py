@@ -625,7 +625,9 @@ class _Walk:
         elided = out.get("_elided")
         hidden = elided.keys() if isinstance(elided, Mapping) else ()
         for name in table.required:
-            if name not in out and name not in hidden:
+            if name not in out:
+                if name in hidden:
+                    continue
                 raise self.fail(f"missing required field {name!r}", f"{path}.{name}")
             if out[name] == "":
                 raise self.fail(

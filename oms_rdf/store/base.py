@@ -20,7 +20,14 @@ from pyoxigraph import (
 
 from ..backends import Backend, LocalBackend
 from ..codec import check_address
-from ..errors import ErrorCode, NotFoundError, PolicyError, SignatureError, StoreError
+from ..errors import (
+    ErrorCode,
+    NotFoundError,
+    PolicyError,
+    SchemaError,
+    SignatureError,
+    StoreError,
+)
 from ..grain import Grain, now_ms
 from ..mapping import (
     NIH_PREFIX,
@@ -245,6 +252,12 @@ class StoreBase:
                 f"expected a Grain, a mapping of fields, blob bytes or a COSE_Sign1 "
                 f"envelope; found {type(item).__name__}",
                 code=ErrorCode.SCHEMA,
+            )
+        if grain.get("_disclosure_of") is not None:
+            raise SchemaError(
+                "a disclosed view is generated on demand and not stored (spec §10); "
+                f"store the original {grain['_disclosure_of'][:12]}… instead",
+                path="$._disclosure_of",
             )
         if grain.signed and signature is None:
             raise SignatureError(

@@ -1,0 +1,397 @@
+"""Trust and revision: signature policies, evidence, entrenchment, conflicts, consent."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf import signing
+from oms_rdf.errors import ConflictWarning, ErrorCode
+from oms_rdf.revision import LOWER, UPPER, SprtState, Tier
+from oms_rdf.store import GrainStore
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+ALICE, BOB, CAROL, MALLORY = (
+    signing.generate_key(seed=bytes([i]) * 32) for i in range(1, 5)
+)
+
+
+def snapshot(store: GrainStore) -> set[str]:
+    return {str(q) for q in store.backend.quads()}
+
+
+def refused(
+    store: GrainStore, action: Callable[[], object], fragment: str | None = None
+) -> oms.OmsError:
+    before = snapshot(store)
+    with pytest.raises(oms.OmsError, match=fragment) as info:
+        action()
+    assert snapshot(store) == before
+    return info.value
+
+
+def belief(obj: str, t: int = T0, **kw: Any) -> dict[str, Any]:
+    return {"type": "belief", "subject": "agent", "relation": "rule", "object": obj,
+            "confidence": 0.8, "created_at": t, **kw}  # fmt: skip
+
+
+# --- delegated and quorum -----------------------------------------------------------
+
+
+def test_delegated_accepts_the_authorized_signer_only() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    old = store.put(
+        belief(
+            "a", invalidation_policy={"mode": "delegated", "authorized": [ALICE.did]}
+        )
+    )
+    error = refused(
+        store, lambda: store.supersede(old, belief("b", T0 + DAY)), "COSE-signed"
+    )
+    assert error.code == ErrorCode.INVALIDATION_DENIED
+    refused(
+        store, lambda: store.supersede(old, belief("b", T0 + DAY), signer=BOB), BOB.did
+    )
+    new = store.supersede(old, belief("b", T0 + DAY), signer=ALICE)
+    assert store.status(new).signed_by == ALICE.did
+    assert store.get(new).signed and store.status(old).superseded_by == new
+
+
+def test_delegated_accepts_a_signed_envelope() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    old = store.put(
+        belief(
+            "a", invalidation_policy={"mode": "delegated", "authorized": [ALICE.did]}
+        )
+    )
+    grain = oms.Grain.from_dict(
+        {**belief("b", T0 + DAY), "derived_from": [old]}, signed=True
+    )
+    new = store.supersede(old, signing.sign(grain.blob, ALICE))
+    assert new == grain.address
+
+
+def test_delegated_refuses_retraction_and_contradiction() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    old = store.put(
+        belief(
+            "a", invalidation_policy={"mode": "delegated", "authorized": [ALICE.did]}
+        )
+    )
+    refused(store, lambda: store.retract(old, reason="x", by=ALICE.did))
+    refused(store, lambda: store.contradict(old, by=ALICE.did))
+
+
+def quorum_store(threshold: int = 2) -> tuple[GrainStore, str]:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    policy = {
+        "mode": "quorum",
+        "authorized": [ALICE.did, BOB.did, CAROL.did],
+        "threshold": threshold,
+    }
+    old = store.put(belief("a", invalidation_policy=policy, author_did=CAROL.did))
+    return store, old
+
+
+def test_quorum_needs_threshold_distinct_authorized_signers() -> None:
+    store, old = quorum_store()
+    new = belief("b", T0 + DAY)
+    new_full = {**new, "derived_from": [old]}
+
+    def auth(*keys: signing.SigningKey) -> list[bytes]:
+        return [signing.sign_supersession(old, new_full, k) for k in keys]
+
+    refused(
+        store, lambda: store.supersede(old, new, auth=auth(ALICE)), "needs 2 signatures"
+    )
+    refused(
+        store, lambda: store.supersede(old, new, auth=auth(ALICE, ALICE)), "1 valid"
+    )
+    refused(
+        store, lambda: store.supersede(old, new, auth=auth(ALICE, MALLORY)), "1 valid"
+    )
+    # A signature over another supersession does not count.
+    other = signing.sign_supersession(old, {**new_full, "object": "c"}, BOB)
+    refused(
+        store, lambda: store.supersede(old, new, auth=[*auth(ALICE), other]), "1 valid"
+    )
+    refused(
+        store,
+        lambda: store.supersede(old, new, auth=[*auth(ALICE), b"junk"]),
+        "1 valid",
+    )
+    address = store.supersede(old, new, auth=auth(ALICE, BOB))
+    assert len(store.get(address)["supersession_auth"]) == 2
+
+
+def test_quorum_key_separation() -> None:
+    # Carol wrote the protected grain: her own signature does not count (spec §8.7).
+    store, old = quorum_store()
+    new = belief("b", T0 + DAY)
+    full = {**new, "derived_from": [old]}
+    auth = [signing.sign_supersession(old, full, k) for k in (ALICE, CAROL)]
+    refused(store, lambda: store.supersede(old, new, auth=auth), "key separation")
+
+
+def test_locked_names_key_separation() -> None:
+    store = GrainStore()
+    old = store.put(
+        belief("a", invalidation_policy={"mode": "locked"}, author_did=ALICE.did)
+    )
+    refused(
+        store,
+        lambda: store.supersede(old, belief("b", T0 + DAY), by=ALICE.did),
+        "own author",
+    )
+
+
+# --- evidence ------------------------------------------------------------------------
+
+
+def test_sprt_worked_example_exactly() -> None:
+    store = GrainStore(clock=lambda: T0 + DAY)
+    g = store.put(oms.Belief("x", "is", "y", 0.7, created_at=T0))
+    results = [store.evidence(g, "refuting", 0.85, note=f"check {i}") for i in range(3)]
+    assert [r.status for r in results] == ["accumulating", "demoted", "demoted"]
+    assert [r.changed for r in results] == [False, True, False]
+    assert round(results[-1].log_ratio, 4) == -5.2038
+    assert results[1].effective_confidence == pytest.approx(0.5)  # 0.7 - 0.20, once
+    assert results[2].effective_confidence == pytest.approx(0.5)  # no double demotion
+    assert (round(UPPER, 4), round(LOWER, 4)) == (2.8904, -2.2513)
+    assert store.get(g)["confidence"] == 0.7  # the blob never changes
+    events = list(store.query(
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?g ?e ?n WHERE { GRAPH oms:index { ?e oms:evidenceFor ?g ; oms:note ?n } }",
+        g=oms.mapping.grain_iri(g),
+    ))  # fmt: skip
+    assert sorted(e["n"].value for e in events) == ["check 0", "check 1", "check 2"]
+
+
+def test_promotion_boundary_and_cap() -> None:
+    state = SprtState()
+    # ln(0.9/0.1) = 2.1972 per supporting 0.9: promoted on the second (4.39 >= 2.89).
+    first, second = (
+        state.observe("supporting", 0.9),
+        state.observe("supporting", 0.9).observe("supporting", 0.9),
+    )
+    assert first.status == "accumulating" and second.status == "promoted"
+    assert second.effective(0.9) == 0.95 and second.effective(0.5) == pytest.approx(0.6)
+    assert SprtState().observe("refuting", 1.0).log_ratio == pytest.approx(
+        -math.log(9)
+    )  # clamped to 0.9
+
+
+def test_promoted_then_demoted_enters_each_state_once() -> None:
+    state = SprtState()
+    for _ in range(2):
+        state = state.observe("supporting", 0.9)
+    assert state.status == "promoted"
+    for _ in range(5):
+        state = state.observe("refuting", 0.9)
+    assert state.status == "demoted" and state.entered == {"promoted", "demoted"}
+    for _ in range(10):
+        state = state.observe("supporting", 0.9)
+    assert state.status == "demoted"  # promoted was entered already
+
+
+@pytest.mark.parametrize(
+    ("kind", "strength"),
+    [("supporting", 0.3), ("refuting", 0.49), ("supporting", 1.5), ("maybe", 0.8)],
+)
+def test_weak_or_bad_evidence_is_refused(kind: str, strength: float) -> None:
+    store = GrainStore()
+    g = store.put(oms.Belief("x", "is", "y", 0.7, created_at=T0))
+    refused(store, lambda: store.evidence(g, kind, strength))
+
+
+def test_evidence_on_superseded_or_retracted_is_refused() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    old = store.put(oms.Belief("x", "is", "y", 0.7, created_at=T0))
+    store.supersede(old, belief("z", T0 + DAY, subject="x", relation="is"))
+    error = refused(store, lambda: store.evidence(old, "supporting", 0.9), "superseded")
+    assert error.code == ErrorCode.CONFLICT
+    gone = store.put(oms.Belief("q", "is", "r", 0.7, created_at=T0))
+    store.retract(gone, reason="wrong")
+    refused(store, lambda: store.evidence(gone, "supporting", 0.9), "retracted")
+
+
+def test_beliefs_rank_by_effective_confidence() -> None:
+    store = GrainStore(clock=lambda: T0 + DAY)
+    high = store.put(oms.Belief("s", "likes", "tea", 0.8, created_at=T0))
+    low = store.put(oms.Belief("s", "likes", "coffee", 0.7, created_at=T0))
+    assert [g.address for g in store.beliefs("s")] == [high, low]
+    for _ in range(2):
+        store.evidence(high, "refuting", 0.9)
+    assert store.effective_confidence(high) == pytest.approx(0.6)
+    assert [g.address for g in store.beliefs("s")] == [low, high]
+
+
+# --- entrenchment ----------------------------------------------------------------------
+
+SOURCES = {
+    Tier.AXIOM: "axiomatic",
+    Tier.USER_STATED: "user_explicit",
+    Tier.SYSTEM_INFERRED: "agent_inferred",
+}
+
+
+@pytest.mark.parametrize("old_tier", list(Tier))
+@pytest.mark.parametrize("new_tier", list(Tier))
+def test_entrenchment_matrix(old_tier: Tier, new_tier: Tier) -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    old = store.put(belief("a", source_type=SOURCES[old_tier]))
+    new = belief("b", T0 + DAY, source_type=SOURCES[new_tier])
+    if new_tier >= old_tier:
+        assert store.status(store.revise(old, new)).status == "active"
+        assert store.status(old).status == "superseded"
+    else:
+        error = refused(
+            store, lambda: store.revise(old, new), "lower tier never replaces"
+        )
+        assert error.code == ErrorCode.INVALIDATION_DENIED
+
+
+def test_locked_policy_counts_as_axiom_and_other_sources_are_configurable() -> None:
+    store = GrainStore()
+    assert (
+        store.entrenchment.tier({"invalidation_policy": {"mode": "locked"}})
+        == Tier.AXIOM
+    )
+    assert store.entrenchment.tier({"source_type": "sensor"}) == Tier.SYSTEM_INFERRED
+    custom = oms.revision.Entrenchment(tiers={"sensor": Tier.USER_STATED})
+    assert custom.tier({"source_type": "sensor"}) == Tier.USER_STATED
+
+
+def test_force_by_an_authorized_did_is_audited() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, authorized=[ALICE.did])
+    old = store.put(belief("a", source_type="user_explicit"))
+    new = belief("b", T0 + DAY, source_type="llm_generated")
+    refused(store, lambda: store.revise(old, new, force=True, by=BOB.did), "authorized")
+    address = store.revise(old, new, force=True, by=ALICE.did)
+    rows = list(store.query(
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?r WHERE { GRAPH oms:audit { ?e oms:operation \"revise(force)\" ; oms:reason ?r } }"
+    ))  # fmt: skip
+    assert len(rows) == 1 and "USER_STATED -> SYSTEM_INFERRED" in rows[0]["r"].value
+    assert store.status(old).superseded_by == address
+
+
+# --- functional relations ----------------------------------------------------------------
+
+
+def job(
+    company: str, t: int, source: str = "user_explicit", **kw: Any
+) -> dict[str, Any]:
+    return {"type": "belief", "subject": "alice", "relation": "works_at", "object": company,
+            "confidence": 0.9, "created_at": t, "source_type": source, **kw}  # fmt: skip
+
+
+def test_conflicts_are_disputed_and_reported() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"])
+    a = store.put(job("Acme", T0))
+    with pytest.warns(ConflictWarning, match="Initech"):
+        b = store.put(job("Initech", T0 + DAY))
+    assert {store.status(a).verification, store.status(b).verification} == {"disputed"}
+    assert store.status(a).conflicts_with == (b,) and store.conflicts() == [
+        tuple(sorted((a, b)))
+    ]
+    assert sorted(g["object"] for g in store.beliefs("alice")) == ["Acme", "Initech"]
+
+
+def test_auto_revise_supersedes_when_entrenchment_allows() -> None:
+    store = GrainStore(
+        clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
+    )
+    a = store.put(job("Acme", T0, "agent_inferred"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = store.put(job("Initech", T0 + DAY, "user_explicit"))
+    assert store.status(a).superseded_by == b
+    assert [g["object"] for g in store.beliefs("alice")] == ["Initech"]
+
+
+def test_auto_revise_disputes_a_lower_tier() -> None:
+    store = GrainStore(
+        clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
+    )
+    a = store.put(job("Acme", T0, "user_explicit"))
+    with pytest.warns(ConflictWarning):
+        b = store.put(job("Initech", T0 + DAY, "llm_generated"))
+    assert (
+        store.status(a).status == "active"
+        and store.status(b).verification == "disputed"
+    )
+
+
+def test_past_jobs_do_not_conflict() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"])
+    store.put(job("Acme", T0, valid_from=T0 - 100 * DAY, valid_to=T0 - DAY))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.put(job("Initech", T0, valid_from=T0))
+    assert store.conflicts() == []
+
+
+def test_put_many_marks_conflicts_in_the_batch() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"])
+    with pytest.warns(ConflictWarning):
+        a, b = store.put_many([job("Acme", T0), job("Initech", T0 + 1)])
+    assert store.status(a).verification == store.status(b).verification == "disputed"
+
+
+# --- consent cascade, lineage, listing ----------------------------------------------------
+
+
+def test_consent_withdrawal_marks_cascading_dependents() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    consent = store.put({"type": "consent", "subject_did": ALICE.did, "grantee_did": BOB.did,
+                         "scope": ["store"], "is_withdrawal": False, "created_at": T0})  # fmt: skip
+    cascading = store.put(
+        belief(
+            "a",
+            processing_basis=consent,
+            invalidation_policy={"mode": "consent_cascade"},
+        )
+    )
+    held = store.put(
+        belief("b", processing_basis=consent, invalidation_policy={"mode": "hold"})
+    )
+    plain = store.put(belief("c", processing_basis=consent))
+    assert store.pending_erasure() == []
+    store.put({"type": "consent", "subject_did": ALICE.did, "grantee_did": BOB.did, "scope": ["store"],
+               "is_withdrawal": True, "prior_consent": consent, "created_at": T0 + DAY})  # fmt: skip
+    assert store.pending_erasure() == [cascading]
+    assert store.status(cascading).pending_erasure == T0 + 10 * DAY
+    assert (
+        store.status(held).pending_erasure is None
+        and store.status(plain).pending_erasure is None
+    )
+
+
+def test_ancestors_and_status_listing() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    a = store.put(belief("v1"))
+    b = store.supersede(a, belief("v2", T0 + DAY))
+    c = store.supersede(b, belief("v3", T0 + 2 * DAY))
+    gone = store.put(belief("x", subject="other"))
+    store.retract(gone, reason="no")
+    assert [g.address for g in store.ancestors(c)] == [a, b]
+    assert store.ancestors(a) == []
+    assert [g.address for g in store.beliefs(status="active")] == [c]
+    assert sorted(
+        g.address for g in store.beliefs("agent", status="superseded")
+    ) == sorted([a, b])
+    assert [g.address for g in store.beliefs(status="retracted")] == [gone]
+    with pytest.raises(oms.StoreError):
+        store.beliefs(status="active", as_of=T0)
+
+
+def test_disclosed_views_are_not_stored() -> None:
+    grain = oms.Belief("alice", "r", "o", 0.5, created_at=0, user_id="u")
+    view = signing.disclose(grain.fields, grain.address, ["user_id"])
+    with pytest.raises(oms.SchemaError):
+        GrainStore().put(view)

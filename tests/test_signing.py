@@ -1,0 +1,219 @@
+"""did:key, COSE_Sign1, the signed-flag invariant, selective disclosure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cbor2
+import pytest
+
+import oms_rdf as oms
+from oms_rdf import signing
+from oms_rdf.errors import ErrorCode, SignatureError
+
+SPEC_DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+
+
+@pytest.fixture
+def key() -> signing.SigningKey:
+    return signing.generate_key(seed=bytes(range(32)))
+
+
+@pytest.fixture
+def signed_grain() -> oms.Grain:
+    return oms.Belief(
+        "alice", "works_at", "Acme", 0.9, created_at=1_700_000_000_000, signed=True
+    )
+
+
+def test_spec_did_parses() -> None:
+    # Digest §9.4: prefix ed01, then this public key.
+    public = signing.parse_did(SPEC_DID).public_bytes_raw()
+    assert (
+        public.hex()
+        == "2e6fcce36701dc791488e0d0b1745cc1e33a4c1c9fcc41c63bd343dbbe0970e6"
+    )
+    assert signing.did_for(public) == SPEC_DID
+
+
+def test_seeded_keys_are_deterministic(key: signing.SigningKey) -> None:
+    again = signing.generate_key(seed=bytes(range(32)))
+    assert again.did == key.did and key.did.startswith("did:key:z6Mk")
+    assert (
+        signing.parse_did(key.did).public_bytes_raw()
+        == key.private.public_key().public_bytes_raw()
+    )
+    assert signing.generate_key().did != signing.generate_key().did
+
+
+@pytest.mark.parametrize(
+    ("codec", "name"),
+    [(0xE7, "secp256k1"), (0x1200, "p256"), (0xEC, "x25519"), (0x99, "unknown")],
+)
+def test_other_key_types_are_refused(codec: int, name: str) -> None:
+    varint = bytearray()
+    value = codec
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        varint.append(byte | (0x80 if value else 0))
+        if not value:
+            break
+    did = "did:key:z" + signing.b58encode(bytes(varint) + bytes(33))
+    with pytest.raises(SignatureError, match=name) as info:
+        signing.parse_did(did)
+    assert info.value.code == ErrorCode.SIGNATURE
+
+
+@pytest.mark.parametrize(
+    "did", ["did:web:example.com", "did:key:m123", "did:key:z0OIl", 7]
+)
+def test_malformed_dids_are_refused(did: Any) -> None:
+    with pytest.raises(SignatureError):
+        signing.parse_did(did)
+
+
+def test_sign_and_verify(key: signing.SigningKey, signed_grain: oms.Grain) -> None:
+    envelope = signing.sign(signed_grain.blob, key, iat=1_700_000_000)
+    blob, did = signing.verify(envelope)
+    assert blob == signed_grain.blob and did == key.did
+    assert (
+        oms.content_address(blob) == signed_grain.address
+    )  # signing keeps the address
+    tag = cbor2.loads(envelope)
+    assert tag.tag == 18
+    protected = cbor2.loads(tag.value[0])
+    assert protected == {1: -8, 3: "application/vnd.mg+msgpack", 4: key.did.encode()}
+    assert tag.value[1] == {"iat": 1_700_000_000}
+
+
+def _rewrap(envelope: bytes, **changes: Any) -> bytes:
+    protected, unprotected, payload, signature = cbor2.loads(envelope).value
+    parts = {
+        "protected": protected,
+        "payload": payload,
+        "signature": signature,
+        **changes,
+    }
+    body = [parts["protected"], unprotected, parts["payload"], parts["signature"]]
+    return cbor2.dumps(cbor2.CBORTag(18, body))
+
+
+def test_tampering_is_refused(key: signing.SigningKey, signed_grain: oms.Grain) -> None:
+    envelope = signing.sign(signed_grain.blob, key)
+    _, _, payload, signature = cbor2.loads(envelope).value
+    other = oms.Belief(
+        "alice", "works_at", "Evil", 0.9, created_at=1_700_000_000_000, signed=True
+    )
+    tampered = [
+        _rewrap(envelope, payload=other.blob),
+        _rewrap(envelope, signature=bytes([signature[0] ^ 1]) + signature[1:]),
+        _rewrap(
+            envelope,
+            protected=cbor2.dumps(
+                {1: -8, 3: "application/vnd.mg+msgpack", 4: SPEC_DID.encode()}
+            ),
+        ),
+        _rewrap(envelope, protected=cbor2.dumps({1: -7, 4: key.did.encode()})),
+    ]
+    for bad in tampered:
+        with pytest.raises(SignatureError):
+            signing.verify(bad)
+
+
+def test_alg_minus_19_and_text_kid_are_accepted(
+    key: signing.SigningKey, signed_grain: oms.Grain
+) -> None:
+    protected = cbor2.dumps({1: -19, 3: "application/vnd.mg+msgpack", 4: key.did})
+    to_sign = cbor2.dumps(["Signature1", protected, b"", signed_grain.blob])
+    envelope = cbor2.dumps(
+        cbor2.CBORTag(18, [protected, {}, signed_grain.blob, key.sign_bytes(to_sign)])
+    )
+    assert signing.verify(envelope) == (signed_grain.blob, key.did)
+
+
+def test_signed_flag_invariant_both_ways(key: signing.SigningKey) -> None:
+    unsigned = oms.Belief("a", "b", "c", 0.5, created_at=0)
+    with pytest.raises(SignatureError) as info:
+        signing.sign(unsigned.blob, key)
+    assert info.value.code == ErrorCode.SIGNED_MISMATCH
+    # A wrapped blob whose flag is 0 (signed by hand, around sign()):
+    protected = cbor2.dumps({1: -8, 4: key.did.encode()})
+    to_sign = cbor2.dumps(["Signature1", protected, b"", unsigned.blob])
+    envelope = cbor2.dumps(
+        cbor2.CBORTag(18, [protected, {}, unsigned.blob, key.sign_bytes(to_sign)])
+    )
+    with pytest.raises(SignatureError) as info:
+        signing.verify(envelope)
+    assert info.value.code == ErrorCode.SIGNED_MISMATCH
+    # A signed-flag blob arriving unwrapped at the store:
+    store = oms.GrainStore()
+    signed = oms.Belief("a", "b", "c", 0.5, created_at=0, signed=True)
+    for item in (signed, signed.blob):
+        with pytest.raises(SignatureError) as info:
+            store.put(item)
+        assert info.value.code == ErrorCode.SIGNED_MISMATCH
+    assert len(store) == 0
+
+
+def test_store_keeps_envelope_and_signer(
+    key: signing.SigningKey, signed_grain: oms.Grain
+) -> None:
+    store = oms.GrainStore()
+    address = store.put(signing.sign(signed_grain.blob, key))
+    assert address == signed_grain.address
+    assert store.status(address).signed_by == key.did
+    assert store.get(address).signed
+
+
+# --- selective disclosure: the digest's computed examples -----------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "digest"),
+    [
+        (
+            "alice-123",
+            "48f1cf08a5b4ebe54182773c4345c19fb3a069740daeba7c4707b0e790745280",
+        ),
+        (0.95, "a4fcbfe47197bdc15995838fffb6e8edf23efcc824da5c23b8e988eec2fefc70"),
+        (
+            {"k": "v"},
+            "0452c8dd07ca67da09e5336950ee5c2d377f3b74d15efde70dfaade5d2d729d8",
+        ),
+    ],
+)
+def test_elision_hash_examples(value: Any, digest: str) -> None:
+    assert signing.elision_hash(value) == "sha256:" + digest
+
+
+def test_disclosed_view() -> None:
+    grain = oms.Belief(
+        "alice", "works_at", "Acme", 0.9, created_at=0, user_id="alice-123"
+    )
+    view = signing.disclose(grain.fields, grain.address, ["user_id", "subject"])
+    assert "user_id" not in view and "subject" not in view
+    assert view["_disclosure_of"] == grain.address
+    assert view["_elided"]["user_id"] == signing.elision_hash("alice-123")
+    signing.verify_disclosed(view, "user_id", "alice-123")
+    with pytest.raises(SignatureError) as info:
+        signing.verify_disclosed(view, "user_id", "bob")
+    assert info.value.code == ErrorCode.INTEGRITY
+    # The view itself is a valid grain: the elided required subject stands as its hash.
+    blob = oms.encode(view)
+    assert oms.decode(blob)["_elided"] == view["_elided"]
+    assert oms.content_address(blob) != grain.address
+
+
+@pytest.mark.parametrize(
+    "name", ["relation", "confidence", "created_at", "type", "source_type"]
+)
+def test_non_elidable_fields_are_refused(name: str) -> None:
+    grain = oms.Belief("a", "b", "c", 0.5, created_at=0, source_type="user_explicit")
+    with pytest.raises(oms.SchemaError):
+        signing.disclose(grain.fields, grain.address, [name])
+
+
+def test_eliding_a_missing_field_is_refused() -> None:
+    grain = oms.Belief("a", "b", "c", 0.5, created_at=0)
+    with pytest.raises(oms.SchemaError):
+        signing.disclose(grain.fields, grain.address, ["user_id"])
