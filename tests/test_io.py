@@ -376,3 +376,34 @@ def test_rdflib_bridge(store: GrainStore) -> None:
     again = GrainStore.from_rdflib(dataset)
     assert addresses(again) == addresses(store)
     assert states(again) == states(store)
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads"])
+def test_streaming_path_matches_the_restore_path(store: GrainStore, fmt: str) -> None:
+    # A store that already holds a grain takes the two-pass streaming import.
+    buffer = io.BytesIO()
+    store.export(buffer, format=fmt)
+    target = GrainStore(clock=lambda: NOW)
+    extra = target.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+    buffer.seek(0)
+    report = target.import_(buffer, format=fmt)
+    assert report.added == len(store)
+    assert addresses(target) == addresses(store) | {extra}
+    assert {a: s for a, s in states(target).items() if a != extra} == states(store)
+    assert [[a for a in point if a != extra] for point in answers(target)] == answers(
+        store
+    )
+
+
+def test_base_iri_conflict_is_refused_even_into_an_empty_store(
+    store: GrainStore,
+) -> None:
+    buffer = io.BytesIO()
+    store.export(buffer, format="trig")
+    target = GrainStore(base_iri="https://example.org/other/")
+    before = snapshot(target)
+    buffer.seek(0)
+    with pytest.raises(oms.StoreError) as info:
+        target.import_(buffer, format="trig")
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    assert snapshot(target) == before
