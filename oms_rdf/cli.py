@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 import click
 
 from .codec import content_address, decode, encode, verify
-from .errors import DecodeError, EncodeError, ErrorCode, OmsError
+from .errors import DecodeError, EncodeError, ErrorCode, OmsError, SignatureError
 from .grain import Grain
 from .io import FORMATS
 from .mapping import millis_literal
+from .signing import SigningKey, disclose, generate_key, is_envelope, sign
+from .signing import verify as verify_signed
 from .store import GrainStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -418,6 +420,158 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str) -> None:
         )
     else:
         click.echo(_table(rows, names))
+
+
+def _key(path: str) -> SigningKey:
+    text = _read(path).decode("ascii", "replace").strip()
+    try:
+        return SigningKey.from_private_bytes(bytes.fromhex(text))
+    except ValueError:
+        raise SignatureError(
+            f"{path} does not hold a hex Ed25519 private key (as keygen writes)",
+            path=path,
+        ) from None
+
+
+@cli.command("keygen")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="Where to write the private key (hex, mode 0600).")  # fmt: skip
+@click.option("--seed", help="64 hex digits: a deterministic key (for tests only).")
+def keygen_cmd(output: str, seed: str | None) -> None:
+    """Make an Ed25519 signing key; print its did:key.
+
+    Example:
+
+        oms-rdf keygen -o agent.key
+    """
+    key = generate_key(bytes.fromhex(seed) if seed else None)
+    path = Path(output)
+    path.touch(mode=0o600)
+    path.write_text(key.private_bytes().hex() + "\n")
+    click.echo(key.did)
+
+
+@cli.command("sign")
+@click.argument("source")
+@click.option("--key", "key_path", required=True, help="Private key file from keygen.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the envelope here."
+)
+def sign_cmd(source: str, key_path: str, output: str | None) -> None:
+    """Sign a grain (JSON, or a blob with the signed flag) into a COSE_Sign1 envelope.
+
+    A JSON grain is encoded with the signed flag set. Prints the envelope as hex
+    unless -o is given. Example:
+
+        oms-rdf sign grain.json --key agent.key -o grain.cose
+    """
+    items = _grains_from(source)
+    if len(items) != 1:
+        raise click.BadParameter(
+            f"holds {len(items)} grains, expected one", param_hint="SOURCE"
+        )
+    item = items[0]
+    blob = item if isinstance(item, bytes) else Grain.from_dict(item, signed=True).blob
+    envelope = sign(blob, _key(key_path))
+    if output:
+        Path(output).write_bytes(envelope)
+        click.echo(content_address(blob))
+    else:
+        click.echo(envelope.hex())
+
+
+@cli.command("verify-signature")
+@click.argument("source")
+def verify_signature_cmd(source: str) -> None:
+    """Verify a COSE_Sign1 envelope (binary or hex); print the address and signer.
+
+    Example:
+
+        oms-rdf verify-signature grain.cose
+    """
+    data = _read(source)
+    if not is_envelope(data):
+        data = bytes.fromhex(data.decode("ascii", "replace").strip())
+    blob, did = verify_signed(data)
+    click.echo(f"ok {content_address(blob)} signed by {did}")
+
+
+@cli.command("disclose")
+@click.argument("source")
+@click.option(
+    "--elide",
+    "fields",
+    multiple=True,
+    required=True,
+    help="A field to hide (repeatable).",
+)
+def disclose_cmd(source: str, fields: tuple[str, ...]) -> None:
+    """Print a disclosed view of a grain (blob or JSON) with FIELDS replaced by hashes.
+
+    Example:
+
+        oms-rdf disclose grain.mg --elide user_id --elide subject
+    """
+    items = _grains_from(source)
+    grain = (
+        Grain.from_blob(items[0])
+        if isinstance(items[0], bytes)
+        else Grain.from_dict(items[0])
+    )
+    click.echo(dump_json(disclose(grain.fields, grain.address, fields)))
+
+
+@cli.command("evidence")
+@click.argument("address")
+@click.option("--kind", type=click.Choice(["supporting", "refuting"]), required=True)
+@click.option("--strength", type=float, default=0.8, show_default=True)
+@click.option("--note")
+@click.pass_context
+def evidence_cmd(ctx: click.Context, address: str, kind: str, strength: float,
+                 note: str | None) -> None:  # fmt: skip
+    """Record evidence for or against a grain (sequential test); print its new state.
+
+    Example:
+
+        oms-rdf --store mem.db evidence 3288d0d4... --kind refuting --strength 0.85
+    """
+    result = _store(ctx).evidence(address, kind, strength, note)
+    click.echo(f"{result.status}  log ratio {result.log_ratio:.4f}  "
+               f"effective confidence {result.effective_confidence:.2f}")  # fmt: skip
+
+
+@cli.command("revise")
+@click.argument("old")
+@click.argument("source")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Override entrenchment (needs --by an authorized DID).",
+)
+@click.option("--by", help="DID of who revises.")
+@click.option(
+    "--authorized", multiple=True, help="DIDs this store lets force a revision."
+)
+@click.option("--justification")
+@click.pass_context
+def revise_cmd(ctx: click.Context, old: str, source: str, force: bool, by: str | None,
+               authorized: tuple[str, ...], justification: str | None) -> None:  # fmt: skip
+    """Supersede OLD by the grain in SOURCE if its entrenchment tier allows.
+
+    Example:
+
+        oms-rdf --store mem.db revise 3288d0d4... new.json
+    """
+    items = _grains_from(source)
+    if len(items) != 1:
+        raise click.BadParameter(
+            f"holds {len(items)} grains, expected one", param_hint="SOURCE"
+        )
+    store = _store(ctx)
+    store.authorized = frozenset(authorized)
+    click.echo(
+        store.revise(old, items[0], force=force, by=by, justification=justification)
+    )
 
 
 FORMAT_CHOICE = click.Choice(list(FORMATS))

@@ -156,3 +156,54 @@ def test_import_reports_skipped_records(tmp_path: Path) -> None:
     assert skipped.exit_code == 0
     assert "skipped line 1" in skipped.stderr and "skipped line 2" in skipped.stderr
     assert "imported 0 grains" in skipped.stdout
+
+
+def test_keygen_sign_verify_disclose(tmp_path: Path) -> None:
+    key = tmp_path / "agent.key"
+    did = run("keygen", "-o", str(key), "--seed", "01" * 32).output.strip()
+    assert did.startswith("did:key:z6Mk") and (key.stat().st_mode & 0o777) == 0o600
+    grain = tmp_path / "g.json"
+    grain.write_text(json.dumps({**V1["input"], "user_id": "alice-123"}))
+    envelope = tmp_path / "g.cose"
+    address = run(
+        "sign", str(grain), "--key", str(key), "-o", str(envelope)
+    ).output.strip()
+    assert (
+        run("verify-signature", str(envelope)).output.strip()
+        == f"ok {address} signed by {did}"
+    )
+    bad = bytearray(envelope.read_bytes())
+    bad[-1] ^= 1
+    (tmp_path / "bad.cose").write_bytes(bytes(bad))
+    refused = CliRunner().invoke(cli, ["verify-signature", str(tmp_path / "bad.cose")])
+    assert refused.exit_code == 1 and refused.stderr.startswith(
+        "error: ERR_SIGNATURE: "
+    )
+    view = json.loads(run("disclose", str(grain), "--elide", "user_id").output)
+    assert "user_id" not in view and view["_elided"]["user_id"].startswith(
+        "sha256:48f1cf08"
+    )
+    unsigned = CliRunner().invoke(
+        cli, ["sign", str(tmp_path / "plain.mg"), "--key", str(key)]
+    )
+    assert unsigned.exit_code != 0
+
+
+def test_evidence_and_revise(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"type": "belief", "subject": "a", "relation": "r", "object": "1",
+                               "confidence": 0.7, "created_at": 1000, "source_type": "user_explicit"}))  # fmt: skip
+    (address,) = run("--store", db, "put", str(old)).output.split()
+    out = run(
+        "--store", db, "evidence", address, "--kind", "refuting", "--strength", "0.85"
+    ).output
+    assert out.startswith("accumulating  log ratio -1.7346")
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({"type": "belief", "subject": "a", "relation": "r", "object": "2",
+                               "confidence": 0.9, "created_at": 2000, "source_type": "llm_generated"}))  # fmt: skip
+    refused = CliRunner().invoke(cli, ["--store", db, "revise", address, str(new)])
+    assert refused.exit_code == 1 and "lower tier" in refused.stderr
+    forced = run("--store", db, "revise", address, str(new), "--force", "--by", "did:key:zAdmin",
+                 "--authorized", "did:key:zAdmin")  # fmt: skip
+    assert len(forced.output.strip()) == 64
