@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, cast, get_args
 
 import pyoxigraph as ox
 
@@ -70,17 +70,7 @@ Format = Literal[
     "mg",
     "jsonl",
 ]
-FORMATS: tuple[str, ...] = (
-    "trig",
-    "nquads",
-    "turtle",
-    "ntriples",
-    "jsonld",
-    "turtle12",
-    "trig12",
-    "mg",
-    "jsonl",
-)
+FORMATS: tuple[str, ...] = get_args(Format)
 _BY_SUFFIX = {
     ".trig": "trig", ".nq": "nquads", ".nquads": "nquads", ".ttl": "turtle", ".nt": "ntriples",
     ".jsonld": "jsonld", ".mg": "mg", ".jsonl": "jsonl", ".ndjson": "jsonl",

@@ -270,14 +270,9 @@ def sign(blob: bytes, key: SigningKey, /, *, iat: int | None = None) -> bytes:
         SignatureError: ERR_SIGNED_MISMATCH when the blob's signed flag (header bit 0)
             is not set: encode it with ``signed=True`` first (spec §9.2).
     """
-    header = read_header(blob)
-    if not header.flags & FLAG_SIGNED:
-        raise SignatureError(
-            "the blob's signed flag (header bit 0) is not set; encode it with signed=True "
-            "so that the flag inside the address says it travels signed",
-            code=ErrorCode.SIGNED_MISMATCH,
-        )
-    decode(blob)
+    _signed_grain(
+        blob, "encode it with signed=True so that its address says it travels signed"
+    )
     return _envelope(blob, key, GRAIN_CONTENT_TYPE, iat)
 
 
@@ -290,15 +285,18 @@ def verify(envelope: bytes, /) -> tuple[bytes, str]:
         DecodeError, SchemaError: the inner blob is not a valid grain.
     """
     blob, did = _open(envelope, GRAIN_CONTENT_TYPE)
-    header = read_header(blob)
-    if not header.flags & FLAG_SIGNED:
+    _signed_grain(blob, "a grain in a COSE envelope must say so in its header")
+    return blob, did
+
+
+def _signed_grain(blob: bytes, fix: str) -> None:
+    """Check the signed-flag invariant (spec §9.2), then the grain itself."""
+    if not read_header(blob).flags & FLAG_SIGNED:
         raise SignatureError(
-            "the wrapped blob's signed flag (header bit 0) is 0: a grain in a COSE "
-            "envelope must say so in its header",
+            f"the blob's signed flag (header bit 0) is not set; {fix}",
             code=ErrorCode.SIGNED_MISMATCH,
         )
     decode(blob)
-    return blob, did
 
 
 def is_envelope(data: bytes) -> bool:
