@@ -237,3 +237,21 @@ def test_history_includes_forks() -> None:
     expected = [root, left, right]
     assert [g.address for g in store.history(right)] == expected
     assert [g.address for g in store.history(root)] == expected
+
+
+@pytest.mark.parametrize(
+    ("valid_at", "as_of"),
+    [
+        (None, None),
+        (day(2021, 6, 1), None),
+        (day(2024, 1, 15), day(2024, 1, 20)),
+        (None, day(2019, 12, 1)),
+    ],
+)
+def test_count_matches_beliefs(
+    story: tuple[GrainStore, dict[str, str]], valid_at: int | None, as_of: int | None
+) -> None:
+    store, _ = story
+    assert store.count_beliefs(valid_at=valid_at, as_of=as_of) == len(
+        store.beliefs(valid_at=valid_at, as_of=as_of)
+    )

@@ -140,6 +140,7 @@ _QUERIES = {
     for name in (
         "beliefs",
         "beliefs_by_status",
+        "beliefs_count",
         "history",
         "derived",
         "shared_claim",

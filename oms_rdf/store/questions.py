@@ -75,6 +75,19 @@ class Questions(StoreBase):
         query = _QUERIES["beliefs"].replace("#ANCHOR", anchor)
         return self._grains(self.backend.query(query, bindings))
 
+    def count_beliefs(
+        self, *, valid_at: TimeLike = None, as_of: TimeLike = None
+    ) -> int:
+        """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size)."""
+        known = _to_millis(as_of, self.clock)
+        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
+        bindings = {
+            Variable("asOf"): millis_literal(known),
+            Variable("validAt"): millis_literal(valid),
+        }
+        rows = list(self.backend.query(_QUERIES["beliefs_count"], bindings))
+        return int(rows[0]["count"].value) if rows else 0
+
     def history(self, address: str | Grain) -> list[Grain]:
         """Return the supersession chain through a grain, oldest first (forks included)."""
         address = self._resolve(address)
