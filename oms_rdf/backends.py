@@ -100,6 +100,13 @@ class LocalBackend:
         except (OSError, SyntaxError, ValueError) as exc:
             raise StoreError(f"load failed: {exc}") from exc
 
+    def bulk_load(self, data: bytes, fmt: ox.RdfFormat) -> None:
+        """Load with RocksDB's bulk loader: fast, *not* atomic (the store guards it)."""
+        try:
+            self.store.bulk_load(data, fmt)
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise StoreError(f"bulk load failed: {exc}") from exc
+
     def flush(self) -> None:
         """Write buffered changes of an on-disk store."""
         if self.path is not None:

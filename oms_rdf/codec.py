@@ -71,6 +71,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
 _INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
 _U32_MAX = 2**32 - 1
+_TIME_LOW, _TIME_HIGH = 0, _U32_MAX * 1000  # epoch ms every time field may hold
 _HEX = frozenset("0123456789abcdef")
 
 FLAG_SIGNED = 0x01
@@ -577,7 +578,8 @@ class _Walk:
                     f"{path}.{key}",
                     ErrorCode.CORRUPT,
                 )
-            key = self.text(key, path)
+            if not key.isascii():
+                key = self.text(key, path)
             f: Field | None = None
             name = key
             if table is not None:
@@ -606,12 +608,25 @@ class _Walk:
                     path,
                     ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
                 )
-            sub = f"{path}.{name}"
-            out[name] = (
-                self.value(value, sub, depth)
-                if f is None
-                else self.kind(f, value, sub, depth)
-            )
+            # Fast paths for the common, valid cases; anything else takes the full
+            # check, which builds the path and raises with it.
+            t = type(value)
+            if f is not None:
+                kind = f.kind
+                if kind is Kind.STR and t is str and value.isascii():
+                    out[name] = value
+                    continue
+                if kind is Kind.UNIT and t is float and 0.0 <= value <= 1.0:
+                    out[name] = value
+                    continue
+                if kind is Kind.TIME and t is int and _TIME_LOW <= value <= _TIME_HIGH:
+                    out[name] = value  # within u32 seconds: valid for created_at too
+                    continue
+                out[name] = self.kind(f, value, f"{path}.{name}", depth)
+            elif t is str and value.isascii():
+                out[name] = value
+            else:
+                out[name] = self.value(value, f"{path}.{name}", depth)
         if table is not None:
             self.table_rules(out, table, path)
         elif encoding:

@@ -49,14 +49,22 @@ class Grain:
 
     address: str
     blob: bytes
-    _fields: Mapping[str, Any]
+    _fields: Mapping[str, Any] | None
     _header: Header
 
-    def __init__(self, blob: bytes, fields: dict[str, Any], address: str) -> None:
-        """Wrap an already validated blob; use the ``from_*`` constructors instead."""
+    def __init__(
+        self, blob: bytes, fields: dict[str, Any] | None, address: str
+    ) -> None:
+        """Wrap an already validated blob; use the ``from_*`` constructors instead.
+
+        ``fields`` None defers decoding to the first access: for blobs that were
+        validated when they were stored and whose address was just re-verified.
+        """
         object.__setattr__(self, "blob", blob)
         object.__setattr__(self, "address", address)
-        object.__setattr__(self, "_fields", MappingProxyType(fields))
+        object.__setattr__(
+            self, "_fields", None if fields is None else MappingProxyType(fields)
+        )
         object.__setattr__(self, "_header", read_header(blob))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -80,6 +88,20 @@ class Grain:
         return cls(blob, canonical, hashlib.sha256(blob).hexdigest())
 
     @classmethod
+    def stored(cls, blob: bytes, address: str, /) -> Grain:
+        """A grain read back from a store: its address is verified, decoding waits.
+
+        The store validated the blob when it was put; reading it again only
+        re-checks that the bytes still hash to the address (constant-time), and
+        the fields are decoded on first access.
+
+        Raises:
+            IntegrityError: ERR_INTEGRITY when the bytes no longer hash to ``address``.
+        """
+        verify(blob, address)
+        return cls(blob, None, address)
+
+    @classmethod
     def from_blob(cls, blob: bytes, /, *, address: str | None = None) -> Grain:
         """Decode and validate a blob; with ``address``, verify it first.
 
@@ -99,12 +121,16 @@ class Grain:
     @property
     def fields(self) -> Mapping[str, Any]:
         """The decoded fields by full name (read-only)."""
-        return self._fields
+        fields = self._fields
+        if fields is None:
+            fields = MappingProxyType(decode(self.blob))
+            object.__setattr__(self, "_fields", fields)
+        return fields
 
     @property
     def type(self) -> str:
         """The type string exactly as written in the blob, e.g. ``"belief"``."""
-        value: str = self._fields["type"]
+        value: str = self.fields["type"]
         return value
 
     @property
@@ -125,25 +151,25 @@ class Grain:
     @property
     def namespace(self) -> str:
         """The namespace, or the default ``"shared"`` when the grain names none."""
-        value: str = self._fields.get("namespace", DEFAULT_NAMESPACE)
+        value: str = self.fields.get("namespace", DEFAULT_NAMESPACE)
         return value
 
     @property
     def created_at(self) -> int:
         """Creation time in epoch milliseconds."""
-        value: int = self._fields["created_at"]
+        value: int = self.fields["created_at"]
         return value
 
     def get(self, name: str, default: Any = None) -> Any:
         """Return a field by full name, or ``default``."""
-        return self._fields.get(name, default)
+        return self.fields.get(name, default)
 
     def __getitem__(self, name: str) -> Any:
-        return self._fields[name]
+        return self.fields[name]
 
     def to_dict(self) -> dict[str, Any]:
         """Return a fresh, mutable copy of the fields by full name."""
-        result: dict[str, Any] = _thaw(dict(self._fields))
+        result: dict[str, Any] = _thaw(dict(self.fields))
         return result
 
     def __eq__(self, other: object) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,6 +29,8 @@ from oms_rdf.mapping import (
 from oms_rdf.vocab import OMS, RDF
 from tests.helpers import belief_wire, raw_blob
 from tests.strategies import TYPE_FIELDS, grains
+
+OMS_BLOB = OMS.blob
 
 
 @pytest.mark.parametrize("type_name", sorted(TYPE_FIELDS))
@@ -161,3 +165,51 @@ def test_put_is_idempotent_and_get_verifies() -> None:
         store.get("0" * 64)
     with pytest.raises(oms.IntegrityError):
         store.get("XYZ")
+
+
+def test_first_put_many_on_disk_uses_the_guarded_bulk_loader(tmp_path: Any) -> None:
+    import gc
+
+    path = tmp_path / "bulk"
+    grains = [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(50)]
+    store = oms.GrainStore(path)
+    assert store.put_many(grains) == [g.address for g in grains]
+    assert len(store) == 50 and store.get(grains[7].address) == grains[7]
+    assert [g.address for g in store.beliefs("s", as_of=10_000)][:1]
+    # The loading mark is gone; a second batch takes the transactional path.
+    store.put_many([oms.Belief("t", "r", "x", 0.5, created_at=1)])
+    assert len(store) == 51
+    del store
+    gc.collect()
+    assert len(oms.GrainStore(path)) == 51
+
+
+def test_interrupted_bulk_load_is_refused_on_reopen(tmp_path: Any) -> None:
+    import gc
+
+    from oms_rdf.store._common import LOADING
+    from oms_rdf.vocab import OMS
+
+    path = tmp_path / "crashed"
+    store = oms.GrainStore(path)
+    # What a crash between the mark and its removal leaves behind:
+    store.backend.add([ox.Quad(OMS.settings, OMS.note, ox.Literal(LOADING), OMS.index)])
+    del store
+    gc.collect()
+    with pytest.raises(oms.StoreError, match="interrupted"):
+        oms.GrainStore(path)
+
+
+def test_a_tampered_stored_blob_fails_on_read() -> None:
+    store = oms.GrainStore()
+    grain = oms.Belief("s", "r", "o", 0.5, created_at=0)
+    other = oms.Belief("s", "r", "x", 0.5, created_at=0)
+    store.put(grain)
+    node = ox.NamedNode(f"nih:sha-256;{grain.address}")
+    [quad] = list(store.backend.quads(node, OMS_BLOB, None, None))
+    store.backend.store.remove(quad)
+    store.backend.add([ox.Quad(node, OMS_BLOB, ox.Literal(base64.b64encode(other.blob).decode(),
+                                                           datatype=quad.object.datatype), quad.graph_name)])  # fmt: skip
+    store._cache.clear()
+    with pytest.raises(oms.IntegrityError):
+        store.get(grain.address)

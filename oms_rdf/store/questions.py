@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from pyoxigraph import (
@@ -113,4 +114,16 @@ class Questions(StoreBase):
         )
 
     def _grains(self, solutions: QuerySolutions) -> list[Grain]:
-        return [self.get(address_of(row["g"])) for row in solutions]
+        """The grains of query solutions; a projected ``?blob`` spares a lookup."""
+        grains = []
+        names = {v.value for v in solutions.variables}
+        for row in solutions:
+            address = address_of(row["g"])
+            blob = row["blob"] if "blob" in names else None
+            if blob is None or address in self._cache:
+                grains.append(self.get(address))
+            else:
+                grains.append(
+                    self._remember(Grain.stored(base64.b64decode(blob.value), address))
+                )
+        return grains

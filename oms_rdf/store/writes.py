@@ -114,7 +114,7 @@ class Writes(Revising):
                 stored = [d for d in delete if d not in new_rows]
                 self.backend.update(update_request(stored, [*rows, *extra]))
             else:
-                self._load(rows)
+                self._load_first(rows)
         return [g.address for g, _ in accepted]
 
     # --- conflicts on functional relations --------------------------------------

@@ -1,0 +1,356 @@
+"""The benchmark suite: every hot path against its baseline, measured in the same run.
+
+Run from the repository root (after `pip install -e '.[test]'`):
+
+    python -m benchmarks.run                 # 100k beliefs
+    python -m benchmarks.run --size 10k      # quick
+    python -m benchmarks.run --size 1m       # opt-in: the 1M-belief query rows
+    python -m benchmarks.run --json results.json
+
+Each row is the median of --runs repetitions; the ratio is ours / baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import io
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pyoxigraph as ox
+
+import oms_rdf as oms
+from benchmarks.data import BASE_MS, beliefs
+from oms_rdf.codec import _compact, encode_fields
+from oms_rdf.schema import BELIEF
+
+SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+PREFIX = "PREFIX oms: <https://w3id.org/oms-rdf/ns#>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
+
+
+@dataclass
+class Row:
+    path: str
+    ours: float
+    baseline: float | None
+    unit: str
+    target: str
+    ok: bool | None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return None if not self.baseline else self.ours / self.baseline
+
+
+def median(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def history_store(n: int, seed: int = 11) -> tuple[oms.GrainStore, list[str]]:
+    """N beliefs in two namespaces, then supersession chains (10%) and retractions (2%)."""
+    rng = random.Random(seed)
+    store = oms.GrainStore(clock=lambda: BASE_MS + n * 120_000)
+    addresses = store.put_many(oms.Grain.from_dict(d) for d in beliefs(n))
+    for address in rng.sample(addresses, n // 10):
+        old = store.get(address)
+        new = {**old.to_dict(), "object": "changed", "confidence": 0.9,
+               "created_at": old.created_at + 30_000, "valid_from": old.created_at + 20_000}  # fmt: skip
+        new.pop("derived_from", None)
+        store.supersede(old, new)
+    for address in rng.sample(addresses, n // 50):
+        if store.status(address).is_current:
+            store.retract(address, reason="benchmark", at=BASE_MS + n * 90_000)
+    return store, addresses
+
+
+def codec_rows(n: int, runs: int) -> list[Row]:
+    data = beliefs(n)
+    ready = [_compact(encode_fields(d)[1], BELIEF.table) for d in data]
+    blobs = [oms.encode(d) for d in data]
+    payloads = [b[9:] for b in blobs]
+    addresses = [oms.content_address(b) for b in blobs]
+
+    def base_encode() -> None:
+        for w in ready:
+            hashlib.sha256(msgpack.packb(w, use_bin_type=True)).hexdigest()
+
+    def ours_encode() -> None:
+        for d in data:
+            oms.content_address(oms.encode(d))
+
+    def base_decode() -> None:
+        for p in payloads:
+            msgpack.unpackb(p, raw=False)
+            hashlib.sha256(p).hexdigest()
+
+    def ours_decode() -> None:
+        for b, a in zip(blobs, addresses, strict=True):
+            oms.decode(b)
+            oms.verify(b, a)
+
+    rows = []
+    for name, ours, base in (("encode + content_address", ours_encode, base_encode),
+                             ("decode + verify", ours_decode, base_decode)):  # fmt: skip
+        o, b = median(ours, runs), median(base, runs)
+        rows.append(Row(f"{name} ({n:,})", o, b, "s", "<= 2.0x", o / b <= 2.0))
+    return rows
+
+
+def put_rows(n: int, runs: int) -> list[Row]:
+    grains = [oms.Grain.from_dict(d) for d in beliefs(n)]
+    probe = oms.GrainStore()
+    probe.put_many(grains)
+    nquads = ox.serialize(probe.backend.quads(), format=ox.RdfFormat.N_QUADS)
+    del probe
+    rows = []
+    ours = median(lambda: oms.GrainStore().put_many(grains), runs)
+    base = median(lambda: ox.Store().load(nquads, format=ox.RdfFormat.N_QUADS), runs)
+    rows.append(Row(f"put_many in memory ({n:,})", ours, base, "s", "<= 2.0x", ours / base <= 2.0,
+                    "baseline Store().load of the same quads as N-Quads"))  # fmt: skip
+
+    def on_disk(fn: Callable[[Path], object]) -> Callable[[], None]:
+        def run() -> None:
+            with tempfile.TemporaryDirectory() as tmp:
+                fn(Path(tmp) / "db")
+
+        return run
+
+    ours = median(on_disk(lambda p: oms.GrainStore(p).put_many(grains)), runs)
+    base = median(on_disk(lambda p: ox.Store(str(p)).bulk_load(nquads, format=ox.RdfFormat.N_QUADS)), runs)
+    rows.append(Row(f"put_many on disk ({n:,})", ours, base, "s", "<= 2.0x", ours / base <= 2.0,
+                    "baseline Store(path).bulk_load of the same bytes"))  # fmt: skip
+    return rows
+
+
+def write_rate_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]:
+    count = 2000
+    extra = beliefs(count, seed=99)
+    start = time.perf_counter()
+    for fields in extra:
+        store.put({**fields, "created_at": fields["created_at"] + n * 200_000})
+    put_rate = count / (time.perf_counter() - start)
+    current = [a for a in addresses[-count * 3 :] if store.status(a).is_current][:count]
+    start = time.perf_counter()
+    for address in current:
+        old = store.get(address)
+        new = {**old.to_dict(), "object": "revised", "created_at": old.created_at + 40_000}
+        new.pop("derived_from", None)
+        store.supersede(old, new)
+    supersede_rate = len(current) / (time.perf_counter() - start)
+    return [
+        Row(f"single put ({n:,} store)", put_rate, None, "ops/s", ">= 5,000", put_rate >= 5000),
+        Row(f"supersede + policy ({n:,} store)", supersede_rate, None, "ops/s", ">= 2,000", supersede_rate >= 2000),
+    ]
+
+
+def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]:
+    rng = random.Random(5)
+    subjects = [f"person-{rng.randrange(max(1, n // 10))}" for _ in range(200)]
+    valid_at, as_of = BASE_MS + n * 20_000, BASE_MS + n * 40_000
+    # The hand-written baseline: one SPARQL query answering the same question,
+    # constants inline, returning what the API returns (the grains' blobs).
+    hand_beliefs = PREFIX + """SELECT ?g ?blob WHERE {
+      ?g oms:subjectText "%s" ; oms:validFrom ?vf ; oms:systemFrom ?sf ; oms:confidence ?c .
+      FILTER (?sf <= "%s"^^xsd:dateTime && ?vf <= "%s"^^xsd:dateTime)
+      OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || "%s"^^xsd:dateTime < ?vt)
+      FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= "%s"^^xsd:dateTime) }
+      OPTIONAL { GRAPH oms:index { ?g oms:systemTo ?st } }
+      OPTIONAL { GRAPH oms:index { ?g oms:supersededBy ?n } ?n oms:validFrom ?nf }
+      FILTER (!BOUND(?st) || "%s"^^xsd:dateTime < ?st || (BOUND(?nf) && "%s"^^xsd:dateTime < ?nf))
+      GRAPH oms:blobs { ?g oms:blob ?blob }
+    } ORDER BY DESC(?c)"""
+    now = oms.mapping.millis_literal(store.clock()).value
+    x, t = oms.mapping.millis_literal(valid_at).value, oms.mapping.millis_literal(as_of).value
+    hand_history = PREFIX + """SELECT ?g ?blob WHERE {
+      GRAPH oms:index { <nih:sha-256;%s> ^oms:supersededBy* ?root .
+                        FILTER NOT EXISTS { ?e oms:supersededBy ?root } ?root oms:supersededBy* ?g }
+      OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } } }"""
+
+    def per_call(fn: Callable[[Any], object], keys: list[Any]) -> float:
+        times = []
+        for key in keys:
+            start = time.perf_counter()
+            fn(key)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    raw = store.backend.query
+    cases = [
+        ("beliefs(subject)", lambda s: store.beliefs(s),
+         lambda s: list(raw(hand_beliefs % (s, now, now, now, now, now, now))), subjects),
+        ("bi-temporal point query", lambda s: store.beliefs(s, valid_at=valid_at, as_of=as_of),
+         lambda s: list(raw(hand_beliefs % (s, t, x, x, t, t, x))), subjects),
+        ("history", lambda a: store.history(a), lambda a: list(raw(hand_history % a)), addresses[:200]),
+    ]  # fmt: skip
+    rows = []
+    for name, ours, base, keys in cases:
+        for key in keys[:20]:  # warm both
+            ours(key)
+            base(key)
+        o, b = per_call(ours, keys), per_call(base, keys)
+        ok = o / b <= 1.2 and o <= 0.002
+        rows.append(Row(f"{name} ({n:,} store)", o * 1000, b * 1000, "ms", "<= 1.2x and <= 2 ms", ok))
+    return rows
+
+
+def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
+    """Count of beliefs valid at X known at T, against plain s p o + time literals."""
+    plain = ox.Store()
+    ex = "https://example.org/"
+    quads = []
+    for q in store.backend.quads(None, oms.vocab.RDF.subject, None, ox.DefaultGraph()):
+        g = q.subject
+        address = g.value.removeprefix("nih:sha-256;")
+        grain, state = store.get(address), store.status(address)
+        b = ox.NamedNode(f"{ex}b/{address}")
+        f = grain.fields
+        vf = f.get("valid_from", f.get("system_valid_from", grain.created_at))
+        quads += [
+            ox.Quad(b, ox.NamedNode(ex + "s"), ox.Literal(f["subject"])),
+            ox.Quad(b, ox.NamedNode(ex + "p"), ox.Literal(f["relation"])),
+            ox.Quad(b, ox.NamedNode(ex + "o"), ox.Literal(str(f["object"]))),
+            ox.Quad(b, ox.NamedNode(ex + "vf"), oms.mapping.millis_literal(vf)),
+            ox.Quad(b, ox.NamedNode(ex + "sf"), oms.mapping.millis_literal(f.get("system_valid_from", grain.created_at))),
+        ]  # fmt: skip
+        if "valid_to" in f:
+            quads.append(ox.Quad(b, ox.NamedNode(ex + "vt"), oms.mapping.millis_literal(f["valid_to"])))
+        if state.system_to is not None:
+            quads.append(ox.Quad(b, ox.NamedNode(ex + "st"), oms.mapping.millis_literal(state.system_to)))
+    plain.extend(quads)
+    x = oms.mapping.millis_literal(BASE_MS + n * 20_000).value
+    t = oms.mapping.millis_literal(BASE_MS + n * 40_000).value
+    base_query = f"""PREFIX ex: <{ex}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
+    SELECT (COUNT(?b) AS ?n) WHERE {{ ?b ex:vf ?vf ; ex:sf ?sf .
+      FILTER (?sf <= "{t}"^^xsd:dateTime && ?vf <= "{x}"^^xsd:dateTime)
+      OPTIONAL {{ ?b ex:vt ?vt }} FILTER (!BOUND(?vt) || "{x}"^^xsd:dateTime < ?vt)
+      OPTIONAL {{ ?b ex:st ?st }} FILTER (!BOUND(?st) || "{t}"^^xsd:dateTime < ?st) }}"""
+    ours = median(lambda: store.count_beliefs(valid_at=BASE_MS + n * 20_000, as_of=BASE_MS + n * 40_000), runs)
+    base = median(lambda: list(plain.query(base_query)), runs)
+    return [Row(f"as-of snapshot count ({n:,})", ours, base, "s", "<= 1.5x", ours / base <= 1.5,
+                "baseline: plain s p o nodes with time literals")]  # fmt: skip
+
+
+def trig_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
+    data = io.BytesIO()
+    store.export(data, format="trig")
+    payload = data.getvalue()
+    ours_export = median(lambda: store.export(io.BytesIO(), format="trig"), runs)
+    base_export = median(lambda: store.backend.dump(io.BytesIO(), ox.RdfFormat.TRIG), runs)
+    ours_import = median(lambda: oms.GrainStore().import_(io.BytesIO(payload), format="trig"), runs)
+    base_import = median(lambda: ox.Store().load(payload, format=ox.RdfFormat.TRIG), runs)
+    return [
+        Row(f"TriG export ({n:,})", ours_export, base_export, "s", "<= 1.5x", ours_export / base_export <= 1.5),
+        Row(f"TriG import ({n:,})", ours_import, base_import, "s", "<= 2.0x", ours_import / base_import <= 2.0),
+    ]
+
+
+def memory_row(n: int) -> Row:
+    """Bytes per belief held in memory, measured in a fresh process."""
+    code = (
+        "import gc,os;from benchmarks.data import beliefs;import oms_rdf as oms;"
+        "rss=lambda: int(open('/proc/self/statm').read().split()[1])*os.sysconf('SC_PAGE_SIZE');"
+        f"g=[oms.Grain.from_dict(d) for d in beliefs({n})];gc.collect();a=rss();"
+        "s=oms.GrainStore();s.put_many(g);s._cache.clear();del g;gc.collect();"
+        "print(rss()-a)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    per = int(out.stdout.strip()) / n
+    return Row(f"peak RSS holding {n:,} beliefs", per, None, "B/belief", "<= 2,048", per <= 2048)
+
+
+def areev_rows(n: int) -> list[Row]:
+    try:
+        import areev  # type: ignore[import-not-found]
+    except ImportError:
+        return []
+    data = beliefs(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = areev.Areev(str(Path(tmp) / "a.db"))
+        batch = json.dumps([{"grain_type": "fact", "fields": {k: v for k, v in d.items() if k != "type"}} for d in data])
+        start = time.perf_counter()
+        db.add_batch(batch)
+        theirs = time.perf_counter() - start
+        start = time.perf_counter()
+        oms.GrainStore().put_many(oms.Grain.from_dict(d) for d in data)
+        ours = time.perf_counter() - start
+        keys = [(d["subject"], d["relation"], d["namespace"]) for d in data[:200]]
+        assert all(db.latest(*k) is not None for k in keys)  # a real answer, not None
+        lookup_theirs = statistics.median(_time_each(lambda k: db.latest(*k), keys))
+    store = oms.GrainStore()
+    store.put_many(oms.Grain.from_dict(d) for d in data)
+    lookup_ours = statistics.median(_time_each(lambda k: store.beliefs(k[0], k[1], namespace=k[2]), keys))
+    return [
+        Row(f"write {n:,} (areev add_batch)", theirs / ours, None, "x faster", ">= 10x", theirs / ours >= 10,
+            f"ours {ours:.2f} s, areev {theirs:.2f} s"),
+        Row("current-value lookup (areev latest)", lookup_ours * 1000, lookup_theirs * 1000, "ms", "<= 1.0x",
+            lookup_ours <= lookup_theirs),
+    ]  # fmt: skip
+
+
+def _time_each(fn: Callable[[Any], object], keys: list[Any]) -> list[float]:
+    times = []
+    for key in keys:
+        start = time.perf_counter()
+        fn(key)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def machine() -> str:
+    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"pyoxigraph {ox.__version__}, oms_rdf {oms.__version__}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=list(SIZES), default="100k")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the rows as JSON here")
+    args = parser.parse_args(argv)
+    n = SIZES[args.size]
+    small = min(n, 100_000)
+    started = time.perf_counter()
+    rows = codec_rows(small, args.runs) + put_rows(small, args.runs)
+    store, addresses = history_store(n)
+    rows += query_rows(store, addresses, n)
+    rows += snapshot_rows(store, n, args.runs) if n <= 100_000 else []
+    rows += trig_rows(store, n, args.runs) if n <= 100_000 else []
+    rows += write_rate_rows(store, addresses, n)
+    rows.append(memory_row(n))
+    rows += areev_rows(small)
+    elapsed = time.perf_counter() - started
+    print(f"\n{machine()}; N = {n:,}; median of {args.runs} runs; {elapsed:.0f} s in all\n")
+    print(f"{'path':42} {'ours':>11} {'baseline':>11} {'unit':>8} {'ratio':>7}  {'target':22} ok")
+    for r in rows:
+        base = "" if r.baseline is None else f"{r.baseline:11.3f}"
+        ratio = "" if r.ratio is None else f"{r.ratio:6.2f}x"
+        mark = {True: "yes", False: "NO", None: ""}[r.ok]
+        print(f"{r.path:42} {r.ours:11.3f} {base:>11} {r.unit:>8} {ratio:>7}  {r.target:22} {mark}")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine(), "size": n, "runs": args.runs,
+                                         "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
