@@ -178,8 +178,9 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
       OPTIONAL { GRAPH oms:index { ?g oms:systemTo ?st } }
       OPTIONAL { GRAPH oms:index { ?g oms:supersededBy ?n } ?n oms:validFrom ?nf }
       FILTER (!BOUND(?st) || "%s"^^xsd:dateTime < ?st || (BOUND(?nf) && "%s"^^xsd:dateTime < ?nf))
-      GRAPH oms:blobs { ?g oms:blob ?blob }
-    } ORDER BY DESC(?c)"""
+      OPTIONAL { GRAPH oms:index { ?g oms:effectiveConfidence ?e } }
+      OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } }
+    } ORDER BY DESC(COALESCE(?e, ?c))"""
     now = oms.mapping.millis_literal(store.clock()).value
     x, t = oms.mapping.millis_literal(valid_at).value, oms.mapping.millis_literal(as_of).value
     hand_history = PREFIX + """SELECT ?g ?blob WHERE {

@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import hmac
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -98,7 +99,8 @@ class Grain:
         Raises:
             IntegrityError: ERR_INTEGRITY when the bytes no longer hash to ``address``.
         """
-        verify(blob, address)
+        if not hmac.compare_digest(hashlib.sha256(blob).hexdigest(), address):
+            verify(blob, address)  # raises with the full explanation
         return cls(blob, None, address)
 
     @classmethod

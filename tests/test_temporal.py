@@ -255,3 +255,12 @@ def test_count_matches_beliefs(
     assert store.count_beliefs(valid_at=valid_at, as_of=as_of) == len(
         store.beliefs(valid_at=valid_at, as_of=as_of)
     )
+
+
+def test_history_orders_by_time_value_not_text() -> None:
+    # 10:00:00.500 sorts before 10:00:00 as text ("." < "Z"), after it as a time.
+    store = GrainStore(clock=lambda: NOW)
+    first = store.put(belief("x", "r", "1", 0.5, day(2024)))
+    second = store.supersede(first, belief("x", "r", "2", 0.5, day(2024) + 500))
+    third = store.supersede(second, belief("x", "r", "3", 0.5, day(2024) + 1000))
+    assert [g.address for g in store.history(first)] == [first, second, third]

@@ -131,7 +131,7 @@ def _rows(items: Iterable[Quad | Row]) -> list[Row]:
     return [item if isinstance(item, tuple) else _row(item) for item in items]
 
 
-_ANCHORS = {
+_TEXTS = {
     "subject": "?g oms:subjectText ?subject .",
     "relation": "?g oms:relationText ?relation .",
     "namespace": "?g oms:namespace ?namespace .",

@@ -16,10 +16,11 @@ from ..grain import Grain
 from ..mapping import (
     address_of,
     grain_iri,
+    literal_value,
     millis_literal,
 )
 from ..vocab import OMS
-from ._common import _ANCHORS, _QUERIES, STATUSES, TimeLike, _system_from, _to_millis
+from ._common import _QUERIES, _TEXTS, STATUSES, TimeLike, _to_millis
 from .base import StoreBase
 
 
@@ -50,15 +51,15 @@ class Questions(StoreBase):
             StoreError: ERR_SCHEMA for an unknown status, or status with a time.
         """
         bindings: dict[Variable, Any] = {}
-        anchor = "?g rdf:subject ?entity ."  # no text bound: every belief
+        texts = []  # most selective first: Oxigraph keeps the order of equal patterns
         for name, value in (
-            ("namespace", namespace),
-            ("relation", relation),
             ("subject", subject),
+            ("relation", relation),
+            ("namespace", namespace),
         ):
             if value is not None:
                 bindings[Variable(name)] = Literal(value)
-                anchor = _ANCHORS[name]  # the last bound one is the most selective
+                texts.append(_TEXTS[name])
         if status is not None:
             if status not in STATUSES or valid_at is not None or as_of is not None:
                 raise StoreError(
@@ -67,13 +68,13 @@ class Questions(StoreBase):
                     code=ErrorCode.SCHEMA,
                 )
             bindings[Variable("statusNode")] = getattr(OMS, status)
-            query = _QUERIES["beliefs_by_status"].replace("#ANCHOR", anchor)
+            query = _QUERIES["beliefs_by_status"].replace("#TEXTS", "\n  ".join(texts))
             return self._grains(self.backend.query(query, bindings))
         known = _to_millis(as_of, self.clock)
         valid = known if valid_at is None else _to_millis(valid_at, self.clock)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
-        query = _QUERIES["beliefs"].replace("#ANCHOR", anchor)
+        query = _QUERIES["beliefs"].replace("#TEXTS", "\n  ".join(texts))
         return self._grains(self.backend.query(query, bindings))
 
     def count_beliefs(
@@ -108,10 +109,12 @@ class Questions(StoreBase):
         )
 
     def _chronological(self, solutions: QuerySolutions) -> list[Grain]:
-        """The grains of the solutions, oldest system time first."""
-        return sorted(
-            self._grains(solutions), key=lambda g: (_system_from(g), g.address)
+        """The grains of the solutions, oldest system time (``?sf``) first."""
+        # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
+        rows = sorted(
+            (literal_value(row["sf"]), address_of(row["g"])) for row in solutions
         )
+        return [self.get(address) for _, address in rows]
 
     def _grains(self, solutions: QuerySolutions) -> list[Grain]:
         """The grains of query solutions; a projected ``?blob`` spares a lookup."""
