@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from pyoxigraph import (
     Literal,
     Quad,
-    Variable,
 )
 
 from ..errors import ErrorCode, PolicyError, SignatureError
@@ -20,9 +19,9 @@ from ..mapping import (
 )
 from ..policy import MAX_HOPS, Protector, check
 from ..signing import SigningKey, sign, supersession_draft, verify_supersession
-from ..vocab import OMS
+from ..vocab import OMS, RDF
 from ._common import (
-    _QUERIES,
+    DEFAULT,
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
@@ -72,8 +71,14 @@ class Invalidation(Questions):
                         )
                     next_frontier.append(ancestor)
             frontier = next_frontier
-        # lineage: policies anywhere in the supersession chain.
-        for member in self.history(address):
+        # lineage: policies anywhere in the supersession chain. A current grain has
+        # no successor, so its chain is its ancestors: cheap pattern lookups.
+        node = grain_iri(address)
+        has_successor = next(
+            self.backend.quads(node, OMS.supersededBy, None, OMS.index), None
+        )
+        chain = self.history(address) if has_successor else self.ancestors(address)
+        for member in chain:
             policy = member.get("invalidation_policy")
             if (
                 member.address != address
@@ -93,16 +98,23 @@ class Invalidation(Questions):
         if triple is None:
             return []
         s, p, o = triple
-        others = self.backend.query(
-            _QUERIES["shared_claim"],
-            {
-                Variable("s"): s,
-                Variable("p"): p,
-                Variable("o"): o,
-                Variable("self"): grain_iri(grain.address),
-            },
-        )
-        return [] if bool(others) else [Quad(s, p, o, OMS.current)]
+        me = grain_iri(grain.address)
+        # Another current belief asserting the same triple keeps it (pattern
+        # lookups from the subject entity: a handful of beliefs, not a query).
+        for q in self.backend.quads(None, RDF.subject, s, DEFAULT):
+            other = q.subject
+            if other == me:
+                continue
+            same = next(
+                self.backend.quads(other, RDF.predicate, p, DEFAULT), None
+            ) and next(self.backend.quads(other, RDF.object, o, DEFAULT), None)
+            if (
+                same
+                and next(self.backend.quads(other, OMS.systemTo, None, OMS.index), None)
+                is None
+            ):
+                return []
+        return [Quad(s, p, o, OMS.current)]
 
     def supersede(
         self,

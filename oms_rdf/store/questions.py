@@ -99,6 +99,28 @@ class Questions(StoreBase):
             )
         )
 
+    def ancestors(self, address: str | Grain) -> list[Grain]:
+        """Return the versions before a grain, first version first (not the grain itself)."""
+        address = self._resolve(address)
+        chain = []
+        seen = {address}
+        current = address
+        while True:
+            earlier = next(
+                self.backend.quads(
+                    None, OMS.supersededBy, grain_iri(current), OMS.index
+                ),
+                None,
+            )
+            if earlier is None:
+                break
+            current = str(earlier.subject)[1:-1].removeprefix("nih:sha-256;")
+            if current in seen:
+                break  # a cycle in imported index state; stop rather than loop
+            seen.add(current)
+            chain.append(self.get(current))
+        return chain[::-1]
+
     def derived(self, address: str | Grain) -> list[Grain]:
         """Return the grains derived from a grain, transitively, oldest first."""
         address = self._resolve(address)
