@@ -227,14 +227,23 @@ def encode(
 
 
 def encode_fields(
-    grain: Mapping[str, Any], /, *, type_byte: int | None = None, signed: bool = False
+    grain: Mapping[str, Any],
+    /,
+    *,
+    type_byte: int | None = None,
+    signed: bool = False,
+    foreign: bool = False,
 ) -> tuple[bytes, dict[str, Any]]:
-    """Encode like :func:`encode`; also return the canonical fields by full name."""
+    """Encode like :func:`encode`; also return the canonical fields by full name.
+
+    ``foreign=True`` re-encodes what another writer wrote: index-layer fields are
+    then kept as the blob had them, instead of being refused.
+    """
     if not isinstance(grain, Mapping):
         raise EncodeError(f"expected a mapping of fields, found {type(grain).__name__}")
     gtype, byte = _encode_type(grain, type_byte)
     table = gtype.table if gtype is not None else CORE_TABLE
-    for name in INDEX_FIELDS.keys() & grain.keys():
+    for name in () if foreign else INDEX_FIELDS.keys() & grain.keys():
         if grain[name] is not None:
             raise SchemaError(
                 f"{name!r} is an index-layer field, kept by the store beside the blob "

@@ -51,6 +51,7 @@ from .mapping import (
     quads_to_grain,
     rows_to_nquads,
 )
+from .schema import INDEX_FIELDS
 from .store import GrainStore, update_request
 from .vocab import OMS
 
@@ -242,10 +243,14 @@ def dumps_jsonl(grain: Grain) -> str:
     """Return a grain as one JSON line with full names; bytes as ``{"$base64": ...}``.
 
     A grain whose header the fields do not determine (an application type byte, a
-    foreign writer's header hints) is written as ``{"$blob": "<base64>"}`` so that
+    foreign writer's header hints), or that carries index-layer fields a foreign
+    writer put in its blob, is written as ``{"$blob": "<base64>"}`` so that
     its bytes, and so its address, survive.
     """
-    if expected_header(grain) != grain.blob[:9]:
+    if (
+        expected_header(grain) != grain.blob[:9]
+        or INDEX_FIELDS.keys() & grain.fields.keys()
+    ):
         return json.dumps({"$blob": base64.b64encode(grain.blob).decode()})
     return json.dumps(
         dict(grain.fields),

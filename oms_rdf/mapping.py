@@ -485,11 +485,13 @@ def quads_to_grain(quads: Iterable[Quad]) -> Grain:
             fields.pop(name, None)
     address = address_of(node)
     if header is None:
-        blob, _ = encode_fields(fields)
+        blob, _ = encode_fields(fields, foreign=True)
     else:
         head = bytes.fromhex(header)
         blob, _ = encode_fields(
-            fields, type_byte=head[2] if type_for_byte(head[2]) is None else None
+            fields,
+            type_byte=head[2] if type_for_byte(head[2]) is None else None,
+            foreign=True,
         )
         blob = head + blob[9:]
     return Grain.from_blob(blob, address=address)

@@ -407,3 +407,18 @@ def test_base_iri_conflict_is_refused_even_into_an_empty_store(
         target.import_(buffer, format="trig")
     assert info.value.code == oms.ErrorCode.CONFLICT
     assert snapshot(target) == before
+
+
+def test_jsonl_keeps_a_foreign_blob_with_index_fields() -> None:
+    from tests.helpers import belief_wire, raw_blob
+
+    grain = oms.Grain.from_blob(raw_blob(belief_wire(sb="a" * 64)))
+    source = GrainStore()
+    source.put(grain)
+    buffer = io.BytesIO()
+    source.export(buffer, format="jsonl")
+    assert b'"$blob"' in buffer.getvalue()
+    target = GrainStore()
+    buffer.seek(0)
+    target.import_(buffer, format="jsonl")
+    assert target.get(grain.address).blob == grain.blob

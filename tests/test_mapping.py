@@ -213,3 +213,19 @@ def test_a_tampered_stored_blob_fails_on_read() -> None:
     store._cache.clear()
     with pytest.raises(oms.IntegrityError):
         store.get(grain.address)
+
+
+def test_foreign_blob_with_index_fields_round_trips() -> None:
+    # Another writer put index-layer fields into its blob: we keep them, byte for byte.
+    wire = belief_wire(sb="a" * 64, vstatus="verified")
+    grain = oms.Grain.from_blob(raw_blob(wire))
+    assert (
+        grain["superseded_by"] == "a" * 64
+        and grain["verification_status"] == "verified"
+    )
+    assert quads_to_grain(grain_to_quads(grain)).blob == grain.blob
+    store = oms.GrainStore()
+    store.put(grain)
+    assert (
+        store.status(grain).superseded_by is None
+    )  # the blob's field is not index state
