@@ -275,9 +275,9 @@ def time_options(fn: F) -> F:
     fn = click.option(
         "--as-of", help="System time: what the store knew then (default now)."
     )(fn)
-    fn = click.option(
-        "--valid-at", help="Valid time: when it was true (default --as-of)."
-    )(fn)
+    fn = click.option("--valid-at", help="Valid time: when it was true (default now).")(
+        fn
+    )
     return fn
 
 

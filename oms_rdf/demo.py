@@ -70,7 +70,7 @@ def run_demo(echo: Callable[[str], object]) -> None:
     for g in store.beliefs(valid_at=_ms("2022-06-01")):
         echo(_line(g))
     echo("\nWhat did we believe on 2024-01-15?")
-    for g in store.beliefs(as_of=_ms("2024-01-15")):
+    for g in store.beliefs(valid_at=_ms("2024-01-15"), as_of=_ms("2024-01-15")):
         echo(_line(g))
     echo("\nHow did alice's job belief evolve?")
     for g in store.history(initech):

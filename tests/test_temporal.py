@@ -111,6 +111,10 @@ def objects(store: GrainStore, *args: str, **kw: object) -> list[str]:
         ("frank", day(2020, 6, 1), None, ["Club"]),
         ("frank", day(2021), None, []),
         ("frank", day(2019, 12, 31), None, []),
+        # both times default to now (design §5): as of mid-2020 the club was known,
+        # but it is not true now; asked about mid-2020 itself, it was
+        ("frank", None, day(2020, 6, 1), []),
+        ("frank", day(2020, 6, 1), day(2020, 6, 1), ["Club"]),
         ("grace", day(2030), None, ["Python"]),
         # two namespaces, highest confidence first
         ("heidi", None, None, ["tea", "coffee"]),

@@ -39,9 +39,10 @@ class Questions(StoreBase):
     ) -> list[Grain]:
         """Return the beliefs true at ``valid_at`` as known at ``as_of``.
 
-        ``as_of`` (system time) defaults to now; ``valid_at`` (valid time) defaults to
-        ``as_of``, so ``beliefs(as_of=T)`` is "what did we believe at T". Ordered by
-        effective confidence (earned by evidence), highest first.
+        Both default to now (design §5). "What did we believe at T" about the world
+        at T is ``beliefs(valid_at=T, as_of=T)``; ``beliefs(as_of=T)`` asks what we
+        believed at T about now. Ordered by effective confidence (earned by
+        evidence), highest first.
 
         With ``status`` ("active", "superseded" or "retracted") the beliefs are
         listed by their index status instead, whatever their times (the listing
@@ -71,7 +72,7 @@ class Questions(StoreBase):
             query = _QUERIES["beliefs_by_status"].replace("#TEXTS", "\n  ".join(texts))
             return self._grains(self.backend.query(query, bindings))
         known = _to_millis(as_of, self.clock)
-        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
+        valid = _to_millis(valid_at, self.clock)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
         query = _QUERIES["beliefs"].replace("#TEXTS", "\n  ".join(texts))
@@ -82,7 +83,7 @@ class Questions(StoreBase):
     ) -> int:
         """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size)."""
         known = _to_millis(as_of, self.clock)
-        valid = known if valid_at is None else _to_millis(valid_at, self.clock)
+        valid = _to_millis(valid_at, self.clock)
         bindings = {
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),
