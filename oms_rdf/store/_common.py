@@ -21,7 +21,6 @@ from ..grain import Grain, now_ms
 from ..mapping import (
     Row,
     grain_iri,
-    literal_value,
     millis_literal,
 )
 from ..vocab import OMS, XSD
@@ -91,11 +90,6 @@ def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
             f"expected epoch milliseconds or a datetime, found {type(value).__name__}",
             code=ErrorCode.SCHEMA,
         )
-    return value
-
-
-def _millis_of(lit: Any) -> int:
-    value: int = literal_value(lit)
     return value
 
 

@@ -1,0 +1,248 @@
+"""Formats, import reports, and the streams import and export share."""
+
+from __future__ import annotations
+
+import base64
+import io as _io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal, cast, get_args
+
+import pyoxigraph as ox
+
+from ..errors import ErrorCode, OmsError, StoreError
+from ..grain import Grain
+from ..mapping import (
+    Row,
+    expected_header,
+)
+from ..schema import INDEX_FIELDS
+
+if TYPE_CHECKING:
+    pass
+
+
+Format = Literal[
+    "trig",
+    "nquads",
+    "turtle",
+    "ntriples",
+    "jsonld",
+    "turtle12",
+    "trig12",
+    "mg",
+    "jsonl",
+]
+
+
+FORMATS: tuple[str, ...] = get_args(Format)
+
+
+_BY_SUFFIX = {
+    ".trig": "trig", ".nq": "nquads", ".nquads": "nquads", ".ttl": "turtle", ".nt": "ntriples",
+    ".jsonld": "jsonld", ".mg": "mg", ".jsonl": "jsonl", ".ndjson": "jsonl",
+}  # fmt: skip
+
+
+_RDF_FORMATS = {
+    "trig": ox.RdfFormat.TRIG, "nquads": ox.RdfFormat.N_QUADS, "turtle": ox.RdfFormat.TURTLE,
+    "ntriples": ox.RdfFormat.N_TRIPLES, "jsonld": ox.RdfFormat.JSON_LD,
+    "turtle12": ox.RdfFormat.TURTLE, "trig12": ox.RdfFormat.TRIG,
+}  # fmt: skip
+
+
+PREFIXES = {
+    "oms": "https://w3id.org/oms-rdf/ns#",
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "prov": "http://www.w3.org/ns/prov#",
+}
+
+
+Source = str | os.PathLike[str] | IO[bytes]
+
+
+Progress = Callable[[int], object] | None
+
+
+def format_for(path: str | os.PathLike[str], given: str | None = None) -> str:
+    """Return the format named, or the one a file name's suffix implies."""
+    if given is not None:
+        if given not in FORMATS:
+            raise StoreError(
+                f"unknown format {given!r}; one of {', '.join(FORMATS)}",
+                code=ErrorCode.SCHEMA,
+            )
+        return given
+    suffix = Path(path).suffix.lower()
+    if suffix not in _BY_SUFFIX:
+        raise StoreError(
+            f"cannot tell the format of {path}; give one of {', '.join(FORMATS)}",
+            code=ErrorCode.SCHEMA,
+        )
+    return _BY_SUFFIX[suffix]
+
+
+@dataclass
+class ImportReport:
+    """What an import did: grains added, records skipped (with ``skip_invalid``)."""
+
+    added: int = 0
+    quads: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
+
+
+_VERIFICATION_OUT = {
+    "verified": "verified",
+    "disputed": "disputed",
+    "contradicted": "contested",
+}
+
+
+_VERIFICATION_IN = {"verified": "verified", "disputed": "disputed", "contested": "contradicted",
+                    "contradicted": "contradicted", "unverified": "unverified"}  # fmt: skip
+
+
+VOIDED_KEY = (
+    "oms_rdf:voided"  # our extension: when a grain was retracted or contradicted
+)
+
+
+def _json_bytes(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$base64": base64.b64encode(value).decode()}
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> Any:
+    if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
+        return base64.b64decode(pairs[0][1])
+    return dict(pairs)
+
+
+def dumps_jsonl(grain: Grain) -> str:
+    """Return a grain as one JSON line with full names; bytes as ``{"$base64": ...}``.
+
+    A grain whose header the fields do not determine (an application type byte, a
+    foreign writer's header hints), or that carries index-layer fields a foreign
+    writer put in its blob, is written as ``{"$blob": "<base64>"}`` so that
+    its bytes, and so its address, survive.
+    """
+    if (
+        expected_header(grain) != grain.blob[:9]
+        or INDEX_FIELDS.keys() & grain.fields.keys()
+    ):
+        return json.dumps({"$blob": base64.b64encode(grain.blob).decode()})
+    return json.dumps(
+        dict(grain.fields),
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=_json_bytes,
+    )
+
+
+Item = Row | ox.Quad  # grain sources build rows; RDF sources pass parsed quads on
+
+
+def _row_of(quad: ox.Quad) -> Row:
+    g = "" if isinstance(quad.graph_name, ox.DefaultGraph) else str(quad.graph_name)
+    return str(quad.subject), str(quad.predicate), str(quad.object), g
+
+
+@contextmanager
+def _reopenable(src: Source) -> Iterator[tuple[Callable[[], IO[bytes]], int]]:
+    """Yield a function that opens the source afresh (imports read it twice), and its size."""
+    if hasattr(src, "read"):
+        stream: Any = src
+        if stream.seekable():
+            start = stream.tell()
+            size = stream.seek(0, os.SEEK_END) - start
+            stream.seek(start)
+
+            def rewind() -> IO[bytes]:
+                stream.seek(start)
+                return cast(IO[bytes], _Unclosed(stream))
+
+            yield rewind, size
+            return
+        with tempfile.TemporaryFile() as spool:  # a pipe: keep a copy to read again
+            while chunk := stream.read(1 << 20):
+                spool.write(chunk)
+
+            def respool() -> IO[bytes]:
+                spool.seek(0)
+                return cast(IO[bytes], _Unclosed(spool))
+
+            yield respool, spool.tell()
+        return
+    path = Path(src)
+    if not path.exists():
+        raise StoreError(f"no such file: {path}", code=ErrorCode.NOT_FOUND)
+    yield (lambda: open(path, "rb")), path.stat().st_size
+
+
+class _Unclosed(_io.RawIOBase):
+    """A view of a caller's stream that the importer may close without closing it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+@contextmanager
+def _open(dest: Source, mode: str) -> Iterator[IO[bytes]]:
+    if hasattr(dest, "write"):
+        yield dest  # type: ignore[misc]
+        return
+    path = Path(dest)
+    tmp = path.with_name(path.name + ".partial")
+    try:
+        with open(tmp, mode) as out:
+            yield out
+        os.replace(tmp, path)  # a finished file or none: never a half-written one
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class _Counting(_io.RawIOBase):
+    """Reports bytes read to a progress callback."""
+
+    def __init__(self, stream: IO[bytes], progress: Progress) -> None:
+        self.stream, self.progress = stream, progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        if self.progress is not None and data:
+            self.progress(len(data))
+        return len(data)
+
+
+def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -> None:
+    if not skip:
+        raise type(exc)(
+            f"{where}: {exc.message}",
+            code=exc.code,
+            path=where if exc.path is None else f"{where} {exc.path}",
+        ) from exc
+    report.skipped.append((where, str(exc)))
+
+
+def _text(term: Any) -> str:
+    """The lexical value of an IRI, blank node or literal term."""
+    return str(term.value)

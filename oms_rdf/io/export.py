@@ -1,0 +1,135 @@
+"""Writing a store out in every format."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from ..container import write_mg
+from ..grain import Grain
+from ..mapping import (
+    NIH_PREFIX,
+)
+from ..store import GrainStore
+from ..vocab import OMS
+
+if TYPE_CHECKING:
+    pass
+from ._common import (
+    _RDF_FORMATS,
+    _VERIFICATION_OUT,
+    PREFIXES,
+    VOIDED_KEY,
+    Source,
+    _open,
+    _text,
+    dumps_jsonl,
+    format_for,
+)
+
+
+def export(store: GrainStore, dest: Source, *, format: str | None = None) -> int:
+    """Write the store to ``dest`` (a path or a binary file); return the grains written."""
+    fmt = (
+        format_for(dest, format)
+        if not hasattr(dest, "write")
+        else format_for("x", format or "trig")
+    )
+    with _open(dest, "wb") as out:
+        if fmt == "mg":
+            return write_mg(
+                _blobs(store), out, manifest=_manifest(store), deduplicated=True
+            )
+        if fmt == "jsonl":
+            count = 0
+            for blob in _blobs(store):
+                out.write(dumps_jsonl(Grain.from_blob(blob)).encode() + b"\n")
+                count += 1
+            return count
+        rdf = _RDF_FORMATS[fmt]
+        if fmt in ("turtle", "ntriples"):
+            quads: Iterable[ox.Quad] = store.backend.quads(
+                None, None, None, ox.DefaultGraph()
+            )
+            triples: Iterable[Any] = (
+                ox.Triple(q.subject, q.predicate, q.object) for q in quads
+            )
+        elif fmt == "turtle12":
+            quads = store.backend.quads(None, None, None, ox.DefaultGraph())
+            triples = _with_reifiers(
+                store, (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
+            )
+        elif fmt == "trig12":
+            triples = _with_reifiers(store, store.backend.quads(), quads=True)
+        else:
+            triples = store.backend.quads()
+        ox.serialize(
+            triples,
+            out,
+            format=rdf,
+            prefixes=PREFIXES
+            if rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG)
+            else None,
+        )
+    return len(store)
+
+
+def _with_reifiers(
+    store: GrainStore, items: Iterable[Any], *, quads: bool = False
+) -> Iterator[Any]:
+    """The items, then ``<grain> rdf:reifies <<( s p o )>>`` for every belief (RDF 1.2)."""
+    yield from items
+    reifies = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies")
+    rows = store.backend.query(
+        "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
+        "SELECT ?g ?s ?p ?o WHERE { ?g rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o }"
+    )
+    for row in rows:
+        triple = ox.Triple(row["s"], row["p"], row["o"])
+        yield (
+            ox.Quad(row["g"], reifies, triple, ox.DefaultGraph())
+            if quads
+            else ox.Triple(row["g"], reifies, triple)
+        )
+
+
+def _blobs(store: GrainStore) -> Iterator[bytes]:
+    for q in store.backend.quads(None, OMS.blob, None, OMS.blobs):
+        yield base64.b64decode(_text(q.object))
+
+
+def _manifest(store: GrainStore) -> dict[str, dict[str, Any]]:
+    """Index state of every grain whose state is not the default (spec §11.7)."""
+    subjects = (
+        _text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
+    )
+    nodes = {s for s in subjects if s.startswith(NIH_PREFIX)}
+    manifest: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        state = store.status(node.removeprefix(NIH_PREFIX))
+        entry: dict[str, Any] = {}
+        if state.superseded_by is not None:
+            entry["sb"] = state.superseded_by
+        if state.system_to is not None:
+            entry["svt"] = state.system_to
+        if state.status == "retracted":
+            entry["vstatus"] = "retracted"
+        elif state.verification != "unverified":
+            entry["vstatus"] = _VERIFICATION_OUT[state.verification]
+        if state.voided_at is not None:
+            entry[VOIDED_KEY] = state.voided_at
+            if state.status == "retracted" and state.verification == "contradicted":
+                entry["oms_rdf:contradicted"] = True
+        for key, value in (
+            ("itype", state.invalidation_type),
+            ("ireason", state.reason),
+            ("iinit", state.initiator),
+        ):
+            if value is not None:
+                entry[key] = value
+        if entry:
+            manifest[state.address] = entry
+    return manifest

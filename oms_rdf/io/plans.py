@@ -1,0 +1,376 @@
+"""Import plans, one per kind of source: check everything first, then yield the rows."""
+
+from __future__ import annotations
+
+import base64
+import io as _io
+import json
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from ..container import read_mg
+from ..errors import DecodeError, ErrorCode, OmsError, StoreError
+from ..grain import Grain, now_ms
+from ..mapping import (
+    NIH_PREFIX,
+    Row,
+    address_of,
+    grain_iri,
+    millis_literal,
+    nt_literal,
+    quads_to_grain,
+    rows_to_nquads,
+)
+from ..store import GrainStore
+from ..vocab import OMS
+
+if TYPE_CHECKING:
+    pass
+from ._common import (
+    _VERIFICATION_IN,
+    VOIDED_KEY,
+    ImportReport,
+    Item,
+    Progress,
+    _Counting,
+    _fail_or_skip,
+    _json_object,
+    _row_of,
+    _text,
+)
+
+
+def _grain_rows(
+    store: GrainStore, grains: Iterator[Grain], fresh: set[str] | None = None
+) -> Iterator[Row]:
+    for grain in grains:
+        if fresh is not None and grain.address not in fresh:
+            continue
+        yield from store._new_rows(grain)
+
+
+@contextmanager
+def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
+                skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+    bad: set[int] = set()
+    fresh: set[str] = set()
+
+    def grains(check: bool) -> Iterator[Grain]:
+        with reopen() as raw:
+            stream = _io.BufferedReader(_Counting(raw, progress if check else None))
+            for number, line in enumerate(
+                _io.TextIOWrapper(stream, encoding="utf-8"), 1
+            ):
+                if not line.strip() or number in bad:
+                    continue
+                try:
+                    try:
+                        fields = json.loads(line, object_pairs_hook=_json_object)
+                    except json.JSONDecodeError as exc:
+                        raise DecodeError(
+                            f"not JSON: {exc.msg} (column {exc.colno})"
+                        ) from None
+                    if isinstance(fields, dict) and set(fields) == {"$blob"}:
+                        fields = base64.b64decode(fields["$blob"])
+                    grain = store._grain(fields)
+                except OmsError as exc:
+                    bad.add(number)
+                    _fail_or_skip(report, skip, f"line {number}", exc)
+                    continue
+                yield grain
+
+    for grain in grains(check=True):
+        if grain.address not in store and grain.address not in fresh:
+            fresh.add(grain.address)
+    report.added = len(fresh)
+    yield lambda: _grain_rows(store, _unique(grains(check=False), fresh), None)
+
+
+def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
+    seen: set[str] = set()
+    for grain in grains:
+        if grain.address in fresh and grain.address not in seen:
+            seen.add(grain.address)
+            yield grain
+
+
+@contextmanager
+def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
+             skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+    fresh: set[str] = set()
+    with reopen() as raw:
+        reader = read_mg(raw, progress=progress)
+        for blob in reader.blobs():
+            grain = Grain.from_blob(blob)
+            if grain.address not in store:
+                fresh.add(grain.address)
+        manifest = reader.manifest
+    states = {
+        addr: _state_from_manifest(addr, entry) for addr, entry in manifest.items()
+    }
+    for address, state in states.items():
+        if address not in fresh and address in store:
+            _check_same_state(store, address, state)
+        elif address not in fresh:
+            _fail_or_skip(report, skip, f"manifest {address[:12]}…",
+                          DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
+    report.added = len(fresh)
+
+    def rows() -> Iterator[Row]:
+        with reopen() as raw:
+            for blob in read_mg(raw).blobs():
+                grain = Grain.from_blob(blob)
+                if grain.address in fresh:
+                    yield from _with_state(
+                        store._new_rows(grain), states.get(grain.address)
+                    )
+        for address, state in states.items():
+            if address in fresh:
+                yield from state
+
+    yield rows
+
+
+def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
+    """Index rows for one manifest entry (status and verification replace the defaults)."""
+    node = f"<{NIH_PREFIX}{address}>"
+    idx = str(OMS.index)
+    rows: list[Row] = []
+    vstatus = entry.get("vstatus")
+    status = (
+        "retracted"
+        if vstatus == "retracted"
+        else ("superseded" if "sb" in entry else "active")
+    )
+    verification = _VERIFICATION_IN.get(str(vstatus), "unverified") if vstatus != "retracted" else (
+        "contradicted" if entry.get("oms_rdf:contradicted") else "unverified")  # fmt: skip
+    rows.append((node, str(OMS.status), str(getattr(OMS, status)), idx))
+    rows.append(
+        (node, str(OMS.verificationStatus), str(getattr(OMS, verification)), idx)
+    )
+    if "sb" in entry:
+        rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{entry['sb']}>", idx))
+    for key, prop in (("svt", OMS.systemTo), (VOIDED_KEY, OMS.voidedAt)):
+        if isinstance(entry.get(key), int):
+            rows.append((node, str(prop), str(millis_literal(entry[key])), idx))
+    for key, prop in (("itype", OMS.invalidationType), ("ireason", OMS.invalidationReason),
+                      ("iinit", OMS.invalidationInitiator)):  # fmt: skip
+        if isinstance(entry.get(key), str):
+            rows.append((node, str(prop), nt_literal(entry[key]), idx))
+    return rows
+
+
+def _with_state(rows: list[Row], state: list[Row] | None) -> list[Row]:
+    """A new grain's rows with the default index state dropped when a manifest gives one."""
+    if state is None:
+        return rows
+    drop = {str(OMS.status), str(OMS.verificationStatus)}
+    return [r for r in rows if not (r[3] == str(OMS.index) and r[1] in drop)]
+
+
+def _check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
+    # Compare as stored: Oxigraph keeps literals in canonical form ("…00Z", not
+    # "…00.000Z"), so both sides go through a store before comparing.
+    given = ox.Store()
+    given.load(rows_to_nquads(rows).encode(), format=ox.RdfFormat.N_QUADS)
+    have = {
+        str(q) for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
+    }
+    if {str(q) for q in given} != have:
+        raise StoreError(
+            f"grain {address[:12]}… is already in the store with another index state; "
+            "importing would change its history",
+            code=ErrorCode.CONFLICT,
+            path=address,
+        )
+
+
+def _quads(raw: IO[bytes], fmt: ox.RdfFormat, progress: Progress) -> Iterator[ox.Quad]:
+    try:
+        yield from ox.parse(_io.BufferedReader(_Counting(raw, progress)), format=fmt)
+    except SyntaxError as exc:
+        raise DecodeError(
+            f"not valid {fmt.name}: {exc}", code=ErrorCode.CORRUPT, path=_position(exc)
+        ) from None
+
+
+def _position(exc: SyntaxError) -> str | None:
+    return f"line {exc.lineno}" if exc.lineno else None
+
+
+@contextmanager
+def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
+                  skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+    known: dict[str, bool] = {}  # grain node -> already in the store
+    with_blob: set[str] = set()
+    bad: set[str] = set()
+    existing_index: dict[str, set[Row]] = {}
+    index_graph, blob_graph = OMS.index, OMS.blobs
+    settings_base = None
+    described: set[str] = set()
+    present: set[str] = set()  # quads not about a grain that the store already has
+    with reopen() as raw:
+        for quad in _quads(raw, fmt, progress):
+            s = quad.subject
+            if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
+                node = s.value
+                if node not in known:
+                    known[node] = address_of(s) in store
+                if quad.graph_name == blob_graph and quad.predicate == OMS.blob:
+                    with_blob.add(node)
+                    try:
+                        Grain.from_blob(
+                            base64.b64decode(_text(quad.object)), address=address_of(s)
+                        )
+                    except (OmsError, ValueError) as exc:
+                        bad.add(node)
+                        err = (
+                            exc if isinstance(exc, OmsError) else DecodeError(str(exc))
+                        )
+                        _fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
+                elif quad.graph_name == index_graph and known[node]:
+                    existing_index.setdefault(node, set()).add(_row_of(quad))
+                elif (
+                    isinstance(quad.graph_name, ox.DefaultGraph)
+                    and quad.predicate == OMS.contentAddress
+                ):
+                    described.add(node)
+            elif s == OMS.settings and quad.predicate == OMS.baseIri:
+                settings_base = _text(quad.object)
+            elif next(
+                store.backend.quads(s, quad.predicate, quad.object, quad.graph_name),
+                None,
+            ):
+                present.add(str(quad))  # decided once, before anything is written
+    if settings_base is not None and settings_base != store.settings.base_iri:
+        raise StoreError(
+            f"the source was made with base IRI {settings_base!r}, this store uses "
+            f"{store.settings.base_iri!r}; entity IRIs would not match",
+            code=ErrorCode.CONFLICT,
+        )
+    for node in described - with_blob:
+        _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
+                      DecodeError("no blob in graph oms:blobs; import a knowledge-only file as turtle"))  # fmt: skip
+        bad.add(node)
+    for node, state in existing_index.items():
+        if node not in bad:
+            _check_same_state(store, address_of(ox.NamedNode(node)), list(state))
+    report.added = sum(
+        1 for n, pre in known.items() if not pre and n not in bad and n in with_blob
+    )
+    skip_graphs = (OMS.current,)
+
+    def rows() -> Iterator[Item]:
+        with reopen() as raw:
+            for quad in _quads(raw, fmt, None):
+                s = quad.subject
+                if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
+                    if known.get(s.value) or s.value in bad:
+                        continue
+                elif s == OMS.settings or quad.graph_name in skip_graphs:
+                    continue
+                elif str(quad) in present:
+                    continue  # there before the import: never written, never removed
+                if isinstance(quad.object, ox.Triple):
+                    continue  # RDF 1.2 reifiers of the *12 views are derived, not stored
+                yield quad
+
+    yield rows
+
+
+@contextmanager
+def _plan_graph(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
+                skip: bool, progress: Progress, *, namespace: str | None,
+                confidence: float) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="oms-rdf-staging-") as tmp:
+        staging = ox.Store(tmp)  # on disk: the source may not fit in memory
+        with reopen() as raw:
+            try:
+                staging.bulk_load(
+                    _io.BufferedReader(_Counting(raw, progress)), format=fmt
+                )
+            except SyntaxError as exc:
+                raise DecodeError(
+                    f"not valid {fmt.name}: {exc}", path=_position(exc)
+                ) from None
+        ours = (
+            next(staging.quads_for_pattern(None, OMS.contentAddress, None), None)
+            is not None
+        )
+        created = now_ms()
+
+        def grains(check: bool) -> Iterator[Grain]:
+            # Records refused on the first pass were reported (or raised) there.
+            if ours:
+                return _staged_grains(staging, report, skip, check)
+            return _adopted(staging, report, skip, check, namespace=namespace,
+                            confidence=confidence, created=created)  # fmt: skip
+
+        fresh: set[str] = set()
+        for grain in grains(check=True):
+            if grain.address not in store:
+                fresh.add(grain.address)
+        report.added = len(fresh)
+        yield lambda: _grain_rows(store, _unique(grains(check=False), fresh))
+
+
+def _staged_grains(
+    staging: ox.Store, report: ImportReport, skip: bool, check: bool
+) -> Iterator[Grain]:
+    for quad in staging.quads_for_pattern(
+        None, OMS.contentAddress, None, ox.DefaultGraph()
+    ):
+        node = quad.subject
+        try:
+            yield quads_to_grain(
+                staging.quads_for_pattern(node, None, None, ox.DefaultGraph())
+            )
+        except OmsError as exc:
+            if check:
+                _fail_or_skip(report, skip, f"grain {_text(node)}", exc)
+
+
+def _adopted(staging: ox.Store, report: ImportReport, skip: bool, check: bool, *, namespace: str | None,
+             confidence: float, created: int) -> Iterator[Grain]:  # fmt: skip
+    """Beliefs from a foreign graph: one per triple, all made at import time."""
+    for i, quad in enumerate(staging.quads_for_pattern(None, None, None, None)):
+        fields: dict[str, Any] = {
+            "type": "belief",
+            "subject": _term_text(quad.subject),
+            "relation": quad.predicate.value,
+            "object": _term_text(quad.object),
+            "confidence": confidence,
+            "source_type": "imported",
+            "created_at": created,
+            "namespace": namespace,
+            "context": _term_context(quad.object) or None,
+        }
+        try:
+            yield Grain.from_dict(fields)
+        except OmsError as exc:
+            if check:
+                _fail_or_skip(report, skip, f"triple {i + 1}", exc)
+
+
+def _term_text(term: Any) -> str:
+    if isinstance(term, ox.BlankNode):
+        return f"_:{term.value}"
+    return str(term.value)
+
+
+def _term_context(term: Any) -> dict[str, Any]:
+    """What the object text alone does not say: an IRI, a datatype or a language."""
+    if isinstance(term, ox.NamedNode):
+        return {"rdf:object": "iri"}
+    if isinstance(term, ox.BlankNode):
+        return {"rdf:object": "blank node"}
+    if isinstance(term, ox.Literal):
+        if term.language:
+            return {"rdf:language": term.language}
+        if term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
+            return {"rdf:datatype": term.datatype.value}
+    return {}
