@@ -35,7 +35,7 @@ import pyoxigraph as ox
 
 import oms_rdf as oms
 from benchmarks.data import BASE_MS, beliefs
-from oms_rdf.codec import _compact, encode_fields
+from oms_rdf.codec.encoding import _compact, encode_fields
 from oms_rdf.schema import BELIEF
 
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}

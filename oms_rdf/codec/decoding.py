@@ -1,0 +1,169 @@
+"""Decoding a canonical blob, checks in the order of design §2."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from ..errors import (
+    DecodeError,
+    ErrorCode,
+    SchemaError,
+)
+from ..schema import (
+    CORE_TABLE,
+    GrainType,
+    type_for_byte,
+    type_for_name,
+)
+from .header import _UNREADABLE, HEADER_SIZE, Header, _sensitivity, read_header
+from .walk import _check_grain, _Walk
+
+
+def decode(blob: bytes, /) -> dict[str, Any]:
+    """Decode a canonical blob into a dict of full field names.
+
+    The checks run in a fixed order (design §2): length, version, well-formed
+    MessagePack with no trailing bytes, a map, unique keys and canonical form,
+    ``type`` present, header type byte matching the type string, sensitivity bits
+    not below the tags, then the type's field rules. Index-layer fields in a
+    foreign blob are tolerated. Unknown type bytes (0x0E-0xFF) decode as opaque
+    maps with only the core fields expanded.
+
+    Raises:
+        DecodeError: ERR_TOO_SHORT, ERR_VERSION, ERR_CORRUPT, ERR_NOT_MAP,
+            ERR_NO_TYPE, ERR_SENSITIVITY_MISMATCH, ERR_FLOAT_INVALID.
+        SchemaError: ERR_SCHEMA, ERR_EMPTY, ERR_RANGE, ERR_HASH_FORMAT,
+            ERR_HASH_LENGTH.
+    """
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise DecodeError(f"expected bytes, found {type(blob).__name__}")
+    blob = bytes(blob)
+    header = read_header(blob)
+    for flag, why in _UNREADABLE.items():
+        if header.flags & flag:
+            raise DecodeError(why, path="header[1]")
+    payload = blob[HEADER_SIZE:]
+    wire = _unpack(payload)
+    gtype = _decode_type(wire, header)
+    fields = _Walk(encoding=False).map(
+        wire, gtype.table if gtype else CORE_TABLE, "$", 1
+    )
+    required = _sensitivity(fields.get("structural_tags", ()))
+    if header.sensitivity < required:
+        raise DecodeError(
+            f"header sensitivity bits are {header.sensitivity:02b} but the structural "
+            f"tags require at least {required:02b}",
+            code=ErrorCode.SENSITIVITY_MISMATCH,
+            path="header[1]",
+        )
+    _check_grain(fields, gtype)
+    return fields
+
+
+def _unpack(payload: bytes) -> dict[str, Any]:
+    try:
+        wire = msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+    except msgpack.ExtraData as exc:
+        raise DecodeError(
+            f"payload has {len(exc.extra)} trailing bytes after the map",
+            path=f"payload[{len(payload) - len(exc.extra)}]",
+        ) from exc
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise DecodeError(f"payload is not valid MessagePack: {exc}") from exc
+    if not isinstance(wire, dict):
+        raise DecodeError(
+            f"payload must be a map, found {type(wire).__name__}",
+            code=ErrorCode.NOT_MAP,
+        )
+    try:
+        canonical = msgpack.packb(wire, use_bin_type=True) == payload
+    except (TypeError, ValueError, OverflowError):
+        canonical = False  # e.g. an ext type; _diagnose names it
+    if not canonical:
+        _diagnose(payload, wire)
+    keys = list(wire)
+    if keys != sorted(keys, key=str):
+        # Nested maps are checked by the walk; the top level is checked here so
+        # that key order is reported before the type checks (design §2 order).
+        raise DecodeError(f"payload keys not in canonical order: {keys} (spec §4.1)")
+    return wire
+
+
+def _diagnose(payload: bytes, wire: Any) -> None:
+    """Explain why a payload is not canonical, or return if only NaN bits differ."""
+    problems: list[tuple[str, str]] = []
+
+    def pairs_hook(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+        keys = [k for k, _ in pairs]
+        if len(set(map(repr, keys))) != len(keys):
+            dup = next(k for k in keys if keys.count(k) > 1)
+            problems.append((f"duplicate map key {dup!r}", "dup"))
+        elif all(isinstance(k, str) for k in keys) and keys != sorted(
+            keys, key=lambda k: k.encode()
+        ):
+            problems.append((f"map keys not in canonical order: {keys}", "order"))
+        return dict(pairs)
+
+    msgpack.unpackb(
+        payload, raw=False, strict_map_key=False, object_pairs_hook=pairs_hook
+    )
+    for message, kind in problems:
+        if kind == "dup":
+            raise DecodeError(message)
+    if problems:
+        raise DecodeError(
+            problems[0][0] + " (keys sort by their UTF-8 bytes, spec §4.1)"
+        )
+    if _has_nan(wire):
+        return  # NaN has many bit patterns; ERR_FLOAT_INVALID is reported later
+    try:
+        again = msgpack.packb(wire, use_bin_type=True)
+    except (TypeError, ValueError) as exc:
+        raise DecodeError(
+            f"payload holds a value outside the OMS data model: {exc}"
+        ) from exc
+    at = next(
+        (i for i, (a, b) in enumerate(zip(payload, again, strict=False)) if a != b), 0
+    )
+    raise DecodeError(
+        "payload is not canonical MessagePack: integers and lengths must take their "
+        "smallest form and floats float64 (spec §4.2-4.3); re-encoding differs at "
+        f"payload byte {at}",
+        path=f"payload[{at}]",
+    )
+
+
+def _has_nan(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return False
+
+
+def _decode_type(wire: Mapping[str, Any], header: Header) -> GrainType | None:
+    if "t" not in wire:
+        raise DecodeError(
+            "payload has no type key 't'", code=ErrorCode.NO_TYPE, path="$.type"
+        )
+    name = wire["t"]
+    if not isinstance(name, str):
+        raise SchemaError(
+            f"'type' must be text, found {type(name).__name__}", path="$.type"
+        )
+    gtype = type_for_name(name)
+    by_byte = type_for_byte(header.type_byte)
+    if gtype is not by_byte:
+        expected = f"0x{gtype.byte:02x}" if gtype else "0x0e-0xff"
+        raise DecodeError(
+            f"header type byte 0x{header.type_byte:02x} does not match type {name!r} "
+            f"(expected {expected})",
+            path="header[2]",
+        )
+    return gtype

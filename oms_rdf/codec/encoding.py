@@ -1,0 +1,144 @@
+"""Encoding a grain given by full field names as a canonical blob."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from ..errors import (
+    EncodeError,
+    ErrorCode,
+    SchemaError,
+)
+from ..schema import (
+    CORE_TABLE,
+    INDEX_FIELDS,
+    TRIGGER,
+    GrainType,
+    Kind,
+    Table,
+    type_for_name,
+)
+from .header import header_for
+from .walk import _check_grain, _Walk
+
+
+def encode(
+    grain: Mapping[str, Any], /, *, type_byte: int | None = None, signed: bool = False
+) -> bytes:
+    """Encode a grain given with full field names as a canonical blob.
+
+    Args:
+        grain: the grain's fields by full name; ``type`` is required. Unknown keys
+            are kept as given. ``datetime`` values of time fields are converted
+            to epoch milliseconds; ints given for float64 fields become floats.
+        type_byte: the header type byte for a type string this codec does not know
+            (0x0E-0xFF, application-defined); only core fields are compacted then.
+        signed: set header flag bit 0: the blob will travel inside a COSE_Sign1
+            envelope (:func:`oms_rdf.signing.sign`), and only so (spec §9.2).
+
+    Returns:
+        The blob: 9-byte header + canonical MessagePack payload.
+
+    Raises:
+        DecodeError: never. EncodeError: ERR_NO_TYPE, ERR_UNKNOWN_TYPE,
+            ERR_FLOAT_INVALID, ERR_CORRUPT (BOM, nesting deeper than 32), or a
+            value MessagePack cannot carry. SchemaError: ERR_SCHEMA, ERR_EMPTY,
+            ERR_RANGE, ERR_HASH_FORMAT, ERR_HASH_LENGTH for a field that breaks
+            its type's rules, or an index-layer field.
+    """
+    return encode_fields(grain, type_byte=type_byte, signed=signed)[0]
+
+
+def encode_fields(
+    grain: Mapping[str, Any],
+    /,
+    *,
+    type_byte: int | None = None,
+    signed: bool = False,
+    foreign: bool = False,
+) -> tuple[bytes, dict[str, Any]]:
+    """Encode like :func:`encode`; also return the canonical fields by full name.
+
+    ``foreign=True`` re-encodes what another writer wrote: index-layer fields are
+    then kept as the blob had them, instead of being refused.
+    """
+    if not isinstance(grain, Mapping):
+        raise EncodeError(f"expected a mapping of fields, found {type(grain).__name__}")
+    gtype, byte = _encode_type(grain, type_byte)
+    table = gtype.table if gtype is not None else CORE_TABLE
+    for name in () if foreign else INDEX_FIELDS.keys() & grain.keys():
+        if grain[name] is not None:
+            raise SchemaError(
+                f"{name!r} is an index-layer field, kept by the store beside the blob "
+                f"and never written into it; use {INDEX_FIELDS[name]}",
+                path=f"$.{name}",
+            )
+    if gtype is TRIGGER and grain.get("enabled") is None:
+        # §6.14: `enabled` is always emitted, deliberately unlike other defaults.
+        grain = {**grain, "enabled": True}
+    fields = _Walk(encoding=True).map(grain, table, "$", 1)
+    _check_grain(fields, gtype)
+    wire = _compact(fields, table)
+    try:
+        payload: bytes = msgpack.packb(wire, use_bin_type=True)
+    except (
+        OverflowError,
+        ValueError,
+        TypeError,
+    ) as exc:  # pragma: no cover - walk checks first
+        raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
+    return header_for(fields, byte, signed=signed) + payload, fields
+
+
+def _encode_type(
+    grain: Mapping[str, Any], type_byte: int | None
+) -> tuple[GrainType | None, int]:
+    name = grain.get("type")
+    if name is None:
+        raise EncodeError(
+            "a grain needs a 'type' field", code=ErrorCode.NO_TYPE, path="$.type"
+        )
+    if not isinstance(name, str):
+        raise SchemaError(
+            f"'type' must be text, found {type(name).__name__}", path="$.type"
+        )
+    gtype = type_for_name(unicodedata.normalize("NFC", name))
+    if gtype is not None:
+        if type_byte is not None and type_byte != gtype.byte:
+            raise EncodeError(
+                f"type {name!r} has type byte 0x{gtype.byte:02x}, not 0x{type_byte:02x}",
+                code=ErrorCode.CORRUPT,
+                path="$.type",
+            )
+        return gtype, gtype.byte
+    if type_byte is None or not 0x0E <= type_byte <= 0xFF:
+        raise EncodeError(
+            f"unknown grain type {name!r}; known types are the OMS type strings, or "
+            "pass type_byte=0x0E..0xFF for an application-defined type",
+            code=ErrorCode.UNKNOWN_TYPE,
+            path="$.type",
+        )
+    return None, type_byte
+
+
+def _compact(fields: Mapping[str, Any], table: Table) -> dict[str, Any]:
+    """Replace full names by short keys (recursing into nested field maps), sorted."""
+    out: dict[str, Any] = {}
+    by_full = table.by_full
+    for key, value in fields.items():
+        f = by_full.get(key)
+        if f is None:
+            out[key] = value  # unknown field: kept as given (already canonical)
+            continue
+        nested = f.nested
+        if nested is not None:
+            if f.kind is Kind.MAPS:
+                value = [_compact(v, nested) for v in value]
+            else:
+                value = _compact(value, nested)
+        out[f.short] = value
+    return dict(sorted(out.items()))

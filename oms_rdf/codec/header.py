@@ -1,0 +1,189 @@
+"""The 9-byte header, content addresses and their checks."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from ..errors import (
+    DecodeError,
+    ErrorCode,
+    IntegrityError,
+)
+
+VERSION = 0x01
+
+
+HEADER_SIZE = 9
+
+
+MIN_BLOB = HEADER_SIZE + 1  # header + empty map
+
+
+DEFAULT_NAMESPACE = "shared"  # hashed into the header when `namespace` is absent
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+FLAG_SIGNED = 0x01
+
+
+FLAG_ENCRYPTED = 0x02
+
+
+FLAG_COMPRESSED = 0x04
+
+
+FLAG_CONTENT_REFS = 0x08
+
+
+FLAG_EMBEDDING_REFS = 0x10
+
+
+FLAG_CBOR = 0x20
+
+
+_UNREADABLE = {
+    FLAG_ENCRYPTED: "an encrypted payload (flag bit 1) needs the key; decrypt it first",
+    FLAG_COMPRESSED: "a zstd-compressed payload (flag bit 2) is not supported",
+    FLAG_CBOR: "a CBOR payload (flag bit 5) is not supported; only MessagePack",
+}
+
+
+# Tag prefix -> minimum sensitivity level in header bits 6-7 (spec §13).
+_TAG_LEVELS = {"phi:": 3, "pii:": 2, "sec:": 2, "legal:": 2, "reg:": 1}
+
+
+class Header(NamedTuple):
+    """The nine header bytes of a blob, unpacked."""
+
+    version: int
+    flags: int
+    type_byte: int
+    ns_hash: int
+    created_sec: int
+
+    @property
+    def sensitivity(self) -> int:
+        """The two-bit sensitivity level: 0 public, 1 internal, 2 PII, 3 PHI."""
+        return (self.flags >> 6) & 3
+
+
+def read_header(blob: bytes, /) -> Header:
+    """Unpack the header of a blob, checking its length and version.
+
+    Raises:
+        DecodeError: ERR_TOO_SHORT under 10 bytes; ERR_VERSION if byte 0 is not 0x01.
+
+    >>> read_header(bytes.fromhex("010001a4d26968baa080")).created_sec
+    1768471200
+    """
+    if len(blob) < MIN_BLOB:
+        raise DecodeError(
+            f"blob has {len(blob)} bytes; a grain needs at least {MIN_BLOB} "
+            "(9-byte header + payload map)",
+            code=ErrorCode.TOO_SHORT,
+        )
+    if blob[0] != VERSION:
+        raise DecodeError(
+            f"blob version byte is 0x{blob[0]:02x}; this reader supports 0x01",
+            code=ErrorCode.VERSION,
+            path="header[0]",
+        )
+    return Header(
+        blob[0], blob[1], blob[2], int.from_bytes(blob[3:5]), int.from_bytes(blob[5:9])
+    )
+
+
+def content_address(blob: bytes, /) -> str:
+    """Return the content address of a blob: lowercase hex SHA-256 of all its bytes.
+
+    Raises:
+        DecodeError: ERR_TOO_SHORT or ERR_VERSION when ``blob`` is no grain blob.
+
+    >>> blob = bytes.fromhex("010001a4d26968baa080")
+    >>> content_address(blob) == hashlib.sha256(blob).hexdigest()
+    True
+    """
+    read_header(blob)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def check_address(address: object, /, *, path: str = "address") -> str:
+    """Return ``address`` if it is 64 lowercase hex digits, else raise.
+
+    Raises:
+        IntegrityError: ERR_HASH_LENGTH for a wrong length, ERR_HASH_FORMAT otherwise.
+    """
+    if not isinstance(address, str):
+        raise IntegrityError(
+            f"expected a content address string, found {type(address).__name__}",
+            code=ErrorCode.HASH_FORMAT,
+            path=path,
+        )
+    if len(address) != 64:
+        raise IntegrityError(
+            f"a content address has 64 hex digits; found {len(address)} in {address!r}",
+            code=ErrorCode.HASH_LENGTH,
+            path=path,
+        )
+    if not _HEX.issuperset(address):
+        raise IntegrityError(
+            f"a content address is lowercase hex; found {address!r}",
+            code=ErrorCode.HASH_FORMAT,
+            path=path,
+        )
+    return address
+
+
+def verify(blob: bytes, address: str, /) -> None:
+    """Check that ``address`` is the content address of ``blob`` (constant-time).
+
+    Raises:
+        IntegrityError: ERR_HASH_LENGTH / ERR_HASH_FORMAT for a malformed address,
+            ERR_INTEGRITY when the blob does not hash to it.
+        DecodeError: ERR_TOO_SHORT / ERR_VERSION when ``blob`` is no grain blob.
+    """
+    check_address(address)
+    actual = content_address(blob)
+    if not hmac.compare_digest(actual, address):
+        raise IntegrityError(
+            f"blob hashes to {actual}, expected {address}", code=ErrorCode.INTEGRITY
+        )
+
+
+@lru_cache(maxsize=4096)
+def _ns_hash(namespace: str) -> bytes:
+    return hashlib.sha256(namespace.encode()).digest()[:2]
+
+
+def _sensitivity(tags: Any) -> int:
+    level = 0
+    for tag in tags:
+        if isinstance(tag, str):
+            for prefix, tag_level in _TAG_LEVELS.items():
+                if tag.startswith(prefix) and tag_level > level:
+                    level = tag_level
+    return level
+
+
+def header_for(
+    fields: Mapping[str, Any], type_byte: int, *, signed: bool = False
+) -> bytes:
+    """Return the header this encoder derives for canonical ``fields``."""
+    flags = FLAG_SIGNED if signed else 0
+    if fields.get("content_refs"):
+        flags |= FLAG_CONTENT_REFS
+    if fields.get("embedding_refs"):
+        flags |= FLAG_EMBEDDING_REFS
+    tags = fields.get("structural_tags")
+    if tags:
+        flags |= _sensitivity(tags) << 6
+    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
+    ns = _ns_hash(namespace if isinstance(namespace, str) else DEFAULT_NAMESPACE)
+    seconds: int = fields["created_at"] // 1000
+    return bytes((VERSION, flags, type_byte)) + ns + seconds.to_bytes(4)

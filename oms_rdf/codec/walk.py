@@ -1,0 +1,421 @@
+"""The walk that checks (and, when encoding, canonicalises) every value by its kind."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import (
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    IntegrityError,
+    OmsError,
+    SchemaError,
+)
+from ..schema import (
+    Field,
+    GrainType,
+    Kind,
+    Table,
+)
+from .header import check_address
+
+MAX_DEPTH = 32  # spec §4: the "extended" profile's nesting limit
+
+
+BOM = "\ufeff"
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+MS = timedelta(milliseconds=1)
+
+
+_INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
+
+
+_U32_MAX = 2**32 - 1
+
+
+_TIME_LOW, _TIME_HIGH = 0, _U32_MAX * 1000  # epoch ms every time field may hold
+
+
+_SCHEMA_CODES = frozenset(
+    {
+        ErrorCode.SCHEMA,
+        ErrorCode.EMPTY,
+        ErrorCode.RANGE,
+        ErrorCode.HASH_FORMAT,
+        ErrorCode.HASH_LENGTH,
+    }
+)
+
+
+def canonical_value(value: Any, /) -> Any:
+    """Return a value in canonical form (NFC text, sorted maps, no null entries).
+
+    Raises:
+        EncodeError, SchemaError: as :func:`encode` for the same value in a field.
+    """
+    return _Walk(encoding=True).value(value, "$", 1)
+
+
+class _Walk:
+    """Walks a grain map in one direction, checking every value against its kind.
+
+    Encoding converts (NFC, datetimes, ints for float64 fields, tuples) and drops
+    nulls; decoding only checks, because the bytes were already proven canonical.
+    """
+
+    __slots__ = ("encoding",)
+
+    def __init__(self, *, encoding: bool) -> None:
+        self.encoding = encoding
+
+    def fail(self, msg: str, path: str, code: ErrorCode = ErrorCode.SCHEMA) -> OmsError:
+        if code in _SCHEMA_CODES:
+            return SchemaError(msg, code=code, path=path)
+        cls = EncodeError if self.encoding else DecodeError
+        return cls(msg, code=code, path=path)
+
+    def text(self, value: str, path: str) -> str:
+        if value.isascii():
+            return value
+        if value.startswith(BOM):
+            raise self.fail(
+                "text starts with a byte-order mark (U+FEFF)", path, ErrorCode.CORRUPT
+            )
+        if self.encoding:
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise self.fail(
+                    "text holds a lone surrogate and is not valid Unicode",
+                    path,
+                    ErrorCode.CORRUPT,
+                ) from None
+            return unicodedata.normalize("NFC", value)
+        if not unicodedata.is_normalized("NFC", value):
+            raise self.fail(
+                "text is not NFC-normalised (spec §4.4)", path, ErrorCode.CORRUPT
+            )
+        return value
+
+    def map(
+        self, src: Mapping[Any, Any], table: Table | None, path: str, depth: int
+    ) -> dict[str, Any]:
+        """Return the full-name form of a map, every value checked by its kind."""
+        if depth > MAX_DEPTH:
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
+        out: dict[str, Any] = {}
+        encoding = self.encoding
+        previous = ""
+        for key, value in src.items():
+            if type(key) is not str:
+                raise self.fail(
+                    f"map keys are text; found {type(key).__name__} {key!r}",
+                    path,
+                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+                )
+            if not encoding:
+                if key < previous:
+                    raise self.fail(
+                        f"map keys not in canonical order: {key!r} after {previous!r} "
+                        "(keys sort by their UTF-8 bytes, spec §4.1)",
+                        path,
+                        ErrorCode.CORRUPT,
+                    )
+                previous = key
+            if value is None:
+                if encoding:
+                    continue  # spec §4.5: null entries are omitted
+                raise self.fail(
+                    "null map value: canonical form omits nulls",
+                    f"{path}.{key}",
+                    ErrorCode.CORRUPT,
+                )
+            if not key.isascii():
+                key = self.text(key, path)
+            f: Field | None = None
+            name = key
+            if table is not None:
+                if encoding:
+                    f = table.by_full.get(key)
+                    if f is None and key in table.by_short:
+                        full = table.by_short[key].full
+                        raise self.fail(
+                            f"{key!r} is the short key of {full!r}; give fields by full name",
+                            f"{path}.{key}",
+                        )
+                else:
+                    f = table.by_short.get(key)
+                    if f is None and key in table.by_full:
+                        raise self.fail(
+                            f"full name {key!r} used as a key on the wire; expected its "
+                            f"short key {table.by_full[key].short!r}",
+                            f"{path}.{key}",
+                            ErrorCode.CORRUPT,
+                        )
+                    if f is not None:
+                        name = f.full
+            if name in out:
+                raise self.fail(
+                    f"key {name!r} appears twice (after NFC normalisation)",
+                    path,
+                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+                )
+            # Fast paths for the common, valid cases; anything else takes the full
+            # check, which builds the path and raises with it.
+            t = type(value)
+            if f is not None:
+                kind = f.kind
+                if kind is Kind.STR and t is str and value.isascii():
+                    out[name] = value
+                    continue
+                if kind is Kind.UNIT and t is float and 0.0 <= value <= 1.0:
+                    out[name] = value
+                    continue
+                if kind is Kind.TIME and t is int and _TIME_LOW <= value <= _TIME_HIGH:
+                    out[name] = value  # within u32 seconds: valid for created_at too
+                    continue
+                out[name] = self.kind(f, value, f"{path}.{name}", depth)
+            elif t is str and value.isascii():
+                out[name] = value
+            else:
+                out[name] = self.value(value, f"{path}.{name}", depth)
+        if table is not None:
+            self.table_rules(out, table, path)
+        elif encoding:
+            # Maps without a field map keep their keys; sort them here (code-point
+            # order of str is the UTF-8 byte order the spec asks for).
+            return dict(sorted(out.items()))
+        return out
+
+    def table_rules(self, out: Mapping[str, Any], table: Table, path: str) -> None:
+        # A disclosed view (spec §10) may elide a required field: its hash stands in.
+        elided = out.get("_elided")
+        hidden = elided.keys() if isinstance(elided, Mapping) else ()
+        for name in table.required:
+            if name not in out:
+                if name in hidden:
+                    continue
+                raise self.fail(f"missing required field {name!r}", f"{path}.{name}")
+            if out[name] == "":
+                raise self.fail(
+                    f"required field {name!r} is empty",
+                    f"{path}.{name}",
+                    ErrorCode.EMPTY,
+                )
+        for name, allowed in table.enums.items():
+            if name in out and out[name] not in allowed:
+                raise self.fail(
+                    f"{name} must be one of {sorted(allowed)}; found {out[name]!r}",
+                    f"{path}.{name}",
+                )
+        if table.check is not None:
+            table.check(out, path)
+
+    def value(self, value: Any, path: str, depth: int) -> Any:
+        """Check (and when encoding, convert) a value of no declared kind."""
+        t = type(value)
+        if t is str:
+            return self.text(value, path)
+        if t is bool:
+            return value
+        if t is int:
+            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+        if t is float:
+            return self.finite(value, path)
+        if t is dict:
+            return self.map(value, None, path, depth + 1)
+        if t is list or (self.encoding and t is tuple):
+            return self.array(value, path, depth)
+        if t is bytes:
+            return value
+        if self.encoding:
+            if t is bytearray or t is memoryview:
+                return bytes(value)
+            if value is None:
+                return None  # null inside an array: kept, arrays are never reshaped
+            if isinstance(value, Mapping):
+                return self.map(value, None, path, depth + 1)
+            if isinstance(value, datetime):
+                raise self.fail(
+                    "a datetime is converted only in time fields (created_at, valid_from, "
+                    "...); give epoch milliseconds here",
+                    path,
+                )
+            raise self.fail(
+                f"cannot encode a {t.__name__} value; MessagePack carries text, numbers, "
+                "booleans, bytes, arrays and maps",
+                path,
+            )
+        if value is None:
+            return None
+        raise self.fail(
+            f"{t.__name__} values are outside the OMS data model",
+            path,
+            ErrorCode.CORRUPT,
+        )
+
+    def array(self, value: Any, path: str, depth: int) -> list[Any]:
+        if depth + 1 > MAX_DEPTH:
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
+        return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+
+    def integer(self, value: int, path: str, low: int, high: int) -> int:
+        if not low <= value <= high:
+            raise self.fail(
+                f"integer {value} outside [{low}, {high}]", path, ErrorCode.RANGE
+            )
+        return value
+
+    def finite(self, value: float, path: str) -> float:
+        if math.isnan(value) or math.isinf(value):
+            raise self.fail(
+                f"{value} is not allowed; floats must be finite",
+                path,
+                ErrorCode.FLOAT_INVALID,
+            )
+        return value
+
+    def number(self, value: Any, path: str) -> float:
+        t = type(value)
+        if t is float:
+            return self.finite(value, path)
+        if t is int:
+            if self.encoding:
+                return float(value)
+            raise self.fail(
+                "a float64 field is stored as an integer; canonical form writes float64 "
+                "(spec §4.3)",
+                path,
+                ErrorCode.CORRUPT,
+            )
+        raise self.fail(f"expected a number, found {t.__name__}", path)
+
+    def kind(self, f: Field, value: Any, path: str, depth: int) -> Any:
+        kind = f.kind
+        t = type(value)
+        if kind is Kind.STR:
+            if t is not str:
+                raise self.fail(f"expected text, found {t.__name__}", path)
+            return self.text(value, path)
+        if kind is Kind.UNIT or kind is Kind.FLOAT or kind is Kind.NONNEG:
+            number = self.number(value, path)
+            if kind is Kind.UNIT and not 0.0 <= number <= 1.0:
+                raise self.fail(f"{number} outside [0.0, 1.0]", path, ErrorCode.RANGE)
+            if kind is Kind.NONNEG and number < 0.0:
+                raise self.fail(f"{number} is negative", path, ErrorCode.RANGE)
+            return number
+        if kind is Kind.TIME:
+            if self.encoding and isinstance(value, datetime):
+                if value.tzinfo is None:
+                    raise self.fail(
+                        "a naive datetime has no time zone; give an aware one", path
+                    )
+                value = (value - EPOCH) // MS
+            elif t is not int:
+                raise self.fail(
+                    f"expected epoch milliseconds (int), found {t.__name__}", path
+                )
+            if f.full == "created_at" and not 0 <= value // 1000 <= _U32_MAX:
+                raise self.fail(
+                    f"created_at {value} ms is outside the header's u32 seconds (1970-2106)",
+                    path,
+                    ErrorCode.RANGE,
+                )
+            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+        if kind is Kind.INT or kind is Kind.COUNT or kind is Kind.BYTE:
+            if t is not int:
+                raise self.fail(f"expected an integer, found {t.__name__}", path)
+            if kind is Kind.COUNT and value < 0:
+                raise self.fail(f"count {value} is negative", path, ErrorCode.RANGE)
+            if kind is Kind.BYTE:
+                return self.integer(value, path, 0, 255)
+            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+        if kind is Kind.BOOL:
+            if t is not bool:
+                raise self.fail(f"expected a boolean, found {t.__name__}", path)
+            return value
+        if kind is Kind.ADDR:
+            if t is not str:
+                raise self.fail(f"expected a content address, found {t.__name__}", path)
+            try:
+                return check_address(value, path=path)
+            except IntegrityError as exc:
+                raise self.fail(exc.message, path, exc.code) from None
+        if kind is Kind.OBJECT:
+            if t is str:
+                return self.text(value, path)
+            if t is dict or isinstance(value, Mapping):
+                return self.map(value, None, path, depth + 1)
+            raise self.fail(f"expected text or a map, found {t.__name__}", path)
+        if kind is Kind.MAP:
+            if not isinstance(value, Mapping):
+                raise self.fail(f"expected a map, found {t.__name__}", path)
+            return self.map(value, f.nested, path, depth + 1)
+        if kind is Kind.ANY:
+            return self.value(value, path, depth)
+        # The array kinds.
+        if not (t is list or (self.encoding and t is tuple)):
+            raise self.fail(f"expected an array, found {t.__name__}", path)
+        if depth + 1 > MAX_DEPTH:
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
+            )
+        element = _ELEMENT[kind]
+        if element is None:  # LIST
+            return self.array(value, path, depth)
+        if kind is Kind.MAPS:
+            out = []
+            for i, item in enumerate(value):
+                if not isinstance(item, Mapping):
+                    raise self.fail(
+                        f"expected a map, found {type(item).__name__}", f"{path}[{i}]"
+                    )
+                out.append(self.map(item, f.nested, f"{path}[{i}]", depth + 2))
+            return out
+        item_field = Field(f.full, f.short, element)
+        return [
+            self.kind(item_field, v, f"{path}[{i}]", depth + 1)
+            for i, v in enumerate(value)
+        ]
+
+
+_ELEMENT: Mapping[Kind, Kind | None] = {
+    Kind.STRS: Kind.STR,
+    Kind.ADDRS: Kind.ADDR,
+    Kind.BYTES_LIST: Kind.BYTE,
+    Kind.MAPS: Kind.MAP,
+    Kind.LIST: None,
+}
+
+
+def _check_grain(fields: Mapping[str, Any], gtype: GrainType | None) -> None:
+    """Cross-field rules of the grain as a whole."""
+    if gtype is None:
+        if "created_at" not in fields:
+            raise SchemaError(
+                "missing required field 'created_at'", path="$.created_at"
+            )
+        return
+    start, end = fields.get("valid_from"), fields.get("valid_to")
+    if start is not None and end is not None and end < start:
+        raise SchemaError(
+            f"valid_to {end} is before valid_from {start}; a valid interval is "
+            "[valid_from, valid_to)",
+            code=ErrorCode.RANGE,
+            path="$.valid_to",
+        )
+    for rule in gtype.rules:
+        rule(fields)
