@@ -135,21 +135,23 @@ class Questions(StoreBase):
         """The grains of the solutions, oldest system time (``?sf``) first."""
         # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
         rows = sorted(
-            (literal_value(row["sf"]), address_of(row["g"])) for row in solutions
+            (literal_value(row["sf"]), address_of(row["g"]), row["blob"])
+            for row in solutions
         )
-        return [self.get(address) for _, address in rows]
+        return [self._grain_of(address, blob) for _, address, blob in rows]
 
     def _grains(self, solutions: QuerySolutions) -> list[Grain]:
         """The grains of query solutions; a projected ``?blob`` spares a lookup."""
-        grains = []
         names = {v.value for v in solutions.variables}
-        for row in solutions:
-            address = address_of(row["g"])
-            blob = row["blob"] if "blob" in names else None
-            if blob is None or address in self._cache:
-                grains.append(self.get(address))
-            else:
-                grains.append(
-                    self._remember(Grain.stored(base64.b64decode(blob.value), address))
-                )
-        return grains
+        return [
+            self._grain_of(
+                address_of(row["g"]), row["blob"] if "blob" in names else None
+            )
+            for row in solutions
+        ]
+
+    def _grain_of(self, address: str, blob: Any) -> Grain:
+        """A grain from a query row: its projected blob spares a lookup."""
+        if blob is None or address in self._cache:
+            return self.get(address)
+        return self._remember(Grain.stored(base64.b64decode(blob.value), address))
