@@ -117,6 +117,15 @@ class _Walk:
         out: dict[str, Any] = {}
         encoding = self.encoding
         previous = ""
+        # Encoding takes full names, decoding short keys; the other map catches a
+        # key given in the wrong form.
+        names = other = None
+        if table is not None:
+            names, other = (
+                (table.by_full, table.by_short)
+                if encoding
+                else (table.by_short, table.by_full)
+            )
         for key, value in src.items():
             if type(key) is not str:
                 raise self.fail(
@@ -143,34 +152,25 @@ class _Walk:
                 )
             if not key.isascii():
                 key = self.text(key, path)
+                # Only NFC can make two keys one: the source's keys are distinct,
+                # and the field map is a bijection.
+                if key in out or (
+                    names is not None and key in names and names[key].full in out
+                ):
+                    raise self.fail(
+                        f"key {key!r} appears twice (after NFC normalisation)",
+                        path,
+                        ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+                    )
             f: Field | None = None
             name = key
-            if table is not None:
-                if encoding:
-                    f = table.by_full.get(key)
-                    if f is None and key in table.by_short:
-                        full = table.by_short[key].full
-                        raise self.fail(
-                            f"{key!r} is the short key of {full!r}; give fields by full name",
-                            f"{path}.{key}",
-                        )
+            if names is not None and other is not None:
+                f = names.get(key)
+                if f is None:
+                    if key in other:
+                        raise self._wrong_form(key, other[key], path)
                 else:
-                    f = table.by_short.get(key)
-                    if f is None and key in table.by_full:
-                        raise self.fail(
-                            f"full name {key!r} used as a key on the wire; expected its "
-                            f"short key {table.by_full[key].short!r}",
-                            f"{path}.{key}",
-                            ErrorCode.CORRUPT,
-                        )
-                    if f is not None:
-                        name = f.full
-            if name in out:
-                raise self.fail(
-                    f"key {name!r} appears twice (after NFC normalisation)",
-                    path,
-                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
-                )
+                    name = f.full
             # Fast paths for the common, valid cases; anything else takes the full
             # check, which builds the path and raises with it.
             t = type(value)
@@ -197,6 +197,18 @@ class _Walk:
             # order of str is the UTF-8 byte order the spec asks for).
             return dict(sorted(out.items()))
         return out
+
+    def _wrong_form(self, key: str, f: Field, path: str) -> OmsError:
+        if self.encoding:
+            return self.fail(
+                f"{key!r} is the short key of {f.full!r}; give fields by full name",
+                f"{path}.{key}",
+            )
+        return self.fail(
+            f"full name {key!r} used as a key on the wire; expected its short key {f.short!r}",
+            f"{path}.{key}",
+            ErrorCode.CORRUPT,
+        )
 
     def table_rules(self, out: Mapping[str, Any], table: Table, path: str) -> None:
         # A disclosed view (spec §10) may elide a required field: its hash stands in.
