@@ -76,11 +76,18 @@ def _time(value: str | None) -> int | datetime | None:
 
 
 def _grains_from(source: str) -> list[Any]:
-    """Read grains from a blob file, a JSON object or array, or JSON Lines."""
+    """Read grains from a blob or COSE envelope file, a JSON object or array, or JSON Lines."""
     data = _read(source)
-    if data[:1] == b"\x01":
+    if data[:1] == b"\x01" or is_envelope(data):
         return [data]
-    text = data.decode("utf-8", errors="strict")
+    try:
+        text = data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"{source} is neither a blob (first byte 0x01), a COSE envelope, JSON nor "
+            f"JSON Lines: byte {exc.start} is not UTF-8",
+            path=source,
+        ) from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
@@ -444,7 +451,11 @@ def keygen_cmd(output: str, seed: str | None) -> None:
 
         oms-rdf keygen -o agent.key
     """
-    key = generate_key(bytes.fromhex(seed) if seed else None)
+    try:
+        raw = bytes.fromhex(seed) if seed else None
+    except ValueError:
+        raise click.BadParameter("64 hex digits", param_hint="--seed") from None
+    key = generate_key(raw)
     path = Path(output)
     path.touch(mode=0o600)
     path.write_text(key.private_bytes().hex() + "\n")
@@ -491,7 +502,12 @@ def verify_signature_cmd(source: str) -> None:
     """
     data = _read(source)
     if not is_envelope(data):
-        data = bytes.fromhex(data.decode("ascii", "replace").strip())
+        try:
+            data = bytes.fromhex(data.decode("ascii", "replace").strip())
+        except ValueError:
+            raise SignatureError(
+                f"{source} is neither a COSE_Sign1 envelope nor its hex", path=source
+            ) from None
     blob, did = verify_signed(data)
     click.echo(f"ok {content_address(blob)} signed by {did}")
 

@@ -207,3 +207,18 @@ def test_evidence_and_revise(tmp_path: Path) -> None:
     forced = run("--store", db, "revise", address, str(new), "--force", "--by", "did:key:zAdmin",
                  "--authorized", "did:key:zAdmin")  # fmt: skip
     assert len(forced.output.strip()) == 64
+
+
+def test_put_accepts_envelopes_and_refuses_junk(tmp_path: Path) -> None:
+    from oms_rdf import signing
+
+    key = signing.generate_key(seed=bytes(32))
+    grain = oms.Belief("a", "b", "c", 0.5, created_at=0, signed=True)
+    envelope = tmp_path / "g.cose"
+    envelope.write_bytes(signing.sign(grain.blob, key))
+    db = str(tmp_path / "db")
+    assert run("--store", db, "put", str(envelope)).output.strip() == grain.address
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\xff\xfe\x00garbage")
+    result = CliRunner().invoke(cli, ["--store", db, "put", str(junk)])
+    assert result.exit_code == 1 and result.stderr.startswith("error: ERR_CORRUPT: ")
