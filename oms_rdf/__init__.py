@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .codec import content_address, decode, encode, verify
 from .errors import (
+    ConflictWarning,
     DecodeError,
     EncodeError,
     ErrorCode,
@@ -18,19 +19,22 @@ from .errors import (
     OmsError,
     PolicyError,
     SchemaError,
+    SignatureError,
     StoreError,
 )
 from .grain import Belief, Grain
 from .mapping import MappingSettings, grain_to_quads, quads_to_grain
-from .store import GrainStore, IndexState
+from .store import EvidenceResult, GrainStore, IndexState
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Belief",
+    "ConflictWarning",
     "DecodeError",
     "EncodeError",
     "ErrorCode",
+    "EvidenceResult",
     "Grain",
     "GrainStore",
     "IndexState",
@@ -40,6 +44,7 @@ __all__ = [
     "OmsError",
     "PolicyError",
     "SchemaError",
+    "SignatureError",
     "StoreError",
     "__version__",
     "content_address",
