@@ -229,3 +229,12 @@ def test_foreign_blob_with_index_fields_round_trips() -> None:
     assert (
         store.status(grain).superseded_by is None
     )  # the blob's field is not index state
+
+
+def test_put_many_with_a_progress_bar(capsys: Any) -> None:
+    store = oms.GrainStore()
+    grains = [oms.Belief("p", "r", str(i), 0.5, created_at=i) for i in range(30)]
+    assert store.put_many(grains, progress=True) == [g.address for g in grains]
+    captured = capsys.readouterr()
+    assert captured.out == ""  # the bar never writes to stdout
+    assert len(store) == 30

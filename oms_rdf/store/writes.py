@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TypeVar
 
 from pyoxigraph import Literal, Quad, Variable
 
@@ -17,6 +20,7 @@ from ._common import _QUERIES, GrainLike, Signature, _row, _rows, update_request
 from .revising import Revising
 
 CONSENT_BYTE = 0x0A
+T = TypeVar("T")
 
 
 class Writes(Revising):
@@ -91,20 +95,18 @@ class Writes(Revising):
                 seen.add(grain.address)
                 fresh.append((grain, signature))
             batch = {g.address: g for g, _ in fresh}
-            iterator: Iterable[tuple[Grain, Signature | None]] = fresh
-            if progress:
-                import click
-
-                iterator = click.progressbar(fresh, label="mapping grains", file=None)
             earlier: list[Grain] = []
-            for grain, signature in iterator:
-                self._check_put(grain, batch)
-                rows.extend(self._new_rows(grain, signature))
-                if self.functional_relations or grain.type_byte == CONSENT_BYTE:
-                    removed, added = self._dispute(grain, self._rivals(grain, earlier))
-                    delete += removed
-                    extra += added + self._withdrawal(grain)
-                    earlier.append(grain)
+            with _progress(fresh, progress) as iterator:
+                for grain, signature in iterator:
+                    self._check_put(grain, batch)
+                    rows.extend(self._new_rows(grain, signature))
+                    if self.functional_relations or grain.type_byte == CONSENT_BYTE:
+                        removed, added = self._dispute(
+                            grain, self._rivals(grain, earlier)
+                        )
+                        delete += removed
+                        extra += added + self._withdrawal(grain)
+                        earlier.append(grain)
             rows += _rows(self._audit("put_many", count=len(fresh)))
             if extra:
                 # Verification marks of grains new in this batch are replaced in the
@@ -244,3 +246,12 @@ class Writes(Revising):
             str(q.subject)[1:-1].removeprefix("nih:sha-256;")
             for q in self.backend.quads(None, OMS.pendingErasure, None, OMS.index)
         )
+
+
+def _progress(items: list[T], show: bool) -> AbstractContextManager[Iterable[T]]:
+    """The items, behind a progress bar on stderr when asked for."""
+    if not show:
+        return nullcontext(items)
+    import click
+
+    return click.progressbar(items, label="mapping grains", file=sys.stderr)
