@@ -19,7 +19,16 @@ from ..schema import (
     type_for_byte,
     type_for_name,
 )
-from .header import _UNREADABLE, HEADER_SIZE, Header, _sensitivity, read_header
+from .fast import pack, plan_for, run_plan
+from .header import (
+    _UNREADABLE,
+    HEADER_SIZE,
+    MIN_BLOB,
+    VERSION,
+    Header,
+    _sensitivity,
+    read_header,
+)
 from .walk import _check_grain, _Walk
 
 
@@ -39,9 +48,15 @@ def decode(blob: bytes, /) -> dict[str, Any]:
         SchemaError: ERR_SCHEMA, ERR_EMPTY, ERR_RANGE, ERR_HASH_FORMAT,
             ERR_HASH_LENGTH.
     """
-    if not isinstance(blob, bytes | bytearray | memoryview):
-        raise DecodeError(f"expected bytes, found {type(blob).__name__}")
-    blob = bytes(blob)
+    if type(blob) is not bytes:
+        if not isinstance(blob, bytes | bytearray | memoryview):
+            raise DecodeError(f"expected bytes, found {type(blob).__name__}")
+        blob = bytes(blob)
+    fields = _decode_flat(blob)
+    return fields if fields is not None else _decode_full(blob)
+
+
+def _decode_full(blob: bytes) -> dict[str, Any]:
     header = read_header(blob)
     for flag, why in _UNREADABLE.items():
         if header.flags & flag:
@@ -64,6 +79,41 @@ def decode(blob: bytes, /) -> dict[str, Any]:
     return fields
 
 
+def _decode_flat(blob: bytes) -> dict[str, Any] | None:
+    """Decode a readable blob of a known type with flat, canonical values, or None.
+
+    None sends the blob down the full path, which checks in the documented order
+    and raises with the reason; this path only ever accepts (see :mod:`.fast`).
+    """
+    if len(blob) < MIN_BLOB or blob[0] != VERSION or blob[1] & _UNREADABLE_FLAGS:
+        return None
+    gtype = type_for_byte(blob[2])
+    if gtype is None:
+        return None
+    payload = blob[HEADER_SIZE:]
+    try:
+        wire = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    if type(wire) is not dict:
+        return None
+    # A plan exists only for sorted known keys, none of them nested or index-layer.
+    plan = plan_for(gtype, tuple(wire), encoding=False)
+    if plan is None:
+        return None
+    fields = run_plan(plan, wire)
+    if fields is None or type_for_name(fields.get("type", "")) is not gtype:
+        return None
+    if pack(wire) != payload:
+        return None  # not canonical: smallest ints, float64, shortest lengths
+    # No structural_tags on this path, so any sensitivity bits are high enough.
+    _check_grain(fields, gtype)
+    return fields
+
+
+_UNREADABLE_FLAGS = sum(_UNREADABLE)
+
+
 def _unpack(payload: bytes) -> dict[str, Any]:
     try:
         wire = msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
@@ -80,7 +130,7 @@ def _unpack(payload: bytes) -> dict[str, Any]:
             code=ErrorCode.NOT_MAP,
         )
     try:
-        canonical = msgpack.packb(wire, use_bin_type=True) == payload
+        canonical = pack(wire) == payload
     except (TypeError, ValueError, OverflowError):
         canonical = False  # e.g. an ext type; _diagnose names it
     if not canonical:
