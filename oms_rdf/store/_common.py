@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -130,6 +131,7 @@ _TEXTS = {
     "relation": "?g oms:relationText ?relation .",
     "namespace": "?g oms:namespace ?namespace .",
 }
+
 _QUERIES = {
     name: load_query(name)
     for name in (
@@ -144,6 +146,12 @@ _QUERIES = {
         "consent_dependents",
     )
 }
+
+
+@lru_cache(maxsize=16)
+def texts_query(name: str, texts: tuple[str, ...]) -> str:
+    """Return query ``name`` with the patterns of the bound texts, in this order."""
+    return _QUERIES[name].replace("#TEXTS", "\n  ".join(_TEXTS[t] for t in texts))
 
 
 def _term(value: Any) -> Any:

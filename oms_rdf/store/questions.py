@@ -20,8 +20,9 @@ from ..mapping import (
     millis_literal,
 )
 from ..vocab import OMS
-from ._common import _QUERIES, _TEXTS, STATUSES, TimeLike, _to_millis
+from ._common import _QUERIES, STATUSES, TimeLike, _to_millis, texts_query
 from .base import StoreBase
+from .lookup import subject_rows
 
 
 class Questions(StoreBase):
@@ -51,16 +52,6 @@ class Questions(StoreBase):
         Raises:
             StoreError: ERR_SCHEMA for an unknown status, or status with a time.
         """
-        bindings: dict[Variable, Any] = {}
-        texts = []  # most selective first: Oxigraph keeps the order of equal patterns
-        for name, value in (
-            ("subject", subject),
-            ("relation", relation),
-            ("namespace", namespace),
-        ):
-            if value is not None:
-                bindings[Variable(name)] = Literal(value)
-                texts.append(_TEXTS[name])
         if status is not None:
             if status not in STATUSES or valid_at is not None or as_of is not None:
                 raise StoreError(
@@ -68,14 +59,33 @@ class Questions(StoreBase):
                     f"valid_at/as_of; found status={status!r}",
                     code=ErrorCode.SCHEMA,
                 )
+            texts, bindings = _bound_texts(subject, relation, namespace)
             bindings[Variable("statusNode")] = getattr(OMS, status)
-            query = _QUERIES["beliefs_by_status"].replace("#TEXTS", "\n  ".join(texts))
+            query = texts_query("beliefs_by_status", texts)
             return self._grains(self.backend.query(query, bindings))
         known = _to_millis(as_of, self.clock)
         valid = _to_millis(valid_at, self.clock)
+        if subject is None:
+            return self._beliefs_query(subject, relation, namespace, valid, known)
+        # One subject has a handful of grains: reading them by pattern is several
+        # times faster than the query, with the same answer (see lookup.py).
+        rows = subject_rows(self.backend, subject, relation, namespace,
+                            valid_at=valid, as_of=known)  # fmt: skip
+        return [self._grain_of(address_of(r.node), r.blob) for r in rows]
+
+    def _beliefs_query(
+        self,
+        subject: str | None,
+        relation: str | None,
+        namespace: str | None,
+        valid: int,
+        known: int,
+    ) -> list[Grain]:
+        """:meth:`beliefs` by the general query ``beliefs.rq``."""
+        texts, bindings = _bound_texts(subject, relation, namespace)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
-        query = _QUERIES["beliefs"].replace("#TEXTS", "\n  ".join(texts))
+        query = texts_query("beliefs", texts)
         return self._grains(self.backend.query(query, bindings))
 
     def count_beliefs(
@@ -155,3 +165,24 @@ class Questions(StoreBase):
         if blob is None or address in self._cache:
             return self.get(address)
         return self._remember(Grain.stored(base64.b64decode(blob.value), address))
+
+
+def _bound_texts(
+    subject: str | None, relation: str | None, namespace: str | None
+) -> tuple[tuple[str, ...], dict[Variable, Any]]:
+    """The text patterns to write, most selective first, and their bindings.
+
+    Oxigraph keeps the written order of equally selective patterns, and binds only
+    what the query projects, so only the bound texts are written.
+    """
+    bindings: dict[Variable, Any] = {}
+    texts = []
+    for name, value in (
+        ("subject", subject),
+        ("relation", relation),
+        ("namespace", namespace),
+    ):
+        if value is not None:
+            bindings[Variable(name)] = Literal(value)
+            texts.append(name)
+    return tuple(texts), bindings

@@ -1,0 +1,134 @@
+"""beliefs(subject=...) by pattern lookups answers exactly what beliefs.rq answers."""
+
+from __future__ import annotations
+
+import random
+from itertools import product
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import oms_rdf as oms
+from oms_rdf.store import GrainStore
+from tests.test_temporal import NOW, day, story  # noqa: F401 - the fixture
+
+SUBJECTS = ["alice", "bob", "carol", "dave", "eve", "frank", "grace", "heidi", "nobody"]
+TIMES = [None, day(2019, 6, 1), day(2020, 2, 1), day(2021), day(2023, 3, 5),
+         day(2024), day(2024, 1, 15), day(2024, 7, 1), day(2025, 6, 1), NOW]  # fmt: skip
+
+
+def both(
+    store: GrainStore,
+    subject: str,
+    relation: str | None,
+    namespace: str | None,
+    valid_at: int | None,
+    as_of: int | None,
+) -> tuple[list[str], list[str]]:
+    fast = store.beliefs(
+        subject, relation, namespace=namespace, valid_at=valid_at, as_of=as_of
+    )
+    now = store.clock()
+    general = store._beliefs_query(
+        subject, relation, namespace, now if valid_at is None else valid_at,
+        now if as_of is None else as_of,
+    )  # fmt: skip
+    return [g.address for g in fast], [g.address for g in general]
+
+
+def test_story_every_subject_and_time(story: tuple[GrainStore, dict[str, str]]) -> None:  # noqa: F811
+    store, _ = story
+    answered = 0
+    for subject, valid_at, as_of in product(SUBJECTS, TIMES, TIMES):
+        for relation, namespace in ((None, None), ("works_at", None), (None, "work")):
+            fast, general = both(store, subject, relation, namespace, valid_at, as_of)
+            assert fast == general, (subject, relation, namespace, valid_at, as_of)
+            answered += bool(fast)
+    assert answered > 100  # the comparison is not between empty answers
+
+
+def test_story_answers_by_hand(story: tuple[GrainStore, dict[str, str]]) -> None:  # noqa: F811
+    store, a = story
+    # In March 2023 the store already knew of Initech (from 2023-03-10) ...
+    assert [g.address for g in store.beliefs("alice", valid_at=day(2023, 3, 5))] == [
+        a["initech"]
+    ]
+    # ... and on 2023-03-05 it still believed Acme, valid then.
+    at = day(2023, 3, 5)
+    assert [g.address for g in store.beliefs("alice", valid_at=at, as_of=at)] == [
+        a["acme"]
+    ]
+    # Superseded in 2023, Acme still describes 2021.
+    assert [g.address for g in store.beliefs("alice", valid_at=day(2021))] == [
+        a["acme"]
+    ]
+    assert store.beliefs("carol") == []  # retracted
+    assert (
+        store.beliefs("carol", valid_at=day(2023), as_of=day(2023))[0].address
+        == a["jazz"]
+    )
+    assert store.beliefs("frank") == []  # valid 2020-2021 only
+    assert [g["object"] for g in store.beliefs("heidi", namespace="home")] == ["coffee"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_histories(seed: int) -> None:
+    rng = random.Random(seed)
+    clock = [day(2020)]
+    store = GrainStore(clock=lambda: clock[0])
+    current: list[str] = []
+    times = [day(2020) + i * 86_400_000 * 30 for i in range(40)]
+    for step in range(30):
+        clock[0] = times[step]
+        action = rng.random()
+        if action < 0.45 or not current:
+            fields = {
+                "type": "belief",
+                "subject": rng.choice(["ann", "ben"]),
+                "relation": rng.choice(["likes", "knows"]),
+                "object": f"thing-{step}",
+                "confidence": rng.choice([0.5, 0.7, 0.7, 0.9]),  # ties on purpose
+                "created_at": clock[0],
+                "namespace": rng.choice(["a", "b"]),
+                "valid_from": rng.choice(times[:35]),
+            }
+            if rng.random() < 0.3:
+                fields["valid_to"] = (
+                    fields["valid_from"] + rng.randrange(1, 10) * 86_400_000 * 30
+                )
+            current.append(store.put(fields))
+        elif action < 0.7:
+            old = store.get(current.pop(rng.randrange(len(current))))
+            new = {**old.to_dict(), "object": f"changed-{step}", "created_at": clock[0],
+                   "valid_from": rng.choice(times)}  # fmt: skip
+            new.pop("derived_from", None)
+            new.pop("valid_to", None)
+            current.append(store.supersede(old, new))
+        elif action < 0.8:
+            store.retract(current.pop(rng.randrange(len(current))), reason="wrong")
+        elif action < 0.9:
+            store.contradict(current.pop(rng.randrange(len(current))))
+        else:
+            target = rng.choice(current)
+            store.evidence(target, rng.choice(["supporting", "refuting"]), 0.9)
+    answered = 0
+    for subject, valid_at, as_of in product(["ann", "ben"], times[::3], times[::3]):
+        relation = rng.choice([None, "likes", "knows"])
+        namespace = rng.choice([None, "a", "b"])
+        fast, general = both(store, subject, relation, namespace, valid_at, as_of)
+        assert fast == general
+        answered += len(fast)
+    assert answered > 0
+
+
+@pytest.mark.parametrize("subject", ["", "café", 'quote " and \\ backslash'])
+def test_subjects_are_matched_as_exact_text(subject: str) -> None:
+    store = GrainStore(clock=lambda: day(2026))
+    address = store.put(
+        oms.Belief(subject or "x", "is", "y", 0.9, created_at=day(2025))
+    )
+    found = store.beliefs(subject or "x")
+    assert [g.address for g in found] == [address]
+    assert store.beliefs((subject or "x") + " ") == []
