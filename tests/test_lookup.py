@@ -121,6 +121,8 @@ def test_random_histories(seed: int) -> None:
         assert fast == general
         answered += len(fast)
     assert answered > 0
+    for grain in store.beliefs(status="superseded") + store.beliefs(status="active"):
+        assert store.history(grain) == store._history_query(grain.address)
 
 
 @pytest.mark.parametrize("subject", ["", "café", 'quote " and \\ backslash'])
@@ -132,3 +134,46 @@ def test_subjects_are_matched_as_exact_text(subject: str) -> None:
     found = store.beliefs(subject or "x")
     assert [g.address for g in found] == [address]
     assert store.beliefs((subject or "x") + " ") == []
+
+
+def test_story_history_by_pattern_equals_query(
+    story: tuple[GrainStore, dict[str, str]],  # noqa: F811
+) -> None:
+    store, a = story
+    for address in a.values():
+        assert store.history(address) == store._history_query(address)
+    assert [g.address for g in store.history(a["initech"])] == [a["acme"], a["initech"]]
+
+
+def link(store: GrainStore, *pairs: tuple[str, str]) -> None:
+    # Forks and cycles arrive only through imported index state.
+    triples = " ".join(
+        f"<nih:sha-256;{old}> oms:supersededBy <nih:sha-256;{new}> ."
+        for old, new in pairs
+    )
+    store.backend.update(
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> "
+        f"INSERT DATA {{ GRAPH oms:index {{ {triples} }} }}"
+    )
+
+
+def test_history_forks_joins_and_cycles_match_the_query() -> None:
+    store = GrainStore(clock=lambda: NOW)
+    g = [
+        store.put(oms.Belief("x", "r", str(i), 0.5, created_at=day(2020 + i)))
+        for i in range(6)
+    ]
+    # 0 -> 1, 0 -> 2 (fork), 1 -> 3, 2 -> 3 (join); 4 <-> 5 (cycle)
+    link(
+        store,
+        (g[0], g[1]),
+        (g[0], g[2]),
+        (g[1], g[3]),
+        (g[2], g[3]),
+        (g[4], g[5]),
+        (g[5], g[4]),
+    )
+    for address in g:
+        assert store.history(address) == store._history_query(address)
+    assert [x.address for x in store.history(g[3])] == g[:4]
+    assert store.history(g[4]) == []  # a cycle has no first version

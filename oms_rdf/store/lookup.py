@@ -1,4 +1,4 @@
-"""Beliefs about one subject by pattern lookups: ``beliefs.rq`` without a query.
+"""Questions about one subject or one chain by pattern lookups, without a query.
 
 The commonest question an agent asks is about one subject ("what do we hold
 about alice now?"). A subject has a handful of grains, and reading each one's
@@ -7,7 +7,8 @@ planning and running the general query. This module answers with exactly the
 semantics of ``queries/beliefs.rq``: the same filters in SPARQL's three-valued
 logic (a comparison with a non-time value is an error, and an error filters the
 row out), the same duplicates when imported index state forks a supersession,
-the same order. A test compares the two on bi-temporal stories.
+the same order. A test compares the two on bi-temporal stories. A supersession
+chain is walked the same way, as ``queries/history.rq`` would.
 """
 
 from __future__ import annotations
@@ -134,6 +135,51 @@ def _system_ends(
                 if system_to is None or _or(_lt(as_of, _time(system_to)), later):
                     kept += 1
     return kept
+
+
+def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]]:
+    """Return the ``(?g, ?sf, ?blob)`` solutions of ``history.rq`` for ``target``.
+
+    The first versions are the grains no other supersedes that ``target`` descends
+    from; the chain is every grain they lead to (forks included). Under a cycle
+    in imported index state there is no first version, and no chain.
+    """
+    index = OMS.index
+    roots: list[Any] = []
+    seen: set[Any] = {target}
+    todo: list[Any] = [target]
+    while todo:
+        node = todo.pop()
+        earlier = [
+            q.subject for q in backend.quads(None, OMS.supersededBy, node, index)
+        ]
+        if not earlier:
+            roots.append(node)
+        for grain in earlier:
+            if grain not in seen:
+                seen.add(grain)
+                todo.append(grain)
+    chain: set[Any] = set(roots)
+    todo = list(roots)
+    while todo:
+        for quad in backend.quads(todo.pop(), OMS.supersededBy, None, index):
+            if quad.object not in chain:
+                chain.add(quad.object)
+                todo.append(quad.object)
+    rows: list[tuple[Any, Any, Any]] = []
+    for grain in chain:
+        starts: list[Any] = [
+            q.object for q in backend.quads(grain, OMS.systemFrom, None, _DEFAULT)
+        ]
+        blobs: list[Any] = [
+            q.object for q in backend.quads(grain, OMS.blob, None, OMS.blobs)
+        ]
+        rows += [
+            (grain, start, blob)
+            for start in starts or [None]
+            for blob in blobs or [None]
+        ]
+    return rows
 
 
 def _time(term: Any) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyoxigraph import (
@@ -22,7 +23,7 @@ from ..mapping import (
 from ..vocab import OMS
 from ._common import _QUERIES, STATUSES, TimeLike, _to_millis, texts_query
 from .base import StoreBase
-from .lookup import subject_rows
+from .lookup import chain_rows, subject_rows
 
 
 class Questions(StoreBase):
@@ -104,11 +105,15 @@ class Questions(StoreBase):
     def history(self, address: str | Grain) -> list[Grain]:
         """Return the supersession chain through a grain, oldest first (forks included)."""
         address = self._resolve(address)
-        return self._chronological(
-            self.backend.query(
-                _QUERIES["history"], {Variable("target"): grain_iri(address)}
-            )
+        # A chain is a few grains: walking it by pattern beats the query (lookup.py).
+        return self._chronological(chain_rows(self.backend, grain_iri(address)))
+
+    def _history_query(self, address: str) -> list[Grain]:
+        """:meth:`history` by the query ``history.rq``."""
+        solutions = self.backend.query(
+            _QUERIES["history"], {Variable("target"): grain_iri(address)}
         )
+        return self._chronological(_triples(solutions))
 
     def ancestors(self, address: str | Grain) -> list[Grain]:
         """Return the versions before a grain, first version first (not the grain itself)."""
@@ -135,20 +140,18 @@ class Questions(StoreBase):
     def derived(self, address: str | Grain) -> list[Grain]:
         """Return the grains derived from a grain, transitively, oldest first."""
         address = self._resolve(address)
-        return self._chronological(
-            self.backend.query(
-                _QUERIES["derived"], {Variable("target"): grain_iri(address)}
-            )
+        solutions = self.backend.query(
+            _QUERIES["derived"], {Variable("target"): grain_iri(address)}
         )
+        return self._chronological(_triples(solutions))
 
-    def _chronological(self, solutions: QuerySolutions) -> list[Grain]:
-        """The grains of the solutions, oldest system time (``?sf``) first."""
+    def _chronological(self, rows: Iterable[tuple[Any, Any, Any]]) -> list[Grain]:
+        """The grains of ``(?g, ?sf, ?blob)`` rows, oldest system time first."""
         # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
-        rows = sorted(
-            (literal_value(row["sf"]), address_of(row["g"]), row["blob"])
-            for row in solutions
+        ordered = sorted(
+            (literal_value(start), address_of(node), blob) for node, start, blob in rows
         )
-        return [self._grain_of(address, blob) for _, address, blob in rows]
+        return [self._grain_of(address, blob) for _, address, blob in ordered]
 
     def _grains(self, solutions: QuerySolutions) -> list[Grain]:
         """The grains of query solutions; a projected ``?blob`` spares a lookup."""
@@ -186,3 +189,7 @@ def _bound_texts(
             bindings[Variable(name)] = Literal(value)
             texts.append(name)
     return tuple(texts), bindings
+
+
+def _triples(solutions: QuerySolutions) -> Iterator[tuple[Any, Any, Any]]:
+    return ((row["g"], row["sf"], row["blob"]) for row in solutions)
