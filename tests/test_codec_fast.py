@@ -86,15 +86,36 @@ def outcome(fn: Any, *args: Any) -> Any:
         return ("error", type(exc), exc.code, exc.path)
 
 
+ADDRESS = "ab" * 32
+ADDRESSES = st.sampled_from(
+    [
+        [],
+        [ADDRESS],
+        [ADDRESS, "cd" * 32],
+        ("ab" * 32,),  # a tuple: the walk converts it
+        [ADDRESS.upper()],
+        ["ab" * 31],
+        ["ab" * 31 + "a "],
+        ["zz" * 32],
+        [ADDRESS, None],
+        [7],
+        ADDRESS,
+    ]
+)
+
+
 @given(
     changes=st.dictionaries(
         st.sampled_from([*BASE, "importance", "valid_to", "user_id", "superseded_by"]),
         NASTY,
         max_size=4,
-    )
+    ),
+    derived=st.none() | ADDRESSES,
 )
-def test_encode_fast_path_equals_walk(changes: dict[str, Any]) -> None:
+def test_encode_fast_path_equals_walk(changes: dict[str, Any], derived: Any) -> None:
     grain = {**BASE, **changes}
+    if derived is not None:
+        grain["derived_from"] = derived
     # A MappingProxyType is not a dict, so it always takes the full walk.
     assert outcome(oms.encode, grain) == outcome(oms.encode, MappingProxyType(grain))
 
@@ -203,3 +224,13 @@ def test_type_byte_must_match_type_string() -> None:
     assert _decode_flat(blob) is None
     with pytest.raises(oms.DecodeError, match="does not match type"):
         oms.decode(blob)
+
+
+def test_fast_path_grain_owns_its_lists() -> None:
+    derived = ["ab" * 32]
+    grain = oms.Grain.from_dict({**BASE, "derived_from": derived})
+    assert plan_for(BELIEF, (*BASE, "derived_from"), encoding=True) is not None
+    derived.append("cd" * 32)  # the caller's list changes; the grain's must not
+    assert grain["derived_from"] == ["ab" * 32]
+    assert oms.decode(grain.blob)["derived_from"] == ["ab" * 32]
+    assert _decode_flat(grain.blob) == oms.decode(grain.blob)

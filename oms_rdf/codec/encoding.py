@@ -72,13 +72,10 @@ def encode_fields(
     if gtype is TRIGGER and grain.get("enabled") is None:
         # §6.14: `enabled` is always emitted, deliberately unlike other defaults.
         grain = {**grain, "enabled": True}
-    wire = None
-    if gtype is not None and type(grain) is dict:
-        # Plans hold no index-layer keys, so a grain they take needs no check for them.
-        plan = plan_for(gtype, tuple(grain), encoding=True)
-        if plan is not None:
-            wire = run_plan(plan, grain)
-    if wire is None:
+    fast = _fast_path(gtype, grain)
+    if fast is not None:
+        wire, fields = fast
+    else:
         for name in () if foreign else INDEX_FIELDS.keys() & grain.keys():
             if grain[name] is not None:
                 raise SchemaError(
@@ -87,11 +84,8 @@ def encode_fields(
                     path=f"$.{name}",
                 )
         fields = _Walk(encoding=True).map(grain, table, "$", 1)
-        _check_grain(fields, gtype)
         wire = _compact(fields, table)
-    else:
-        fields = dict(grain)  # every value was canonical as given
-        _check_grain(fields, gtype)
+    _check_grain(fields, gtype)
     try:
         payload = pack(wire)
     except (
@@ -101,6 +95,25 @@ def encode_fields(
     ) as exc:  # pragma: no cover - walk checks first
         raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
     return header_for(fields, byte, signed=signed) + payload, fields
+
+
+def _fast_path(
+    gtype: GrainType | None, grain: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The wire map and fields of a flat grain given in canonical form, else None.
+
+    Plans hold no index-layer keys, so a grain they take needs no check for them.
+    """
+    if gtype is None or type(grain) is not dict:
+        return None
+    plan = plan_for(gtype, tuple(grain), encoding=True)
+    wire = None if plan is None else run_plan(plan, grain)
+    if plan is None or wire is None:
+        return None
+    fields = dict(grain)  # every value was canonical as given
+    for name, short in plan.lists:
+        fields[name] = wire[short]  # the grain's own copy, as from the walk
+    return wire, fields
 
 
 def _encode_type(

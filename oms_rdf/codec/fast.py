@@ -62,6 +62,7 @@ class Test(IntEnum):
     INT = 6  # int in [-2**63, 2**64)
     BOOL = 7
     BYTE = 8  # int in [0, 255]
+    ADDRS = 9  # list of content addresses (64 lowercase hex digits)
 
 
 _TESTS: Mapping[Kind, Test] = {
@@ -75,6 +76,7 @@ _TESTS: Mapping[Kind, Test] = {
     Kind.INT: Test.INT,
     Kind.BOOL: Test.BOOL,
     Kind.BYTE: Test.BYTE,
+    Kind.ADDRS: Test.ADDRS,  # derived_from: on every derived or superseding grain
 }
 
 
@@ -90,6 +92,9 @@ class Plan(NamedTuple):
     targets: tuple[str, ...]  # the target keys of ``order``
     nonempty: tuple[str, ...]  # required fields: "" takes the walk (ERR_EMPTY)
     enums: tuple[tuple[str, frozenset[str]], ...]  # closed sets
+    lists: tuple[
+        tuple[str, str], ...
+    ]  # (source, target) of lists, copied when encoding
 
 
 _plans: dict[tuple[bool, int], dict[tuple[str, ...], Plan | None]] = {}
@@ -157,6 +162,10 @@ def _make_plan(table: Table, keys: tuple[str, ...], encoding: bool) -> Plan | No
             for f in fields
             if f.full in table.enums
         ),
+        # The caller keeps its lists; the grain gets its own, as from the walk.
+        lists=tuple(
+            (f.full, f.short) for f in fields if encoding and f.kind is Kind.ADDRS
+        ),
     )
 
 
@@ -185,13 +194,18 @@ def run_plan(plan: Plan, src: Mapping[str, Any]) -> dict[str, Any] | None:
             return None
     if plan.in_order:  # the plan was made for exactly these keys in this order
         return dict(zip(plan.targets, src.values(), strict=True))
-    return {target: src[source] for source, target in plan.order}
+    out = {target: src[source] for source, target in plan.order}
+    for source, target in plan.lists:
+        out[target] = list(src[source])
+    return out
 
 
 def _passes(test: Test, value: Any) -> bool:
     t = type(value)
     if test is Test.BOOL:
         return t is bool
+    if test is Test.ADDRS:
+        return t is list and all(map(_is_address, value))
     if test is Test.FLOAT or test is Test.NONNEG:
         if t is not float:
             return False
@@ -205,3 +219,12 @@ def _passes(test: Test, value: Any) -> bool:
     if test is Test.BYTE:
         return 0 <= number <= 255
     return _INT_MIN <= number <= _UINT_MAX
+
+
+def _is_address(value: Any) -> bool:
+    if type(value) is not str or len(value) != 64:
+        return False
+    try:
+        return bytes.fromhex(value).hex() == value  # lowercase hex, nothing else
+    except ValueError:
+        return False
