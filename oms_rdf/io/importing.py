@@ -117,8 +117,7 @@ def _restore_into_empty(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt:
         _put_back(store, before)
         return False
     store._cache.clear()
-    audit = store._audit("import", count=report.added)
-    store.backend.add(audit)
+    store._load(store._audit("import", count=report.added))
     store.rebuild_current()
     report.quads = len(store.backend) - len(before)
     return True

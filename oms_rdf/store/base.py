@@ -67,6 +67,11 @@ from ._common import (
     update_request,
 )
 
+_G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
+_P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
+_P_RESULT, _P_ACTOR, _P_REASON = str(OMS.result), str(OMS.actor), str(OMS.reason)
+_P_COUNT, _P_NEEDS_REVIEW = str(OMS.count), str(OMS.needsReview)
+
 
 class StoreBase:
     """Settings, reads, the index state, and the primitive writes of the store."""
@@ -340,29 +345,27 @@ class StoreBase:
         at: int | None = None,
         count: int | None = None,
         review: Sequence[str] = (),
-    ) -> list[Quad]:
-        node = NamedNode(f"urn:uuid:{uuid.uuid4()}")
-        g = OMS.audit
-        quads = [
-            Quad(node, RDF.type, OMS.AuditEvent, g),
-            Quad(node, OMS.operation, Literal(operation), g),
-            Quad(node, OMS.at, millis_literal(self.clock() if at is None else at), g),
+    ) -> list[Row]:
+        """The rows of one audit event, N-Triples text like a grain's rows."""
+        node, g = f"<urn:uuid:{uuid.uuid4()}>", _G_AUDIT
+        when = millis_literal(self.clock() if at is None else at)
+        rows = [
+            (node, _P_TYPE, _AUDIT_EVENT, g),
+            (node, _P_OPERATION, nt_literal(operation), g),
+            (node, _P_AT, str(when), g),
         ]
         if target is not None:
-            quads.append(Quad(node, OMS.target, grain_iri(target), g))
+            rows.append((node, _P_TARGET, str(grain_iri(target)), g))
         if result is not None:
-            quads.append(Quad(node, OMS.result, grain_iri(result), g))
+            rows.append((node, _P_RESULT, str(grain_iri(result)), g))
         if actor is not None:
-            quads.append(Quad(node, OMS.actor, Literal(actor), g))
+            rows.append((node, _P_ACTOR, nt_literal(actor), g))
         if reason is not None:
-            quads.append(Quad(node, OMS.reason, Literal(reason), g))
+            rows.append((node, _P_REASON, nt_literal(reason), g))
         if count is not None:
-            quads.append(
-                Quad(node, OMS.count, Literal(str(count), datatype=XSD.integer), g)
-            )
-        for note in review:
-            quads.append(Quad(node, OMS.needsReview, Literal(note), g))
-        return quads
+            rows.append((node, _P_COUNT, nt_literal(str(count), XSD.integer.value), g))
+        rows += [(node, _P_NEEDS_REVIEW, nt_literal(note), g) for note in review]
+        return rows
 
     def _check_put(
         self,

@@ -181,6 +181,9 @@ class Invalidation(Questions):
         return new_grain.address
 
     def _require_current(self, address: str) -> None:
+        closed = self.backend.quads(grain_iri(address), OMS.systemTo, None, OMS.index)
+        if next(closed, None) is None:
+            return  # current: no system end (the full state is read only to explain)
         state = self.status(address)
         if not state.is_current:
             successor = (
@@ -332,7 +335,9 @@ class Invalidation(Questions):
             )
             node, idx = grain_iri(address), OMS.index
             delete: list[Quad] = []
-            insert = [Quad(node, OMS.voidedAt, millis_literal(when), idx)]
+            insert: list[Quad | Row] = [
+                Quad(node, OMS.voidedAt, millis_literal(when), idx)
+            ]
             if state.is_current:
                 delete += self._current_removal(grain)
                 insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
@@ -416,7 +421,7 @@ class Invalidation(Questions):
                     OMS.index,
                 )
             ]
-            insert = [
+            insert: list[Quad | Row] = [
                 Quad(node, OMS.verificationStatus, getattr(OMS, status), OMS.index)
             ]
             insert += self._audit(

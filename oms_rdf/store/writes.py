@@ -86,7 +86,7 @@ class Writes(Revising):
         with self._lock:
             rows: list[Row] = []
             delete: list[Row] = []
-            extra: list[Quad] = []
+            extra: list[Quad | Row] = []
             seen: set[str] = set()
             fresh: list[tuple[Grain, Signature | None]] = []
             for grain, signature in accepted:
@@ -157,7 +157,7 @@ class Writes(Revising):
 
     def _dispute(
         self, grain: Grain, rivals: list[Grain]
-    ) -> tuple[list[Row], list[Quad]]:
+    ) -> tuple[list[Row], list[Quad | Row]]:
         """Mark a belief and its rivals disputed and linked, and warn.
 
         Returns the verification rows to remove and the quads to add.
@@ -167,7 +167,7 @@ class Writes(Revising):
         idx, verification = OMS.index, OMS.verificationStatus
         node = grain_iri(grain.address)
         delete = [_row(Quad(node, verification, OMS.unverified, idx))]
-        insert = [Quad(node, verification, OMS.disputed, idx)]
+        insert: list[Quad | Row] = [Quad(node, verification, OMS.disputed, idx)]
         for rival in rivals:
             other = grain_iri(rival.address)
             insert += [
@@ -206,7 +206,7 @@ class Writes(Revising):
 
     # --- consent withdrawal (consent_cascade, spec §8.3) ------------------------
 
-    def _withdrawal(self, grain: Grain) -> list[Quad]:
+    def _withdrawal(self, grain: Grain) -> list[Quad | Row]:
         """Pending-erasure marks for the dependents of a withdrawn consent."""
         if grain.type_byte != CONSENT_BYTE or grain.get("is_withdrawal") is not True:
             return []
@@ -215,7 +215,7 @@ class Writes(Revising):
         rows = self.backend.query(
             _QUERIES["consent_dependents"], {Variable("consent"): Literal(withdrawn)}
         )
-        quads: list[Quad] = []
+        quads: list[Quad | Row] = []
         marked = held = 0
         for row in rows:
             address = str(row["g"].value).removeprefix("nih:sha-256;")
