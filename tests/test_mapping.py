@@ -25,6 +25,8 @@ from oms_rdf.mapping import (
     grain_to_quads,
     quads_to_grain,
     relation_iri,
+    truthy_row,
+    truthy_triple,
 )
 from oms_rdf.vocab import OMS, RDF
 from tests.helpers import belief_wire, raw_blob
@@ -238,3 +240,32 @@ def test_put_many_with_a_progress_bar(capsys: Any) -> None:
     captured = capsys.readouterr()
     assert captured.out == ""  # the bar never writes to stdout
     assert len(store) == 30
+
+
+@given(
+    subject=st.text(min_size=1, max_size=12),
+    obj=st.one_of(
+        st.text(min_size=1, max_size=12),
+        st.dictionaries(
+            st.text(max_size=3), st.integers(-5, 5), min_size=1, max_size=2
+        ),
+    ),
+    entity=st.booleans(),
+)
+def test_truthy_triple_terms_equal_the_parsers(
+    subject: str, obj: Any, entity: bool
+) -> None:
+    # The store builds the s p o terms without a parser when it can; the terms
+    # must be the ones the N-Triples parser reads from the same row.
+    settings = MappingSettings(entity_relations=("knows",) if entity else ())
+    grain = oms.Belief(subject, "knows", obj, 0.5, created_at=1_700_000_000_000)
+    row = truthy_row(grain, settings)
+    assert row is not None
+    parsed = next(
+        ox.parse(f"{row[0]} {row[1]} {row[2]} .\n", format=ox.RdfFormat.N_TRIPLES)
+    )
+    assert truthy_triple(grain, settings) == (
+        parsed.subject,
+        parsed.predicate,
+        parsed.object,
+    )

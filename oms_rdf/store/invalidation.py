@@ -15,12 +15,16 @@ from ..mapping import (
     Row,
     grain_iri,
     millis_literal,
+    nt_literal,
     truthy_triple,
 )
 from ..policy import MAX_HOPS, Protector, check
 from ..signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..vocab import OMS, RDF
 from ._common import (
+    _ACTIVE,
+    _G_INDEX,
+    _P_STATUS,
     DEFAULT,
     VERIFICATION_ALIASES,
     VERIFICATIONS,
@@ -32,6 +36,10 @@ from ._common import (
     update_request,
 )
 from .questions import Questions
+
+_SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
+_P_SYSTEM_TO, _P_INVALIDATION_TYPE = str(OMS.systemTo), str(OMS.invalidationType)
+_P_INITIATOR, _P_REASON = str(OMS.invalidationInitiator), str(OMS.invalidationReason)
 
 
 class Invalidation(Questions):
@@ -251,21 +259,22 @@ class Invalidation(Questions):
         if new_grain.address not in self:
             self._check_put(new_grain, exempt=old_address)
             insert += self._new_rows(new_grain, signature)
-        node, idx = grain_iri(old_address), OMS.index
-        delete = [
-            Quad(node, OMS.status, OMS.active, idx),
+        # The index change as N-Triples rows, like the new grain's own rows.
+        node, idx = str(grain_iri(old_address)), _G_INDEX
+        delete: list[Quad | Row] = [
+            (node, _P_STATUS, _ACTIVE, idx),
             *self._current_removal(old_grain),
         ]
         insert += [
-            Quad(node, OMS.status, OMS.superseded, idx),
-            Quad(node, OMS.supersededBy, grain_iri(new_grain.address), idx),
-            Quad(node, OMS.systemTo, millis_literal(at), idx),
-            Quad(node, OMS.invalidationType, Literal("superseded"), idx),
+            (node, _P_STATUS, _SUPERSEDED, idx),
+            (node, _P_SUPERSEDED_BY, str(grain_iri(new_grain.address)), idx),
+            (node, _P_SYSTEM_TO, str(millis_literal(at)), idx),
+            (node, _P_INVALIDATION_TYPE, nt_literal("superseded"), idx),
         ]
         if by is not None:
-            insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
+            insert.append((node, _P_INITIATOR, nt_literal(by), idx))
         if reason:
-            insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
+            insert.append((node, _P_REASON, nt_literal(reason), idx))
         insert += self._audit("supersede", target=old_address, result=new_grain.address,
                               actor=by, reason=reason, review=review)  # fmt: skip
         self.backend.update(update_request(delete, insert))
