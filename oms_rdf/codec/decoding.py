@@ -31,6 +31,11 @@ from .header import (
 )
 from .walk import _check_grain, _Walk
 
+_UNREADABLE_FLAGS = sum(_UNREADABLE)
+
+
+_UNPARSED: Any = object()  # the payload was not parsed yet (None is a valid payload)
+
 
 def decode(blob: bytes, /) -> dict[str, Any]:
     """Decode a canonical blob into a dict of full field names.
@@ -52,17 +57,27 @@ def decode(blob: bytes, /) -> dict[str, Any]:
         if not isinstance(blob, bytes | bytearray | memoryview):
             raise DecodeError(f"expected bytes, found {type(blob).__name__}")
         blob = bytes(blob)
-    fields = _decode_flat(blob)
-    return fields if fields is not None else _decode_full(blob)
+    wire: Any = _UNPARSED
+    if len(blob) >= MIN_BLOB and blob[0] == VERSION and not blob[1] & _UNREADABLE_FLAGS:
+        try:
+            wire = _parse(blob[HEADER_SIZE:])
+        except DecodeError:
+            pass  # the full path reports it, in its place in the order of checks
+        else:
+            fields = _decode_flat(blob, wire)
+            if fields is not None:
+                return fields
+    return _decode_full(blob, wire)
 
 
-def _decode_full(blob: bytes) -> dict[str, Any]:
+def _decode_full(blob: bytes, wire: Any = _UNPARSED) -> dict[str, Any]:
+    """Decode with every check in the documented order; ``wire`` if already parsed."""
     header = read_header(blob)
     for flag, why in _UNREADABLE.items():
         if header.flags & flag:
             raise DecodeError(why, path="header[1]")
     payload = blob[HEADER_SIZE:]
-    wire = _unpack(payload)
+    wire = _check_wire(payload, _parse(payload) if wire is _UNPARSED else wire)
     gtype = _decode_type(wire, header)
     fields = _Walk(encoding=False).map(
         wire, gtype.table if gtype else CORE_TABLE, "$", 1
@@ -79,24 +94,17 @@ def _decode_full(blob: bytes) -> dict[str, Any]:
     return fields
 
 
-def _decode_flat(blob: bytes) -> dict[str, Any] | None:
+def _decode_flat(blob: bytes, wire: Any) -> dict[str, Any] | None:
     """Decode a readable blob of a known type with flat, canonical values, or None.
 
-    None sends the blob down the full path, which checks in the documented order
-    and raises with the reason; this path only ever accepts (see :mod:`.fast`).
+    ``wire`` is its parsed payload. None sends the blob down the full path, which
+    checks in the documented order and raises with the reason; this path only
+    ever accepts (see :mod:`.fast`).
     """
-    if len(blob) < MIN_BLOB or blob[0] != VERSION or blob[1] & _UNREADABLE_FLAGS:
-        return None
     gtype = type_for_byte(blob[2])
-    if gtype is None:
+    if gtype is None or type(wire) is not dict:
         return None
     payload = blob[HEADER_SIZE:]
-    try:
-        wire = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-    except (ValueError, TypeError, msgpack.UnpackException):
-        return None
-    if type(wire) is not dict:
-        return None
     # A plan exists only for sorted known keys, none of them nested or index-layer.
     plan = plan_for(gtype, tuple(wire), encoding=False)
     if plan is None:
@@ -111,12 +119,10 @@ def _decode_flat(blob: bytes) -> dict[str, Any] | None:
     return fields
 
 
-_UNREADABLE_FLAGS = sum(_UNREADABLE)
-
-
-def _unpack(payload: bytes) -> dict[str, Any]:
+def _parse(payload: bytes) -> Any:
+    """Parse a payload as one MessagePack value with nothing after it."""
     try:
-        wire = msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+        return msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
     except msgpack.ExtraData as exc:
         raise DecodeError(
             f"payload has {len(exc.extra)} trailing bytes after the map",
@@ -124,6 +130,10 @@ def _unpack(payload: bytes) -> dict[str, Any]:
         ) from exc
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise DecodeError(f"payload is not valid MessagePack: {exc}") from exc
+
+
+def _check_wire(payload: bytes, wire: Any) -> dict[str, Any]:
+    """Check a parsed payload: a map, in canonical form, keys in order."""
     if not isinstance(wire, dict):
         raise DecodeError(
             f"payload must be a map, found {type(wire).__name__}",

@@ -22,10 +22,8 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ..schema import INDEX_FIELDS, GrainType, Kind, Table
+from .walk import _INT_MIN, _TIME_HIGH, _UINT_MAX
 
-# Time fields may hold epoch ms up to the header's u32 seconds (see walk._TIME_HIGH).
-_TIME_HIGH = (2**32 - 1) * 1000
-_INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
 _MAX_PLANS = 1024  # key sets remembered per type and direction; agents use a few
 
 

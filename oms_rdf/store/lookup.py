@@ -14,14 +14,13 @@ chain is walked the same way, as ``queries/history.rq`` would.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from itertools import product
 from typing import Any, NamedTuple
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
 from ..backends import Backend
-from ..codec import EPOCH, MS
+from ..mapping import literal_value
 from ..vocab import OMS, RDF
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
@@ -187,10 +186,10 @@ def _time(term: Any) -> int | None:
     if not isinstance(term, Literal) or term.datatype.value != _XSD_DATETIME:
         return None
     try:
-        moment = datetime.fromisoformat(term.value)
-        return (moment - EPOCH) // MS
+        millis: int = literal_value(term)
     except (ValueError, TypeError):  # no time zone: not comparable here
         return None
+    return millis
 
 
 def _number(term: Any) -> float:
