@@ -27,7 +27,7 @@ _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
 
 
-class Row(NamedTuple):
+class Solution(NamedTuple):
     """One solution of the beliefs query: what the store needs to build the grain."""
 
     rank: float
@@ -44,9 +44,9 @@ def subject_rows(
     *,
     valid_at: int,
     as_of: int,
-) -> list[Row]:
+) -> list[Solution]:
     """Return the solutions of ``beliefs.rq`` for a bound subject, in its order."""
-    rows: list[Row] = []
+    rows: list[Solution] = []
     # The bound texts are checked first, one pattern each: most candidates fail them.
     wanted = [
         (predicate, Literal(text))
@@ -73,7 +73,7 @@ def _solutions(
     node: NamedNode,
     valid_at: int,
     as_of: int,
-) -> Iterator[Row]:
+) -> Iterator[Solution]:
     fields: dict[str, list[Any]] = {}
     index: dict[str, list[Any]] = {}
     blobs: list[Any] = []
@@ -111,7 +111,7 @@ def _solutions(
             for _end, rank_term, blob in product(range(ends), earned, blobs or [None]):
                 # BIND (COALESCE(?earned, ?confidence) AS ?rank)
                 rank = _number(confidence if rank_term is None else rank_term)
-                yield Row(rank, system_from, node, blob)
+                yield Solution(rank, system_from, node, blob)
 
 
 def _system_ends(

@@ -108,13 +108,6 @@ class Questions(StoreBase):
         # A chain is a few grains: walking it by pattern beats the query (lookup.py).
         return self._chronological(chain_rows(self.backend, grain_iri(address)))
 
-    def _history_query(self, address: str) -> list[Grain]:
-        """:meth:`history` by the query ``history.rq``."""
-        solutions = self.backend.query(
-            _QUERIES["history"], {Variable("target"): grain_iri(address)}
-        )
-        return self._chronological(_triples(solutions))
-
     def ancestors(self, address: str | Grain) -> list[Grain]:
         """Return the versions before a grain, first version first (not the grain itself)."""
         address = self._resolve(address)
