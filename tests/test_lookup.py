@@ -189,3 +189,56 @@ def test_history_forks_joins_and_cycles_match_the_query() -> None:
         assert store.history(address) == history_by_query(store, address)
     assert [x.address for x in store.history(g[3])] == g[:4]
     assert store.history(g[4]) == []  # a cycle has no first version
+    # Beliefs under the same odd index state (links without system ends).
+    for valid_at, as_of in product(
+        [None, day(2021), day(2023, 6, 1)], [None, day(2022)]
+    ):
+        fast, general = both(store, "x", None, None, valid_at, as_of)
+        assert fast == general
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        {"valid_from": -62_200_000_000_000},  # before year 1: stays xsd:integer
+        {"valid_from": 253_402_300_800_000},  # year 10000: stays xsd:integer
+        {"valid_to": 253_402_300_800_000},
+        {"valid_from": 0, "valid_to": 1},
+    ],
+)
+def test_times_outside_xsd_datetime_answer_as_the_query_does(
+    times: dict[str, int],
+) -> None:
+    # A time no xsd:dateTime can carry makes the query's comparison an error,
+    # which drops the row; the lookup must drop it too, not guess.
+    store = GrainStore(clock=lambda: day(2026))
+    fields = {"type": "belief", "subject": "zed", "relation": "is", "object": "odd",
+              "confidence": 0.9, "created_at": day(2025), **times}  # fmt: skip
+    store.put(fields)
+    store.put(oms.Belief("zed", "is", "plain", 0.8, created_at=day(2025)))
+    for valid_at, as_of in product([None, day(2000), 5], [None, day(2025, 6, 1)]):
+        fast, general = both(store, "zed", None, None, valid_at, as_of)
+        assert fast == general, (valid_at, as_of)
+
+
+def test_forked_supersession_with_system_end_matches_the_query() -> None:
+    # A grain superseded through the API, then given a second successor by
+    # imported index state: the query answers once per successor that keeps it.
+    store = GrainStore(clock=lambda: NOW)
+    root = store.put(
+        oms.Belief("y", "r", "0", 0.5, created_at=day(2020), valid_from=day(2020))
+    )
+    store.supersede(root, {"type": "belief", "subject": "y", "relation": "r", "object": "1",
+                           "confidence": 0.5, "created_at": day(2022), "valid_from": day(2023)})  # fmt: skip
+    late = store.put(
+        oms.Belief("y", "r", "2", 0.5, created_at=day(2022), valid_from=day(2024))
+    )
+    link(store, (root, late))
+    for valid_at, as_of in product(
+        [None, day(2021), day(2023, 6, 1), day(2024, 6, 1)],
+        [None, day(2021), day(2023)],
+    ):
+        fast, general = both(store, "y", None, None, valid_at, as_of)
+        assert fast == general, (valid_at, as_of)
+    # Before both successors' valid_from, the root answers once for each of them.
+    assert both(store, "y", None, None, day(2021), None)[0].count(root) == 2
