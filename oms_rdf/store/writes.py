@@ -111,8 +111,8 @@ class Writes(Revising):
             if extra:
                 # Verification marks of grains new in this batch are replaced in the
                 # rows; those of stored grains are deleted by the same update.
-                new_rows = set(rows)
-                rows = [r for r in rows if r not in set(delete)]
+                new_rows, dropped = set(rows), set(delete)
+                rows = [r for r in rows if r not in dropped]
                 stored = [d for d in delete if d not in new_rows]
                 self.backend.update(update_request(stored, [*rows, *extra]))
             else:
