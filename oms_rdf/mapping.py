@@ -37,6 +37,7 @@ from .codec import DEFAULT_NAMESPACE, EPOCH, MS, encode_fields, header_for
 from .errors import DecodeError, ErrorCode
 from .grain import Grain
 from .schema import type_for_byte
+from .terms import Term, entity, graph_term, object_term, relation_term, subject_term
 from .vocab import (
     CLASS_BY_BYTE,
     DEFAULT_BASE,
@@ -50,6 +51,7 @@ from .vocab import (
 
 __all__ = [
     "MappingSettings",
+    "belief_terms",
     "entity_iri",
     "grain_iri",
     "grain_to_quads",
@@ -146,7 +148,7 @@ def entity_iri(
     >>> entity_iri("Alice Smith", "shared").value
     'https://w3id.org/oms-rdf/id/entity/shared/Alice%20Smith'
     """
-    return NamedNode(_entity_nt(settings.base_iri, namespace, label)[1:-1])
+    return entity(label, namespace, settings)
 
 
 def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> NamedNode:
@@ -155,7 +157,7 @@ def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> Na
     >>> relation_iri("works at").value
     'https://w3id.org/oms-rdf/id/rel/works%20at'
     """
-    return NamedNode(_relation_nt(settings.base_iri, label)[1:-1])
+    return NamedNode(f"{settings.base_iri}rel/{pct(label)}")
 
 
 def _lexical_time(ms: int) -> tuple[str, str]:
@@ -277,16 +279,6 @@ def _nt_value(name: str, value: Any) -> str:
     return nt_literal(*_lexical(value))
 
 
-@lru_cache(maxsize=65_536)
-def _entity_nt(base: str, namespace: str, label: str) -> str:
-    return f"<{base}entity/{pct(namespace)}/{pct(label)}>"
-
-
-@lru_cache(maxsize=8192)
-def _relation_nt(base: str, label: str) -> str:
-    return f"<{base}rel/{pct(label)}>"
-
-
 @lru_cache(maxsize=8192)
 def _field_nt(name: str) -> str:
     return f"<{FIELD_NS}{pct(name)}>"
@@ -335,10 +327,12 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
     if expected_header(grain) != grain.blob[:9]:
         add((node, _P_HEADER, f'"{grain.blob[:9].hex()}"', ""))
     if grain.type_byte == BELIEF_BYTE:
-        s, p, o = _truthy_nt(fields, namespace, settings)
-        add((node, _P_RDF_SUBJECT, s, ""))
-        add((node, _P_RDF_PREDICATE, p, ""))
-        add((node, _P_RDF_OBJECT, o, ""))
+        s, p, o, g = belief_terms(fields, settings)
+        add((node, _P_RDF_SUBJECT, str(s), ""))
+        add((node, _P_RDF_PREDICATE, str(p), ""))
+        add((node, _P_RDF_OBJECT, str(o), ""))
+        if g is not None:
+            add((node, _P_GRAPH, str(g), ""))
     for parent in fields.get("derived_from", ()):
         add((node, _P_DERIVED, f"<{NIH_PREFIX}{parent}>", ""))
     did = fields.get("author_did")
@@ -381,56 +375,55 @@ def expected_header(grain: Grain) -> bytes | None:
     return header_for(grain.fields, grain.type_byte, signed=grain.signed)
 
 
-def _truthy_nt(
-    fields: Mapping[str, Any], namespace: str, settings: MappingSettings
-) -> tuple[str, str, str]:
-    base, relation, obj = settings.base_iri, fields["relation"], fields["object"]
-    if type(obj) is str and relation in settings.entity_relations:
-        o = _entity_nt(base, namespace, obj)
-    else:
-        o = nt_literal(*_lexical(obj))
+def belief_terms(
+    fields: Mapping[str, Any], settings: MappingSettings = DEFAULT_SETTINGS
+) -> tuple[NamedNode, NamedNode, Term, NamedNode | None]:
+    """Return the subject, predicate, object and graph (None: default) a belief asserts.
+
+    As stored: blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`).
+
+    >>> belief_terms({"subject": "_:b0", "relation": "http://example.org/p",
+    ...               "object": "Acme"})[0].value
+    'https://w3id.org/oms-rdf/.well-known/genid/b0'
+    """
+    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
+    relation, obj = str(fields["relation"]), fields["object"]
+    context = fields.get("context")
+    context = context if isinstance(context, Mapping) else None
+    o: Term = (
+        object_term(obj, relation, namespace, context, settings)
+        if type(obj) is str
+        else value_literal(obj)
+    )
     return (
-        _entity_nt(base, namespace, fields["subject"]),
-        _relation_nt(base, relation),
+        subject_term(str(fields["subject"]), namespace, settings),
+        relation_term(relation, settings),
         o,
+        graph_term(context),
     )
 
 
 def truthy_row(
     grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
 ) -> Row | None:
-    """Return the plain ``s p o`` a belief asserts, in graph ``oms:current``; None for other grains."""
+    """Return the knowledge quad a belief asserts (default graph: ``oms:current``).
+
+    None for grains that are not beliefs.
+    """
     if grain.type_byte != BELIEF_BYTE:
         return None
-    namespace = grain.fields.get("namespace", DEFAULT_NAMESPACE)
-    return (*_truthy_nt(grain.fields, namespace, settings), _G_CURRENT)
+    s, p, o, g = belief_terms(grain.fields, settings)
+    return str(s), str(p), str(o), _G_CURRENT if g is None else str(g)
 
 
 def truthy_triple(
     grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
-) -> tuple[Any, Any, Any] | None:
-    """Return the plain ``s p o`` a belief asserts as terms, or None for other grains."""
-    row = truthy_row(grain, settings)
-    if row is None:
+) -> Quad | None:
+    """Return the knowledge quad a belief asserts as terms, or None for other grains."""
+    if grain.type_byte != BELIEF_BYTE:
         return None
-    return _nt_terms(row[0], row[1], row[2])
-
-
-def _nt_terms(s: str, p: str, o: str) -> tuple[Any, Any, Any]:
-    """Return the terms of an N-Triples triple; escapes and typed literals are parsed.
-
-    >>> _nt_terms("<urn:a>", "<urn:b>", '"c"')[2].value
-    'c'
-    """
-    if "\\" not in s + p + o and s[0] == "<" and p[0] == "<":
-        # IRIs and plain literals without escapes: build the terms directly,
-        # several times cheaper than a parser.
-        if o[0] == "<":
-            return NamedNode(s[1:-1]), NamedNode(p[1:-1]), NamedNode(o[1:-1])
-        if o[0] == '"' and o[-1] == '"':
-            return NamedNode(s[1:-1]), NamedNode(p[1:-1]), Literal(o[1:-1])
-    quad = next(parse(f"{s} {p} {o} .\n", format=RdfFormat.N_TRIPLES))
-    return quad.subject, quad.predicate, quad.object
+    s, p, o, g = belief_terms(grain.fields, settings)
+    return Quad(s, p, o, OMS.current if g is None else g)
 
 
 def quads_to_grain(quads: Iterable[Quad]) -> Grain:
@@ -542,4 +535,5 @@ _P_OBJECT_TEXT, _P_OBJECT_VALUE = str(OMS.objectText), str(OMS.objectValue)
 _P_RDF_SUBJECT, _P_RDF_PREDICATE = str(RDF.subject), str(RDF.predicate)
 _P_RDF_OBJECT, _P_TAG, _P_BLOB = str(RDF.object), str(OMS.tag), str(OMS.blob)
 _P_DERIVED, _P_ATTRIBUTED = str(PROV.wasDerivedFrom), str(PROV.wasAttributedTo)
+_P_GRAPH = str(OMS.graph)
 _G_BLOBS, _G_CURRENT = str(OMS.blobs), str(OMS.current)

@@ -65,7 +65,7 @@ GRAIN_PROPERTIES = (
     "validFrom", "validFromImplied", "validTo", "systemFrom", "systemFromImplied",
     "namespace", "namespaceImplied", "authorDid", "derivedFrom", "invalidationPolicy",
     "provenanceChain", "context", "structuralTags", "tag", "relatedTo", "userId",
-    "temporalType", "supersessionJustification", "epistemicStatus",
+    "temporalType", "supersessionJustification", "epistemicStatus", "graph",
 )  # fmt: skip
 # related_to links as typed properties (the closed vocabulary of spec §14.3).
 RELATED_PROPERTIES = {

@@ -262,10 +262,8 @@ def test_truthy_triple_terms_equal_the_parsers(
     row = truthy_row(grain, settings)
     assert row is not None
     parsed = next(
-        ox.parse(f"{row[0]} {row[1]} {row[2]} .\n", format=ox.RdfFormat.N_TRIPLES)
+        ox.parse(
+            f"{row[0]} {row[1]} {row[2]} {row[3]} .\n", format=ox.RdfFormat.N_QUADS
+        )
     )
-    assert truthy_triple(grain, settings) == (
-        parsed.subject,
-        parsed.predicate,
-        parsed.object,
-    )
+    assert truthy_triple(grain, settings) == parsed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyoxigraph import (
     Literal,
@@ -101,28 +102,30 @@ class Invalidation(Questions):
         return out
 
     def _current_removal(self, grain: Grain) -> list[Quad]:
-        """The oms:current triple of a grain leaving the current view, unless shared."""
-        triple = truthy_triple(grain, self.settings)
-        if triple is None:
+        """The knowledge quad of a grain leaving the current view, unless shared."""
+        quad = truthy_triple(grain, self.settings)
+        if quad is None:
             return []
-        s, p, o = triple
+        s, p, o, graph = quad.subject, quad.predicate, quad.object, quad.graph_name
         me = grain_iri(grain.address)
-        # Another current belief asserting the same triple keeps it (pattern
-        # lookups from the subject entity: a handful of beliefs, not a query).
+        # Another current belief asserting the same quad keeps it (pattern lookups
+        # from the subject: a handful of beliefs, not a query).
         for q in self.backend.quads(None, RDF.subject, s, DEFAULT):
             other = q.subject
             if other == me:
                 continue
-            same = next(
-                self.backend.quads(other, RDF.predicate, p, DEFAULT), None
-            ) and next(self.backend.quads(other, RDF.object, o, DEFAULT), None)
+            same = (
+                next(self.backend.quads(other, RDF.predicate, p, DEFAULT), None)
+                and next(self.backend.quads(other, RDF.object, o, DEFAULT), None)
+                and _graph_of(self.backend, other) == graph
+            )
             if (
                 same
                 and next(self.backend.quads(other, OMS.systemTo, None, OMS.index), None)
                 is None
             ):
                 return []
-        return [Quad(s, p, o, OMS.current)]
+        return [quad]
 
     def supersede(
         self,
@@ -452,3 +455,9 @@ def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:
         except SignatureError:
             continue  # an invalid entry counts for nothing; the threshold decides
     return frozenset(valid)
+
+
+def _graph_of(backend: Any, node: Any) -> Any:
+    """The knowledge graph of a belief node: its ``oms:graph``, else ``oms:current``."""
+    named = next(backend.quads(node, OMS.graph, None, DEFAULT), None)
+    return OMS.current if named is None else named.object

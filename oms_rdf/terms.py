@@ -1,0 +1,270 @@
+"""Which RDF term a belief's text stands for, and which text an RDF term becomes.
+
+Design §3, the rules:
+
+- Text that is an absolute IRI (a scheme, then no space or character RFC 3987
+  forbids) *is* that IRI, as subject, relation or object.
+- ``_:label`` as a subject is a blank node. Blank nodes are kept in the store as
+  skolem IRIs under :data:`GENID` (RFC 7320 ``.well-known/genid``), because
+  Oxigraph renames blank nodes on every text load and SPARQL Update cannot name
+  one; every answer and export turns them back into blank nodes.
+- Other subjects are minted entities ``<base>entity/<ns>/<label>``; other relations
+  ``<base>rel/<label>``.
+- An object is what the grain's ``context`` records about it (:data:`OBJECT_KIND`,
+  :data:`DATATYPE`, :data:`LANGUAGE`); else an absolute IRI is an IRI, the object
+  of an entity relation is an entity, text is an ``xsd:string``, a number or a
+  boolean its XSD literal, and a map or array ``rdf:JSON`` (see
+  :func:`oms_rdf.mapping.value_literal`).
+- :data:`GRAPH` in ``context`` names the graph the triple belongs to.
+
+Adoption (:func:`object_fields` and friends) writes exactly what these rules need to
+give the source term back, so ``object_term(*object_fields(t)) == t`` for every term.
+
+>>> from oms_rdf.mapping import MappingSettings
+>>> s = MappingSettings()
+>>> subject_term("http://example.org/alice", "shared", s)
+<NamedNode value=http://example.org/alice>
+>>> subject_term("Alice", "shared", s).value
+'https://w3id.org/oms-rdf/id/entity/shared/Alice'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, parse
+
+from .vocab import XSD
+
+if TYPE_CHECKING:
+    from .mapping import MappingSettings
+
+__all__ = [
+    "DATATYPE",
+    "GENID",
+    "GRAPH",
+    "LANGUAGE",
+    "OBJECT_KIND",
+    "Term",
+    "blank_text",
+    "graph_term",
+    "is_absolute_iri",
+    "object_fields",
+    "object_term",
+    "relation_term",
+    "relation_text",
+    "subject_term",
+    "subject_text",
+    "unskolem",
+]
+
+# Keys in a belief's ``context`` that say what its object (and graph) is in RDF.
+OBJECT_KIND = "rdf:object"  # "iri" | "blank node" | "literal" | "n-triples"
+DATATYPE = "rdf:datatype"
+LANGUAGE = "rdf:language"
+GRAPH = "rdf:graph"
+
+GENID = "https://w3id.org/oms-rdf/.well-known/genid/"
+
+Term = NamedNode | BlankNode | Literal
+
+# RFC 3987 absolute IRI, as far as a store needs it: a scheme, a colon, and no
+# character the IRI grammar excludes (controls, space, <>"{}|\^`).
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|\\^`\x7f]*")
+_BLANK = re.compile(r"_:[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_XSD_STRING = XSD.string.value
+
+
+@lru_cache(maxsize=65_536)
+def is_absolute_iri(text: str) -> bool:
+    """Return whether ``text`` is an absolute IRI, and so stands for that IRI.
+
+    >>> is_absolute_iri("https://example.org/a b"), is_absolute_iri("urn:isbn:1")
+    (False, True)
+    """
+    if _ABSOLUTE.fullmatch(text) is None:
+        return False
+    try:
+        NamedNode(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _blank(label: str) -> NamedNode:
+    return NamedNode(GENID + label)
+
+
+def entity(label: str, namespace: str, settings: MappingSettings) -> NamedNode:
+    """Return the minted IRI of a plain label in a namespace."""
+    return NamedNode(
+        f"{settings.base_iri}entity/{quote(namespace, safe='')}/{quote(label, safe='')}"
+    )
+
+
+@lru_cache(maxsize=65_536)
+def _subject(text: str, namespace: str, settings: MappingSettings) -> NamedNode:
+    if _BLANK.fullmatch(text):
+        return _blank(text[2:])
+    if is_absolute_iri(text):
+        return NamedNode(text)
+    return entity(text, namespace, settings)
+
+
+def subject_term(text: str, namespace: str, settings: MappingSettings) -> NamedNode:
+    """Return the term a subject text stands for (blank nodes as skolem IRIs)."""
+    return _subject(text, namespace, settings)
+
+
+@lru_cache(maxsize=8192)
+def relation_term(text: str, settings: MappingSettings) -> NamedNode:
+    """Return the predicate a relation text stands for."""
+    if is_absolute_iri(text):
+        return NamedNode(text)
+    return NamedNode(f"{settings.base_iri}rel/{quote(text, safe='')}")
+
+
+def object_term(
+    value: str,
+    relation: str,
+    namespace: str,
+    context: Mapping[str, Any] | None,
+    settings: MappingSettings,
+) -> Term:
+    """Return the term a text object stands for (blank nodes as skolem IRIs)."""
+    if context:
+        kind = context.get(OBJECT_KIND)
+        if kind == "iri":
+            try:
+                return NamedNode(value)
+            except ValueError:
+                pass  # not an IRI after all: read as if nothing were recorded
+        if kind == "blank node" and _BLANK.fullmatch(value):
+            return _blank(value[2:])
+        if kind == "n-triples":
+            parsed = _parse_literal(value)
+            if parsed is not None:
+                return parsed
+        language = context.get(LANGUAGE)
+        if isinstance(language, str) and language:
+            try:
+                return Literal(value, language=language)
+            except ValueError:
+                pass  # not a tag RDF allows: the text stays a plain literal
+        datatype = context.get(DATATYPE)
+        if isinstance(datatype, str) and is_absolute_iri(datatype):
+            return Literal(value, datatype=NamedNode(datatype))
+        if kind == "literal":
+            return Literal(value)
+    if is_absolute_iri(value):
+        return NamedNode(value)
+    if relation in settings.entity_relations:
+        return entity(value, namespace, settings)
+    return Literal(value)
+
+
+def graph_term(context: Mapping[str, Any] | None) -> NamedNode | None:
+    """Return the named graph a belief's triple belongs to, or None for the default."""
+    if not context:
+        return None
+    name = context.get(GRAPH)
+    if not isinstance(name, str):
+        return None
+    if _BLANK.fullmatch(name):
+        return _blank(name[2:])
+    return NamedNode(name) if is_absolute_iri(name) else None
+
+
+def unskolem(term: Any) -> Any:
+    """Return a stored term as the user wrote it: skolem IRIs become blank nodes."""
+    if type(term) is NamedNode and term.value.startswith(GENID):
+        return BlankNode(term.value[len(GENID) :])
+    if type(term) is Triple:
+        return Triple(
+            unskolem(term.subject), unskolem(term.predicate), unskolem(term.object)
+        )
+    return term
+
+
+# --- the other way: the text (and context) that gives a term back -------------------
+
+
+def blank_text(label: str) -> str:
+    """Return the subject text of a blank node label."""
+    return "_:" + label
+
+
+def _minted(iri: str, prefix: str) -> str | None:
+    return unquote(iri[len(prefix) :]) if iri.startswith(prefix) else None
+
+
+def subject_text(term: Any, namespace: str, settings: MappingSettings) -> str | None:
+    """Return the subject text that stands for ``term`` in ``namespace``, or None.
+
+    A minted entity IRI of this store's base in the same namespace gives its label
+    back, so our own Turtle adopted by another store gives the same beliefs.
+    """
+    if isinstance(term, BlankNode):
+        return blank_text(term.value)
+    if not isinstance(term, NamedNode):
+        return None
+    label = _minted(
+        term.value, f"{settings.base_iri}entity/{quote(namespace, safe='')}/"
+    )
+    if label is not None and subject_term(label, namespace, settings) == term:
+        return label
+    return term.value
+
+
+def relation_text(term: Any, settings: MappingSettings) -> str | None:
+    """Return the relation text that stands for a predicate, or None."""
+    if not isinstance(term, NamedNode):
+        return None
+    label = _minted(term.value, f"{settings.base_iri}rel/")
+    if label and relation_term(label, settings) == term:
+        return label
+    return term.value
+
+
+def object_fields(
+    term: Any, relation: str, namespace: str, settings: MappingSettings
+) -> tuple[str, dict[str, str]] | None:
+    """Return the object text and the context entries that give ``term`` back.
+
+    Context is recorded only where the default reading of the text would differ.
+    None for a term a belief cannot hold (an RDF 1.2 triple term).
+    """
+    if isinstance(term, BlankNode):
+        return blank_text(term.value), {OBJECT_KIND: "blank node"}
+    if isinstance(term, NamedNode):
+        if relation in settings.entity_relations:
+            label = _minted(
+                term.value, f"{settings.base_iri}entity/{quote(namespace, safe='')}/"
+            )
+            if label is not None and not is_absolute_iri(label):
+                return label, {}
+        return term.value, ({} if is_absolute_iri(term.value) else {OBJECT_KIND: "iri"})
+    if not isinstance(term, Literal):
+        return None
+    text, language = term.value, term.language
+    if text == "":
+        return str(term), {OBJECT_KIND: "n-triples"}  # a belief's object is never ""
+    if language:
+        return text, {LANGUAGE: language}
+    if term.datatype.value != _XSD_STRING:
+        return text, {DATATYPE: term.datatype.value}
+    if is_absolute_iri(text) or relation in settings.entity_relations:
+        return text, {OBJECT_KIND: "literal"}
+    return text, {}
+
+
+def _parse_literal(text: str) -> Literal | None:
+    try:
+        quad = next(parse(f"<urn:s> <urn:p> {text} .", format=RdfFormat.N_TRIPLES))
+    except (SyntaxError, StopIteration):
+        return None
+    return quad.object if isinstance(quad.object, Literal) else None
