@@ -28,9 +28,19 @@ class Backend(Protocol):
         """Run a SPARQL 1.1 update atomically."""
 
     def query(
-        self, sparql: str, substitutions: Mapping[ox.Variable, Any] | None = None
+        self,
+        sparql: str,
+        substitutions: Mapping[ox.Variable, Any] | None = None,
+        **dataset: Any,
     ) -> Any:
-        """Run a SPARQL query; variables bound through ``substitutions``."""
+        """Run a SPARQL query; variables bound through ``substitutions``.
+
+        ``dataset`` takes pyoxigraph's ``default_graph``, ``named_graphs`` and
+        ``prefixes``.
+        """
+
+    def named_graphs(self) -> Iterator[Any]:
+        """Return the names of the graphs that hold quads."""
 
     def quads(
         self, s: Any = None, p: Any = None, o: Any = None, g: Any = None
@@ -73,12 +83,20 @@ class LocalBackend:
             raise StoreError(f"SPARQL update failed: {exc}") from exc
 
     def query(
-        self, sparql: str, substitutions: Mapping[ox.Variable, Any] | None = None
+        self,
+        sparql: str,
+        substitutions: Mapping[ox.Variable, Any] | None = None,
+        **dataset: Any,
     ) -> Any:
         try:
-            return self.store.query(sparql, substitutions=dict(substitutions or {}))
+            return self.store.query(
+                sparql, substitutions=dict(substitutions or {}), **dataset
+            )
         except (OSError, SyntaxError, ValueError, RuntimeError) as exc:
             raise StoreError(f"SPARQL query failed: {exc}") from exc
+
+    def named_graphs(self) -> Iterator[Any]:
+        return iter(self.store.named_graphs())
 
     def quads(
         self, s: Any = None, p: Any = None, o: Any = None, g: Any = None

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import pyoxigraph as ox
 
 from .codec import content_address, decode, encode, verify
 from .errors import DecodeError, EncodeError, ErrorCode, OmsError, SignatureError
 from .grain import Grain
-from .io import FORMATS
+from .io import FORMATS, dumps_turtle
 from .mapping import millis_literal
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
-from .store import GrainStore
+from .store import GrainStore, Solutions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -393,25 +394,40 @@ def contradict_cmd(ctx: click.Context, address: str, reason: str | None, by: str
 @cli.command("query")
 @click.argument("sparql")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "tsv"]),
-              default="table", show_default=True)  # fmt: skip
+              default="table", show_default=True,
+              help="How SELECT rows print (CONSTRUCT and DESCRIBE print Turtle).")  # fmt: skip
+@time_options
+@click.option("--namespace", help="Only the knowledge of this namespace.")
+@click.option(
+    "--grains", is_flag=True, help="Query the store as laid out (grain layer, index)."
+)
 @click.pass_context
-def query_cmd(ctx: click.Context, sparql: str, fmt: str) -> None:
-    """Run a SPARQL SELECT (text, or @FILE) over the store.
+def query_cmd(ctx: click.Context, sparql: str, fmt: str, valid_at: str | None,
+              as_of: str | None, namespace: str | None, grains: bool) -> None:  # fmt: skip
+    """Run SPARQL (text, or @FILE) over the knowledge, now or at a bi-temporal point.
+
+    SELECT prints rows, ASK prints true or false, CONSTRUCT and DESCRIBE print Turtle.
 
     Example:
 
-        oms-rdf --store mem.db query "SELECT * WHERE { GRAPH oms:current { ?s ?p ?o } }"
+        oms-rdf --store mem.db query "SELECT ?s ?o WHERE { ?s ?p ?o }" --valid-at 2024-01-01
     """
     text = _read(sparql[1:]).decode() if sparql.startswith("@") else sparql
-    if "PREFIX oms:" not in text:
-        text = "PREFIX oms: <https://w3id.org/oms-rdf/ns#>\n" + text
-    result = _store(ctx).query(text)
+    result = _store(ctx).query(text, valid_at=_time(valid_at), as_of=_time(as_of),
+                               namespace=namespace, grains=grains)  # fmt: skip
     if isinstance(result, bool):
         click.echo("true" if result else "false")
-        return
+    elif isinstance(result, Solutions):
+        _print_rows(result, fmt)
+    else:
+        click.echo(dumps_turtle(result), nl=False)
+
+
+def _print_rows(result: Solutions, fmt: str) -> None:
     names = [v.value for v in result.variables]
     rows = [
-        {n: (None if row[n] is None else row[n].value) for n in names} for row in result
+        {n: (None if row[n] is None else _cell(row[n])) for n in names}
+        for row in result
     ]
     if fmt == "json":
         click.echo(dump_json(rows))
@@ -427,6 +443,11 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str) -> None:
         )
     else:
         click.echo(_table(rows, names))
+
+
+def _cell(term: Any) -> str:
+    """A term as a cell: IRIs and literals by value, blank nodes as ``_:label``."""
+    return str(term) if isinstance(term, ox.BlankNode) else str(term.value)
 
 
 def _key(path: str) -> SigningKey:

@@ -12,6 +12,7 @@ store) and ``path`` says where in the grain, in ``$.field[0].key`` form::
     ├── SignatureError            a signature, key or DID is invalid or unsupported
     ├── PolicyError               a protection policy refuses the operation
     ├── NotFoundError (KeyError)  no grain with that address in the store
+    ├── QueryError (ValueError)   a SPARQL query or update is malformed or not allowed
     └── StoreError                the storage backend failed
 
 >>> try:
@@ -35,6 +36,7 @@ __all__ = [
     "NotFoundError",
     "OmsError",
     "PolicyError",
+    "QueryError",
     "SchemaError",
     "SignatureError",
     "StoreError",
@@ -66,6 +68,7 @@ class ErrorCode(StrEnum):
     SIGNATURE = "ERR_SIGNATURE"
     CONFLICT = "ERR_CONFLICT"
     STORE = "ERR_STORE"
+    QUERY = "ERR_QUERY"
 
 
 SPEC_CODES: frozenset[ErrorCode] = frozenset(
@@ -77,6 +80,7 @@ SPEC_CODES: frozenset[ErrorCode] = frozenset(
         ErrorCode.CONFLICT,
         ErrorCode.STORE,
         ErrorCode.SIGNATURE,
+        ErrorCode.QUERY,
     )
 )
 
@@ -157,6 +161,12 @@ class NotFoundError(OmsError, KeyError):
     def __str__(self) -> str:
         # KeyError would quote the message; keep the one-line form of OmsError.
         return Exception.__str__(self)
+
+
+class QueryError(OmsError, ValueError):
+    """A SPARQL query or update is malformed, or asks for what the store refuses."""
+
+    default_code = ErrorCode.QUERY
 
 
 class ConflictWarning(UserWarning):

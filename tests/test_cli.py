@@ -107,7 +107,7 @@ def test_store_commands(tmp_path: Path) -> None:
     assert "superseded" in run("--store", db, "history", successor).output
     got = json.loads(run("--store", db, "get", address).output)
     assert got["index"]["superseded_by"] == successor
-    csv_out = run("--store", db, "query", "SELECT ?o WHERE { GRAPH oms:current { ?s ?p ?o } }",
+    csv_out = run("--store", db, "query", "SELECT ?o WHERE { ?s ?p ?o }",
                   "--format", "csv").output  # fmt: skip
     assert csv_out.splitlines() == ["o", "Initech"]
     assert (

@@ -69,7 +69,8 @@ def test_soft_locked(store: GrainStore) -> None:
     new = store.supersede(a, belief("b", T0 + DAY), justification="user corrected it")
     assert store.get(new)["supersession_justification"] == "user corrected it"
     notes = list(store.query(
-        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?n WHERE { GRAPH oms:audit { ?e oms:needsReview ?n } }"
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?n WHERE { GRAPH oms:audit { ?e oms:needsReview ?n } }",
+        grains=True,
     ))  # fmt: skip
     assert len(notes) == 1 and "soft_locked" in notes[0]["n"].value
 

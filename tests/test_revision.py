@@ -167,7 +167,7 @@ def test_sprt_worked_example_exactly() -> None:
     assert store.get(g)["confidence"] == 0.7  # the blob never changes
     events = list(store.query(
         "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?g ?e ?n WHERE { GRAPH oms:index { ?e oms:evidenceFor ?g ; oms:note ?n } }",
-        g=oms.mapping.grain_iri(g),
+        g=oms.mapping.grain_iri(g), grains=True,
     ))  # fmt: skip
     assert sorted(e["n"].value for e in events) == ["check 0", "check 1", "check 2"]
 
@@ -274,7 +274,8 @@ def test_force_by_an_authorized_did_is_audited() -> None:
     refused(store, lambda: store.revise(old, new, force=True, by=BOB.did), "authorized")
     address = store.revise(old, new, force=True, by=ALICE.did)
     rows = list(store.query(
-        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?r WHERE { GRAPH oms:audit { ?e oms:operation \"revise(force)\" ; oms:reason ?r } }"
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?r WHERE { GRAPH oms:audit { ?e oms:operation \"revise(force)\" ; oms:reason ?r } }",
+        grains=True,
     ))  # fmt: skip
     assert len(rows) == 1 and "USER_STATED -> SYSTEM_INFERRED" in rows[0]["r"].value
     assert store.status(old).superseded_by == address

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from ._common import FORMATS, ImportReport, dumps_jsonl, format_for
 from .bridge import from_rdflib, to_rdflib
-from .export import export
+from .export import dumps_turtle, export
 from .importing import import_
 
 __all__ = [
     "FORMATS",
     "ImportReport",
     "dumps_jsonl",
+    "dumps_turtle",
     "export",
     "format_for",
     "from_rdflib",

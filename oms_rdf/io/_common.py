@@ -64,6 +64,15 @@ PREFIXES = {
 }
 
 
+# Declared in plain knowledge exports: the vocabularies most RDF users share.
+TURTLE_PREFIXES = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+}
+
+
 Source = str | os.PathLike[str] | IO[bytes]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ._common import (
     _RDF_FORMATS,
     _VERIFICATION_OUT,
     PREFIXES,
+    TURTLE_PREFIXES,
     VOIDED_KEY,
     Source,
     _open,
@@ -75,6 +77,13 @@ def export(store: GrainStore, dest: Source, *, format: str | None = None) -> int
             else None,
         )
     return len(store)
+
+
+def dumps_turtle(triples: Iterable[ox.Triple]) -> str:
+    """Return triples as Turtle text (the common prefixes declared)."""
+    buffer = io.BytesIO()
+    ox.serialize(triples, buffer, format=ox.RdfFormat.TURTLE, prefixes=TURTLE_PREFIXES)
+    return buffer.getvalue().decode()
 
 
 def _with_reifiers(

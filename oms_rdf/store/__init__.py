@@ -24,10 +24,19 @@ from __future__ import annotations
 from typing import Any
 
 from ._common import IndexState, update_request
+from .knowledge import QueryRow, Snapshot, Solutions
 from .revising import EvidenceResult
 from .writes import Writes
 
-__all__ = ["EvidenceResult", "GrainStore", "IndexState", "update_request"]
+__all__ = [
+    "EvidenceResult",
+    "GrainStore",
+    "IndexState",
+    "QueryRow",
+    "Snapshot",
+    "Solutions",
+    "update_request",
+]
 
 
 class GrainStore(Writes):

@@ -144,6 +144,7 @@ _QUERIES = {
         "rebuild_current",
         "current_claims",
         "consent_dependents",
+        "current_beliefs",
     )
 }
 

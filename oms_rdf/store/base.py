@@ -15,7 +15,6 @@ from pyoxigraph import (
     NamedNode,
     Quad,
     RdfFormat,
-    Variable,
 )
 
 from ..backends import Backend, LocalBackend
@@ -62,7 +61,6 @@ from ._common import (
     IndexState,
     Signature,
     _same_claim,
-    _term,
     _value,
     update_request,
 )
@@ -402,23 +400,6 @@ class StoreBase:
                     code=ErrorCode.INVALIDATION_DENIED,
                     path="$.derived_from",
                 )
-
-    def query(self, sparql: str, /, **bindings: Any) -> Any:
-        """Run SPARQL over the store; keyword arguments bind variables (no string formatting).
-
-        Python values become RDF terms: str → literal, int/float/bool → typed
-        literal, datetime → xsd:dateTime, Grain → its statement node.
-
-        >>> from oms_rdf import GrainStore
-        >>> store = GrainStore()
-        >>> [r["n"].value for r in store.query("SELECT ?x (STR(?x) AS ?n) WHERE {}", x="hi")]
-        ['hi']
-
-        pyoxigraph binds only variables that a SELECT projects (or any in ASK).
-        """
-        return self.backend.query(
-            sparql, {Variable(k): _term(v) for k, v in bindings.items()}
-        )
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import pyoxigraph as ox
 from pyoxigraph import (
     Literal,
     QuerySolutions,
@@ -16,13 +17,22 @@ from ..errors import ErrorCode, StoreError
 from ..grain import Grain
 from ..mapping import (
     address_of,
+    belief_terms,
     grain_iri,
     literal_value,
     millis_literal,
 )
+from ..terms import unskolem
 from ..vocab import OMS
-from ._common import _QUERIES, STATUSES, TimeLike, _to_millis, texts_query
+from ._common import _QUERIES, STATUSES, TimeLike, _term, _to_millis, texts_query
 from .base import StoreBase
+from .knowledge import (
+    RESERVED_GRAPHS,
+    QueryResult,
+    Snapshot,
+    check_dataset_args,
+    run_query,
+)
 from .lookup import chain_rows, subject_rows
 
 
@@ -87,6 +97,113 @@ class Questions(StoreBase):
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
         query = texts_query("beliefs", texts)
+        return self._grains(self.backend.query(query, bindings))
+
+    # --- SPARQL over the knowledge ------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        /,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | None = None,
+        grains: bool = False,
+        substitutions: Mapping[str | Variable, Any] | None = None,
+        **bindings: Any,
+    ) -> QueryResult:
+        """Run any SPARQL query over the knowledge, now or at a bi-temporal point.
+
+        By default the query sees the plain triples the store holds now (every
+        belief not superseded, retracted or contradicted): the default graph is
+        that knowledge and adopted named graphs keep their names, so SPARQL over
+        your own vocabulary works as written. ``valid_at``/``as_of`` ask the same
+        query of the knowledge of that point instead (a missing one means now),
+        with the semantics of :meth:`beliefs`; ``namespace`` keeps one namespace.
+        ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
+        audit; see ``ontology/README.md``).
+
+        Variables are bound through ``substitutions`` (or keyword arguments);
+        Python values become terms: str → literal, int/float/bool → typed literal,
+        datetime → xsd:dateTime, Grain → its statement node. The prefixes rdf,
+        rdfs, xsd, owl, prov and oms need no declaration.
+
+        Returns:
+            :class:`Solutions` for SELECT, a bool for ASK, an iterator of
+            ``pyoxigraph.Triple`` for CONSTRUCT and DESCRIBE.
+
+        Raises:
+            QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
+                or grains=True with a time or namespace.
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> _ = store.put(Belief("http://example.org/alice", "http://xmlns.com/foaf/0.1/knows",
+        ...                      "http://example.org/bob", 0.9, created_at=1_700_000_000_000))
+        >>> [r["o"].value for r in store.query("SELECT ?o WHERE { ?s ?p ?o }")]
+        ['http://example.org/bob']
+        """
+        timed = valid_at is not None or as_of is not None
+        check_dataset_args(grains, timed, namespace)
+        values: dict[str | Variable, Any] = {
+            k: _term(v) for k, v in (substitutions or {}).items()
+        }
+        values.update((k, _term(v)) for k, v in bindings.items())
+        if grains:
+            return run_query(self.backend, sparql, values)
+        if timed or namespace is not None:
+            view = self.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
+            return run_query(view.store, sparql, values)
+        return run_query(
+            self.backend,
+            sparql,
+            values,
+            default_graph=OMS.current,
+            named_graphs=self.knowledge_graphs(),
+        )
+
+    def knowledge_graphs(self) -> list[Any]:
+        """Return the names of the adopted named graphs that hold knowledge now."""
+        return [g for g in self.backend.named_graphs() if g not in RESERVED_GRAPHS]
+
+    def snapshot(
+        self,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | None = None,
+    ) -> Snapshot:
+        """Return the knowledge of one bi-temporal point as a dataset.
+
+        With no time, the knowledge held now (as :meth:`query` sees it); with
+        ``valid_at`` and/or ``as_of`` (a missing one means now), the triples of the
+        beliefs :meth:`beliefs` would return for that point. The terms are exactly
+        those the grains record: lexical forms, language tags, blank nodes.
+        """
+        if valid_at is None and as_of is None:
+            grains = self._current_beliefs(namespace)
+            point: tuple[int | None, int | None] = (None, None)
+        else:
+            known = _to_millis(as_of, self.clock)
+            valid = _to_millis(valid_at, self.clock)
+            grains = self._beliefs_query(None, None, namespace, valid, known)
+            point = (valid, known)
+        return Snapshot(
+            (self._knowledge_quad(g) for g in grains),
+            valid_at=point[0],
+            as_of=point[1],
+            namespace=namespace,
+        )
+
+    def _knowledge_quad(self, grain: Grain) -> ox.Quad:
+        s, p, o, g = belief_terms(grain.fields, self.settings)
+        graph = ox.DefaultGraph() if g is None else unskolem(g)
+        return ox.Quad(unskolem(s), p, unskolem(o), graph)
+
+    def _current_beliefs(self, namespace: str | None) -> list[Grain]:
+        texts, bindings = _bound_texts(None, None, namespace)
+        query = texts_query("current_beliefs", texts)
         return self._grains(self.backend.query(query, bindings))
 
     def count_beliefs(

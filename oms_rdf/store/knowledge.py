@@ -1,0 +1,224 @@
+"""The knowledge layer as SPARQL sees it: the dataset of now, and bi-temporal snapshots.
+
+By default a query runs over the plain triples the store believes now: the default
+graph is ``oms:current`` and the named graphs are those of adopted datasets, so
+SPARQL written against the user's own vocabulary works unchanged. A snapshot is
+the knowledge of one (valid time, system time) point, with the semantics of
+:meth:`GrainStore.beliefs`, materialised from the grains in force; any query (paths,
+aggregates, CONSTRUCT, GRAPH) runs over it.
+
+Stored blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`); every answer gives
+them back as blank nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import IO, Any
+
+import pyoxigraph as ox
+
+from ..errors import ErrorCode, QueryError, StoreError
+from ..terms import unskolem
+from ..vocab import OMS
+
+__all__ = [
+    "PREFIXES",
+    "RESERVED_GRAPHS",
+    "QueryResult",
+    "QueryRow",
+    "Snapshot",
+    "Solutions",
+    "run_query",
+]
+
+# The graphs only the store writes (design §3, "Reserved graphs").
+RESERVED_GRAPHS = frozenset({OMS.blobs, OMS.index, OMS.current, OMS.audit})
+
+# Prefixes every query may use without declaring them (its own declarations win).
+PREFIXES = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+    "prov": "http://www.w3.org/ns/prov#",
+    "oms": "https://w3id.org/oms-rdf/ns#",
+}
+
+
+class QueryRow:
+    """One solution of a SELECT: terms by variable name, position or ``Variable``.
+
+    Unbound variables read as None, as in pyoxigraph.
+    """
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: Mapping[str, int], values: tuple[Any, ...]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: str | int | ox.Variable) -> Any:
+        if isinstance(key, int):
+            return self._values[key]
+        name = key.value if isinstance(key, ox.Variable) else key
+        try:
+            return self._values[self._index[name]]
+        except KeyError:
+            raise KeyError(f"no variable ?{name} in this result") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the term bound to ``key``, or ``default`` when unbound or unknown."""
+        position = self._index.get(key)
+        value = None if position is None else self._values[position]
+        return default if value is None else value
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        pairs = ", ".join(
+            f"{name}={self._values[i]}" for name, i in self._index.items()
+        )
+        return f"<QueryRow {pairs}>"
+
+
+class Solutions:
+    """The rows of a SELECT query, read once, with blank nodes given back."""
+
+    def __init__(self, solutions: Any) -> None:
+        self._solutions = solutions
+        self.variables: list[ox.Variable] = list(solutions.variables)
+        self._index = {v.value: i for i, v in enumerate(self.variables)}
+
+    def __iter__(self) -> Iterator[QueryRow]:
+        index = self._index
+        for row in self._solutions:
+            yield QueryRow(index, tuple(unskolem(term) for term in row))
+
+
+QueryResult = Solutions | bool | Iterator[ox.Triple]
+
+
+def _triples(triples: Iterable[ox.Triple]) -> Iterator[ox.Triple]:
+    for t in triples:
+        yield ox.Triple(unskolem(t.subject), unskolem(t.predicate), unskolem(t.object))
+
+
+def run_query(
+    target: Any,
+    sparql: str,
+    substitutions: Mapping[str | ox.Variable, Any] | None = None,
+    **dataset: Any,
+) -> QueryResult:
+    """Run a query on a pyoxigraph store (or backend) and give plain results back.
+
+    Raises:
+        QueryError: ERR_QUERY for a malformed query, with its line and column.
+    """
+    bound = {
+        (k if isinstance(k, ox.Variable) else ox.Variable(k)): v
+        for k, v in (substitutions or {}).items()
+    }
+    try:
+        result = target.query(sparql, substitutions=bound, prefixes=PREFIXES, **dataset)
+    except SyntaxError as exc:
+        raise QueryError(f"not valid SPARQL: {exc}") from None
+    except StoreError as exc:
+        if isinstance(exc.__cause__, SyntaxError):
+            raise QueryError(f"not valid SPARQL: {exc.__cause__}") from None
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise StoreError(f"SPARQL query failed: {exc}", code=ErrorCode.STORE) from exc
+    if isinstance(result, ox.QueryBoolean):
+        return bool(result)
+    if isinstance(result, ox.QuerySolutions):
+        return Solutions(result)
+    return _triples(result)
+
+
+class Snapshot:
+    """The knowledge of one bi-temporal point (or of now), as an RDF dataset.
+
+    Holds the exact terms the grains record (lexical forms, blank nodes); a
+    pyoxigraph store is built on the first query. Iterating gives the quads.
+    """
+
+    def __init__(
+        self,
+        quads: Iterable[ox.Quad],
+        *,
+        valid_at: int | None = None,
+        as_of: int | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        self.quads: list[ox.Quad] = list(dict.fromkeys(quads))
+        self.valid_at, self.as_of, self.namespace = valid_at, as_of, namespace
+        self._store: ox.Store | None = None
+
+    def __len__(self) -> int:
+        return len(self.quads)
+
+    def __iter__(self) -> Iterator[ox.Quad]:
+        return iter(self.quads)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Snapshot {len(self.quads)} quads valid_at={self.valid_at} "
+            f"as_of={self.as_of} namespace={self.namespace!r}>"
+        )
+
+    @property
+    def store(self) -> ox.Store:
+        """The snapshot as a pyoxigraph store (built once, then reused)."""
+        if self._store is None:
+            self._store = ox.Store()
+            self._store.extend(self.quads)
+        return self._store
+
+    def query(
+        self,
+        sparql: str,
+        /,
+        *,
+        substitutions: Mapping[str | ox.Variable, Any] | None = None,
+    ) -> QueryResult:
+        """Run any SPARQL query over the snapshot (default graph: its plain triples)."""
+        return run_query(self.store, sparql, substitutions)
+
+    def serialize(self, output: IO[bytes], format: ox.RdfFormat) -> None:
+        """Write the snapshot with its exact terms (triple formats: the default graph)."""
+        if format.supports_datasets:
+            items: Iterable[Any] = self.quads
+        else:
+            items = (
+                ox.Triple(q.subject, q.predicate, q.object)
+                for q in self.quads
+                if isinstance(q.graph_name, ox.DefaultGraph)
+            )
+        ox.serialize(items, output, format=format, prefixes=None)
+
+    def to_rdflib(self) -> Any:
+        """Return the snapshot as an ``rdflib.Dataset`` (a copy)."""
+        import io
+
+        import rdflib
+
+        buffer = io.BytesIO()
+        ox.serialize(self.quads, buffer, format=ox.RdfFormat.N_QUADS)
+        dataset = rdflib.Dataset()
+        dataset.parse(data=buffer.getvalue(), format="nquads")
+        return dataset
+
+
+def check_dataset_args(grains: bool, timed: bool, namespace: str | None) -> None:
+    """Refuse a query that asks for the raw layout and a snapshot at once."""
+    if grains and (timed or namespace is not None):
+        raise QueryError(
+            "grains=True queries the store as laid out, which already holds every "
+            "time and namespace; leave out valid_at, as_of and namespace, or grains",
+            code=ErrorCode.QUERY,
+        )
