@@ -31,6 +31,7 @@ give the source term back, so ``object_term(*object_fields(t)) == t`` for every 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ __all__ = [
     "object_term",
     "relation_term",
     "relation_text",
+    "skolem",
     "subject_term",
     "subject_text",
     "unskolem",
@@ -179,6 +181,13 @@ def graph_term(context: Mapping[str, Any] | None) -> NamedNode | None:
     return NamedNode(name) if is_absolute_iri(name) else None
 
 
+def skolem(term: Any) -> Any:
+    """Return a term as the store keeps it: blank nodes become skolem IRIs."""
+    if type(term) is BlankNode:
+        return _blank(term.value)
+    return term
+
+
 def unskolem(term: Any) -> Any:
     """Return a stored term as the user wrote it: skolem IRIs become blank nodes."""
     if type(term) is NamedNode and term.value.startswith(GENID):
@@ -251,8 +260,10 @@ def object_fields(
     if not isinstance(term, Literal):
         return None
     text, language = term.value, term.language
-    if text == "":
-        return str(term), {OBJECT_KIND: "n-triples"}  # a belief's object is never ""
+    if text == "" or not unicodedata.is_normalized("NFC", text):
+        # A belief's object is never "" and grain text is NFC: such literals are
+        # kept as N-Triples with every non-ASCII character escaped.
+        return _ascii_nt(term), {OBJECT_KIND: "n-triples"}
     if language:
         return text, {LANGUAGE: language}
     if term.datatype.value != _XSD_STRING:
@@ -260,6 +271,15 @@ def object_fields(
     if is_absolute_iri(text) or relation in settings.entity_relations:
         return text, {OBJECT_KIND: "literal"}
     return text, {}
+
+
+def _ascii_nt(term: Literal) -> str:
+    return "".join(
+        c
+        if ord(c) < 0x80
+        else (f"\\u{ord(c):04X}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08X}")
+        for c in str(term)
+    )
 
 
 def _parse_literal(text: str) -> Literal | None:

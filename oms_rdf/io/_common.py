@@ -33,6 +33,7 @@ Format = Literal[
     "turtle",
     "ntriples",
     "jsonld",
+    "rdfxml",
     "turtle12",
     "trig12",
     "mg",
@@ -46,12 +47,14 @@ FORMATS: tuple[str, ...] = get_args(Format)
 _BY_SUFFIX = {
     ".trig": "trig", ".nq": "nquads", ".nquads": "nquads", ".ttl": "turtle", ".nt": "ntriples",
     ".jsonld": "jsonld", ".mg": "mg", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".rdf": "rdfxml", ".owl": "rdfxml", ".xml": "rdfxml",
 }  # fmt: skip
 
 
 _RDF_FORMATS = {
     "trig": ox.RdfFormat.TRIG, "nquads": ox.RdfFormat.N_QUADS, "turtle": ox.RdfFormat.TURTLE,
     "ntriples": ox.RdfFormat.N_TRIPLES, "jsonld": ox.RdfFormat.JSON_LD,
+    "rdfxml": ox.RdfFormat.RDF_XML,
     "turtle12": ox.RdfFormat.TURTLE, "trig12": ox.RdfFormat.TRIG,
 }  # fmt: skip
 
@@ -99,9 +102,10 @@ def format_for(path: str | os.PathLike[str], given: str | None = None) -> str:
 
 @dataclass
 class ImportReport:
-    """What an import did: grains added, records skipped (with ``skip_invalid``)."""
+    """What an import did: grains added, triples already believed, records skipped."""
 
     added: int = 0
+    believed: int = 0  # adopted triples the namespace already believed
     quads: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
 

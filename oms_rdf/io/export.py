@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from ..container import write_mg
+from ..errors import ErrorCode, StoreError
 from ..grain import Grain
 from ..mapping import (
     NIH_PREFIX,
 )
 from ..store import GrainStore
+from ..store._common import TimeLike
 from ..vocab import OMS
 
 if TYPE_CHECKING:
@@ -33,13 +35,34 @@ from ._common import (
 )
 
 
-def export(store: GrainStore, dest: Source, *, format: str | None = None) -> int:
-    """Write the store to ``dest`` (a path or a binary file); return the grains written."""
-    fmt = (
-        format_for(dest, format)
-        if not hasattr(dest, "write")
-        else format_for("x", format or "trig")
-    )
+def export(
+    store: GrainStore,
+    dest: Source,
+    *,
+    format: str | None = None,
+    valid_at: TimeLike = None,
+    as_of: TimeLike = None,
+    namespace: str | None = None,
+) -> int:
+    """Write the store to ``dest`` (a path or a binary file); return what was written.
+
+    ``turtle``, ``ntriples`` and ``rdfxml`` write the plain knowledge (now, or the
+    snapshot of ``valid_at``/``as_of``, or one ``namespace``) with the exact terms
+    the grains record, and return the number of triples. The other formats carry
+    the grains with their index state and return the number of grains.
+    """
+    if fmt_is_plain(dest, format):
+        view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
+        with _open(dest, "wb") as out:
+            view.serialize(out, _RDF_FORMATS[_format(dest, format)])
+        return len(view)
+    if valid_at is not None or as_of is not None or namespace is not None:
+        raise StoreError(
+            "valid_at, as_of and namespace select plain knowledge, which turtle, "
+            "ntriples and rdfxml export; grain formats carry the whole history",
+            code=ErrorCode.SCHEMA,
+        )
+    fmt = _format(dest, format)
     with _open(dest, "wb") as out:
         if fmt == "mg":
             return write_mg(
@@ -52,14 +75,8 @@ def export(store: GrainStore, dest: Source, *, format: str | None = None) -> int
                 count += 1
             return count
         rdf = _RDF_FORMATS[fmt]
-        if fmt in ("turtle", "ntriples"):
-            quads: Iterable[ox.Quad] = store.backend.quads(
-                None, None, None, ox.DefaultGraph()
-            )
-            triples: Iterable[Any] = (
-                ox.Triple(q.subject, q.predicate, q.object) for q in quads
-            )
-        elif fmt == "turtle12":
+        triples: Iterable[Any]
+        if fmt == "turtle12":
             quads = store.backend.quads(None, None, None, ox.DefaultGraph())
             triples = _with_reifiers(
                 store, (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
@@ -77,6 +94,20 @@ def export(store: GrainStore, dest: Source, *, format: str | None = None) -> int
             else None,
         )
     return len(store)
+
+
+PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
+
+
+def _format(dest: Source, given: str | None) -> str:
+    if hasattr(dest, "write"):
+        return format_for("x", given or "trig")
+    return format_for(dest, given)
+
+
+def fmt_is_plain(dest: Source, given: str | None) -> bool:
+    """Whether the export format is a plain-knowledge one."""
+    return _format(dest, given) in PLAIN_FORMATS
 
 
 def dumps_turtle(triples: Iterable[ox.Triple]) -> str:

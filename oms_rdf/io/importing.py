@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io as _io
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
@@ -32,7 +32,8 @@ from ._common import (
     _text,
     format_for,
 )
-from .plans import _plan_dataset, _plan_graph, _plan_jsonl, _plan_mg
+from .adopt import file_base, plan_adoption, scan
+from .plans import _plan_dataset, _plan_jsonl, _plan_mg
 
 CHUNK_ROWS = 200_000  # rows written per atomic step of an import
 
@@ -48,14 +49,20 @@ def import_(
     skip_invalid: bool = False,
     namespace: str | None = None,
     confidence: float = 1.0,
+    base_iri: str | None = None,
     progress: Progress = None,
 ) -> ImportReport:
     """Import ``src`` into ``store``; all or nothing unless ``skip_invalid``.
 
+    An RDF source that is an oms_rdf export (its grains in graph ``oms:blobs``)
+    restores those grains with their index state; any other RDF source is adopted:
+    every triple becomes a belief (see :mod:`oms_rdf.io.adopt`).
+
     Args:
         format: one of :data:`FORMATS`; from the file suffix when omitted.
         skip_invalid: skip bad records and report them instead of stopping.
-        namespace, confidence: for beliefs adopted from a foreign RDF graph.
+        namespace, confidence: for beliefs adopted from foreign RDF.
+        base_iri: resolves relative IRIs of foreign RDF (default: the file's URI).
         progress: called with the number of bytes read, as reading goes.
 
     Raises:
@@ -70,23 +77,26 @@ def import_(
         else format_for("x", format or "nquads")
     )
     report = ImportReport()
+    base = base_iri if base_iri is not None else file_base(src)
     with store._lock, _reopenable(src) as (reopen, size):
-        fast = fmt in ("trig", "nquads") and size <= FAST_RESTORE_LIMIT
-        if fast and _restore_into_empty(
-            store, reopen, _RDF_FORMATS[fmt], report, progress
-        ):
-            return report
+        plan: Any
         if fmt == "mg":
             plan = _plan_mg(store, reopen, report, skip_invalid, progress)
         elif fmt == "jsonl":
             plan = _plan_jsonl(store, reopen, report, skip_invalid, progress)
-        elif fmt in ("trig", "nquads", "jsonld", "trig12"):
-            plan = _plan_dataset(
-                store, reopen, _RDF_FORMATS[fmt], report, skip_invalid, progress
-            )
         else:
-            plan = _plan_graph(store, reopen, _RDF_FORMATS[fmt], report, skip_invalid, progress,
-                               namespace=namespace, confidence=confidence)  # fmt: skip
+            rdf = _RDF_FORMATS[fmt]
+            source = scan(reopen, rdf, base)
+            if not source.ours:
+                plan = plan_adoption(store, reopen, rdf, source, report, skip_invalid,
+                                     progress, namespace=namespace, confidence=confidence,
+                                     base_iri=base)  # fmt: skip
+            elif size <= FAST_RESTORE_LIMIT and _restore_into_empty(
+                store, reopen, rdf, report, progress
+            ):
+                return report
+            else:
+                plan = _plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
         with plan as rows:
             report.quads = _commit(store, rows, report)
     return report

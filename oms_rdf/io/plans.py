@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io as _io
 import json
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ import pyoxigraph as ox
 
 from ..container import read_mg
 from ..errors import DecodeError, ErrorCode, OmsError, StoreError
-from ..grain import Grain, now_ms
+from ..grain import Grain
 from ..mapping import (
     NIH_PREFIX,
     Row,
@@ -22,7 +21,6 @@ from ..mapping import (
     grain_iri,
     millis_literal,
     nt_literal,
-    quads_to_grain,
     rows_to_nquads,
 )
 from ..store import GrainStore
@@ -280,97 +278,3 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 yield quad
 
     yield rows
-
-
-@contextmanager
-def _plan_graph(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
-                skip: bool, progress: Progress, *, namespace: str | None,
-                confidence: float) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="oms-rdf-staging-") as tmp:
-        staging = ox.Store(tmp)  # on disk: the source may not fit in memory
-        with reopen() as raw:
-            try:
-                staging.bulk_load(
-                    _io.BufferedReader(_Counting(raw, progress)), format=fmt
-                )
-            except SyntaxError as exc:
-                raise DecodeError(
-                    f"not valid {fmt.name}: {exc}", path=_position(exc)
-                ) from None
-        ours = (
-            next(staging.quads_for_pattern(None, OMS.contentAddress, None), None)
-            is not None
-        )
-        created = now_ms()
-
-        def grains(check: bool) -> Iterator[Grain]:
-            # Records refused on the first pass were reported (or raised) there.
-            if ours:
-                return _staged_grains(staging, report, skip, check)
-            return _adopted(staging, report, skip, check, namespace=namespace,
-                            confidence=confidence, created=created)  # fmt: skip
-
-        fresh: set[str] = set()
-        for grain in grains(check=True):
-            if grain.address not in store:
-                fresh.add(grain.address)
-        report.added = len(fresh)
-        yield lambda: _grain_rows(store, _unique(grains(check=False), fresh))
-
-
-def _staged_grains(
-    staging: ox.Store, report: ImportReport, skip: bool, check: bool
-) -> Iterator[Grain]:
-    for quad in staging.quads_for_pattern(
-        None, OMS.contentAddress, None, ox.DefaultGraph()
-    ):
-        node = quad.subject
-        try:
-            yield quads_to_grain(
-                staging.quads_for_pattern(node, None, None, ox.DefaultGraph())
-            )
-        except OmsError as exc:
-            if check:
-                _fail_or_skip(report, skip, f"grain {_text(node)}", exc)
-
-
-def _adopted(staging: ox.Store, report: ImportReport, skip: bool, check: bool, *, namespace: str | None,
-             confidence: float, created: int) -> Iterator[Grain]:  # fmt: skip
-    """Beliefs from a foreign graph: one per triple, all made at import time."""
-    for i, quad in enumerate(staging.quads_for_pattern(None, None, None, None)):
-        fields: dict[str, Any] = {
-            "type": "belief",
-            "subject": _term_text(quad.subject),
-            "relation": quad.predicate.value,
-            "object": _term_text(quad.object),
-            "confidence": confidence,
-            "source_type": "imported",
-            "created_at": created,
-            "namespace": namespace,
-            "context": _term_context(quad.object) or None,
-        }
-        try:
-            yield Grain.from_dict(fields)
-        except OmsError as exc:
-            if check:
-                _fail_or_skip(report, skip, f"triple {i + 1}", exc)
-
-
-def _term_text(term: Any) -> str:
-    if isinstance(term, ox.BlankNode):
-        return f"_:{term.value}"
-    return str(term.value)
-
-
-def _term_context(term: Any) -> dict[str, Any]:
-    """What the object text alone does not say: an IRI, a datatype or a language."""
-    if isinstance(term, ox.NamedNode):
-        return {"rdf:object": "iri"}
-    if isinstance(term, ox.BlankNode):
-        return {"rdf:object": "blank node"}
-    if isinstance(term, ox.Literal):
-        if term.language:
-            return {"rdf:language": term.language}
-        if term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
-            return {"rdf:datatype": term.datatype.value}
-    return {}

@@ -56,11 +56,21 @@ class GrainStore(Writes):
             (default: the wall clock); injectable for tests and replays.
     """
 
-    def export(self, dest: Any, /, *, format: str | None = None) -> int:
-        """Write the store to a path or binary file; see :mod:`oms_rdf.io` for formats."""
+    def export(
+        self,
+        dest: Any,
+        /,
+        *,
+        format: str | None = None,
+        valid_at: Any = None,
+        as_of: Any = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Write the store to a path or binary file; see :func:`oms_rdf.io.export`."""
         from ..io import export  # io builds on the store: imported when used
 
-        return export(self, dest, format=format)
+        return export(self, dest, format=format, valid_at=valid_at, as_of=as_of,
+                      namespace=namespace)  # fmt: skip
 
     def import_(self, src: Any, /, *, format: str | None = None, **options: Any) -> Any:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""

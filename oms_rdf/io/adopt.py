@@ -1,0 +1,296 @@
+"""Adopting foreign RDF: every triple (or quad) of a source becomes a belief.
+
+The source is streamed through pyoxigraph's parser, never staged in a store, so
+lexical forms, datatypes and blank nodes survive exactly (design §3):
+
+- relative IRIs resolve against ``base_iri`` (default: the file's ``file:`` URI);
+- blank nodes get labels derived from the source's bytes and their order of first
+  appearance, so the same file adopted twice gives the same terms, and a triple
+  that is already believed in the namespace adds nothing;
+- named graphs are kept (context key ``rdf:graph``);
+- quads in the store's reserved graphs and RDF 1.2 triple terms are refused with an
+  :class:`OmsError` that names the source line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io as _io
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+import pyoxigraph as ox
+
+from ..errors import DecodeError, ErrorCode, OmsError, SchemaError, StoreError
+from ..grain import Grain, now_ms
+from ..mapping import Row, address_of, belief_terms
+from ..store import GrainStore
+from ..store.knowledge import RESERVED_GRAPHS
+from ..terms import (
+    GRAPH,
+    blank_text,
+    object_fields,
+    relation_text,
+    skolem,
+    subject_text,
+)
+from ..vocab import OMS, RDF
+from ._common import ImportReport, Progress, _Counting, _fail_or_skip
+
+__all__ = ["SourceInfo", "belief_fields", "file_base", "plan_adoption", "scan"]
+
+
+class SourceInfo:
+    """What a first read of a source tells: its digest, and whether it is our export."""
+
+    def __init__(self, digest: str, ours: bool) -> None:
+        self.digest, self.ours = digest, ours
+
+
+def parse(
+    raw: IO[bytes], fmt: ox.RdfFormat, base_iri: str | None, progress: Progress = None
+) -> Iterator[ox.Quad]:
+    """Stream the quads of a source; a syntax error names its line.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for malformed input.
+    """
+    try:
+        yield from ox.parse(
+            _io.BufferedReader(_Counting(raw, progress)), format=fmt, base_iri=base_iri
+        )
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else None
+        raise DecodeError(
+            f"not valid {fmt.name}: {exc}", code=ErrorCode.CORRUPT, path=where
+        ) from None
+    except (ValueError, OSError) as exc:
+        raise DecodeError(f"cannot read the {fmt.name} source: {exc}") from None
+
+
+def scan(
+    reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, base_iri: str | None
+) -> SourceInfo:
+    """Read a source once: the SHA-256 of its bytes, and whether it carries grains."""
+    digest = hashlib.sha256()
+    with reopen() as raw:
+        while chunk := raw.read(1 << 20):
+            digest.update(chunk)
+    ours = False
+    if fmt.supports_datasets:
+        with reopen() as raw:
+            ours = any(
+                q.predicate == OMS.blob and q.graph_name == OMS.blobs
+                for q in parse(raw, fmt, base_iri)
+            )
+    return SourceInfo(digest.hexdigest(), ours)
+
+
+class _Labels:
+    """Blank node labels from the source digest and order of first appearance."""
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+        self.seen: dict[str, str] = {}
+
+    def __call__(self, node: ox.BlankNode) -> ox.BlankNode:
+        label = self.seen.get(node.value)
+        if label is None:
+            n = len(self.seen)
+            label = "b" + hashlib.sha256(f"{self.digest}:{n}".encode()).hexdigest()[:32]
+            self.seen[node.value] = label
+        return ox.BlankNode(label)
+
+
+def _relabel(term: Any, labels: _Labels) -> Any:
+    return labels(term) if isinstance(term, ox.BlankNode) else term
+
+
+def belief_fields(
+    quad: ox.Quad,
+    store: GrainStore,
+    *,
+    namespace: str | None,
+    confidence: float,
+    created: int,
+) -> dict[str, Any]:
+    """Return the fields of the belief that asserts one (relabelled) source quad.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for a term a belief cannot hold (RDF 1.2 triple
+            terms) or a quad in one of the store's reserved graphs.
+    """
+    graph = quad.graph_name
+    if graph in RESERVED_GRAPHS:
+        raise SchemaError(
+            f"the quad {quad} writes the store's reserved graph {graph}; only an "
+            "oms_rdf export whose grains verify may fill it",
+            code=ErrorCode.SCHEMA,
+        )
+    settings = store.settings
+    ns = namespace if namespace is not None else "shared"
+    subject = subject_text(quad.subject, ns, settings)
+    relation = relation_text(quad.predicate, settings)
+    obj = (
+        None if relation is None else object_fields(quad.object, relation, ns, settings)
+    )
+    if subject is None or relation is None or obj is None:
+        raise SchemaError(
+            f"the triple {quad.subject} {quad.predicate} {quad.object} holds an RDF "
+            "1.2 triple term, which a belief cannot carry; adopt it as RDF 1.1 "
+            "(reify it with rdf:subject/rdf:predicate/rdf:object) instead",
+            code=ErrorCode.SCHEMA,
+        )
+    text, context = obj
+    if isinstance(graph, ox.NamedNode):
+        context[GRAPH] = graph.value
+    elif isinstance(graph, ox.BlankNode):
+        context[GRAPH] = blank_text(graph.value)
+    fields = {
+        "type": "belief",
+        "subject": subject,
+        "relation": relation,
+        "object": text,
+        "confidence": confidence,
+        "source_type": "imported",
+        "created_at": created,
+        "namespace": namespace,
+        "context": context or None,
+    }
+    # The fields must give the quad back exactly (as stored: blank nodes skolemised).
+    given = tuple(skolem(t) for t in (quad.subject, quad.predicate, quad.object))
+    s, p, o, g = belief_terms(
+        {k: v for k, v in fields.items() if v is not None}, settings
+    )
+    if (s, p, o) != given or (g or ox.DefaultGraph()) != skolem(graph):
+        raise SchemaError(
+            f"the triple {quad.subject} {quad.predicate} {quad.object} cannot be "
+            f"kept exactly as a belief (it would read back as {s} {p} {o})",
+            code=ErrorCode.SCHEMA,
+        )
+    return fields
+
+
+def _line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str | None:
+    """The first source line that names the quad's graph or triple term (for errors)."""
+    needles = []
+    if isinstance(quad.object, ox.Triple) or isinstance(quad.subject, ox.Triple):
+        needles.append(b"<<")
+    graph = quad.graph_name
+    if isinstance(graph, ox.NamedNode):
+        needles += [
+            graph.value.encode(),
+            b"oms:" + graph.value.rsplit("#", 1)[-1].encode(),
+        ]
+    with reopen() as raw:
+        for number, line in enumerate(raw, 1):
+            if any(n in line for n in needles):
+                return f"line {number}"
+    return None
+
+
+@contextmanager
+def plan_adoption(
+    store: GrainStore,
+    reopen: Callable[[], IO[bytes]],
+    fmt: ox.RdfFormat,
+    source: SourceInfo,
+    report: ImportReport,
+    skip: bool,
+    progress: Progress,
+    *,
+    namespace: str | None,
+    confidence: float,
+    base_iri: str | None,
+) -> Iterator[Callable[[], Iterator[Row]]]:
+    """Check every triple of a foreign source, then yield the rows of the new beliefs."""
+    created = now_ms()
+    ns = namespace if namespace is not None else "shared"
+
+    def grains(check: bool) -> Iterator[Grain]:
+        labels = _Labels(source.digest)
+        with reopen() as raw:
+            for quad in parse(raw, fmt, base_iri, progress if check else None):
+                quad = ox.Quad(
+                    _relabel(quad.subject, labels),
+                    quad.predicate,
+                    _relabel(quad.object, labels),
+                    _relabel(quad.graph_name, labels),
+                )
+                try:
+                    fields = belief_fields(
+                        quad, store, namespace=namespace, confidence=confidence,
+                        created=created,
+                    )  # fmt: skip
+                    grain = Grain.from_dict(fields)
+                except OmsError as exc:
+                    if check:
+                        where = _line_of(reopen, quad) or f"triple {quad}"
+                        _fail_or_skip(report, skip, where, exc)
+                    continue
+                yield grain
+
+    claims: set[str] = set()
+    fresh: set[str] = set()
+    for grain in grains(check=True):
+        claim = _claim(grain)
+        if claim in claims:
+            continue
+        claims.add(claim)
+        if _believed(store, grain, ns):
+            report.believed += 1
+        else:
+            fresh.add(grain.address)
+    report.added = len(fresh)
+
+    def rows() -> Iterator[Row]:
+        done: set[str] = set()
+        for grain in grains(check=False):
+            if grain.address in fresh and grain.address not in done:
+                done.add(grain.address)
+                yield from store._new_rows(grain)
+
+    yield rows
+
+
+def _claim(grain: Grain) -> str:
+    """What a belief asserts, exactly: subject, relation, object and how to read it."""
+    f = grain.fields
+    return json.dumps(
+        [f["subject"], f["relation"], f["object"], f.get("context")], sort_keys=True
+    )
+
+
+def _believed(store: GrainStore, grain: Grain, namespace: str) -> bool:
+    """Whether a current belief of the namespace already asserts exactly this claim."""
+    s, p, o, g = belief_terms(grain.fields, store.settings)
+    backend = store.backend
+    if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
+        return False
+    claim = _claim(grain)
+    for q in backend.quads(None, RDF.subject, s, ox.DefaultGraph()):
+        node = q.subject
+        if next(backend.quads(node, OMS.systemTo, None, OMS.index), None) is not None:
+            continue
+        if not isinstance(node, ox.NamedNode):
+            continue
+        other = store.get(address_of(node))
+        if other.get("namespace", "shared") == namespace and _claim(other) == claim:
+            return True
+    return False
+
+
+def file_base(src: Any) -> str | None:
+    """The base IRI of a source path: its absolute ``file:`` URI."""
+    from pathlib import Path
+
+    if hasattr(src, "read"):
+        return None
+    try:
+        return Path(src).resolve().as_uri()
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"cannot resolve {src}: {exc}", code=ErrorCode.NOT_FOUND
+        ) from exc
