@@ -18,13 +18,21 @@ from .errors import (
     NotFoundError,
     OmsError,
     PolicyError,
+    QueryError,
     SchemaError,
     SignatureError,
     StoreError,
 )
 from .grain import Belief, Grain
 from .mapping import MappingSettings, grain_to_quads, quads_to_grain
-from .store import EvidenceResult, GrainStore, IndexState
+from .store import (
+    EvidenceResult,
+    GrainStore,
+    IndexState,
+    QueryRow,
+    Snapshot,
+    Solutions,
+)
 
 __version__ = "0.1.0"
 
@@ -43,8 +51,12 @@ __all__ = [
     "NotFoundError",
     "OmsError",
     "PolicyError",
+    "QueryError",
+    "QueryRow",
     "SchemaError",
     "SignatureError",
+    "Snapshot",
+    "Solutions",
     "StoreError",
     "__version__",
     "content_address",

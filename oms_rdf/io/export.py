@@ -43,26 +43,37 @@ def export(
     valid_at: TimeLike = None,
     as_of: TimeLike = None,
     namespace: str | None = None,
+    grains: bool | None = None,
 ) -> int:
     """Write the store to ``dest`` (a path or a binary file); return what was written.
 
-    ``turtle``, ``ntriples`` and ``rdfxml`` write the plain knowledge (now, or the
-    snapshot of ``valid_at``/``as_of``, or one ``namespace``) with the exact terms
-    the grains record, and return the number of triples. The other formats carry
-    the grains with their index state and return the number of grains.
+    ``turtle``, ``ntriples`` and ``rdfxml`` write the plain knowledge, and so do
+    ``trig`` and ``nquads`` with ``grains=False`` (named graphs kept): the knowledge
+    held now, or the snapshot of ``valid_at``/``as_of``, or one ``namespace``, with
+    the exact terms the grains record. They return the number of triples (quads).
+    The other formats, and ``turtle``/``ntriples`` with ``grains=True`` (the grain
+    layer with its index state, flattened into one graph), carry the grains and
+    return their number.
     """
-    if fmt_is_plain(dest, format):
+    fmt = _format(dest, format)
+    plain = fmt in PLAIN_FORMATS if grains is None else not grains
+    if plain:
+        if fmt not in (*PLAIN_FORMATS, "trig", "nquads"):
+            raise StoreError(
+                f"{fmt} carries grains; plain knowledge goes to turtle, ntriples, "
+                "rdfxml, trig or nquads",
+                code=ErrorCode.SCHEMA,
+            )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
         with _open(dest, "wb") as out:
-            view.serialize(out, _RDF_FORMATS[_format(dest, format)])
+            view.serialize(out, _RDF_FORMATS[fmt])
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
         raise StoreError(
-            "valid_at, as_of and namespace select plain knowledge, which turtle, "
-            "ntriples and rdfxml export; grain formats carry the whole history",
+            "valid_at, as_of and namespace select plain knowledge (grains=False); "
+            "an export that carries grains carries their whole history",
             code=ErrorCode.SCHEMA,
         )
-    fmt = _format(dest, format)
     with _open(dest, "wb") as out:
         if fmt == "mg":
             return write_mg(
@@ -76,7 +87,9 @@ def export(
             return count
         rdf = _RDF_FORMATS[fmt]
         triples: Iterable[Any]
-        if fmt == "turtle12":
+        if fmt in PLAIN_FORMATS:
+            triples = _grain_layer(store)
+        elif fmt == "turtle12":
             quads = store.backend.quads(None, None, None, ox.DefaultGraph())
             triples = _with_reifiers(
                 store, (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
@@ -105,9 +118,11 @@ def _format(dest: Source, given: str | None) -> str:
     return format_for(dest, given)
 
 
-def fmt_is_plain(dest: Source, given: str | None) -> bool:
-    """Whether the export format is a plain-knowledge one."""
-    return _format(dest, given) in PLAIN_FORMATS
+def _grain_layer(store: GrainStore) -> Iterator[ox.Triple]:
+    """The grain nodes, their blobs and index state as one graph (no knowledge, no audit)."""
+    for graph in (ox.DefaultGraph(), OMS.blobs, OMS.index):
+        for q in store.backend.quads(None, None, None, graph):
+            yield ox.Triple(q.subject, q.predicate, q.object)
 
 
 def dumps_turtle(triples: Iterable[ox.Triple]) -> str:

@@ -65,12 +65,13 @@ class GrainStore(Writes):
         valid_at: Any = None,
         as_of: Any = None,
         namespace: str | None = None,
+        grains: bool | None = None,
     ) -> int:
         """Write the store to a path or binary file; see :func:`oms_rdf.io.export`."""
         from ..io import export  # io builds on the store: imported when used
 
         return export(self, dest, format=format, valid_at=valid_at, as_of=as_of,
-                      namespace=namespace)  # fmt: skip
+                      namespace=namespace, grains=grains)  # fmt: skip
 
     def import_(self, src: Any, /, *, format: str | None = None, **options: Any) -> Any:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""

@@ -1,0 +1,213 @@
+"""Foreign RDF in and out: the graph as its users wrote it.
+
+Each case under ``tests/rdf_cases`` is adopted into a store, then:
+
+- plain SPARQL over the default dataset gives back the source as Oxigraph itself
+  stores it (a plain ``pyoxigraph.Store`` loaded with the same file);
+- the plain export gives back the source exactly, lexical forms included;
+- adopting the same file again changes nothing;
+- the knowledge survives a TriG (grains) and a plain round trip into a fresh store.
+
+Comparisons canonicalise blank nodes (RDFC-1.0 via pyoxigraph), so they test
+isomorphism, not labels.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+import oms_rdf as oms
+from oms_rdf import GrainStore
+
+CASES = Path(__file__).parent / "rdf_cases"
+BASE = "http://example.org/base/dir/doc.ttl"
+FORMATS = {
+    ".ttl": ox.RdfFormat.TURTLE,
+    ".nt": ox.RdfFormat.N_TRIPLES,
+    ".trig": ox.RdfFormat.TRIG,
+    ".nq": ox.RdfFormat.N_QUADS,
+    ".rdf": ox.RdfFormat.RDF_XML,
+    ".jsonld": ox.RdfFormat.JSON_LD,
+}
+FILES = sorted(
+    p for p in CASES.iterdir() if p.suffix in FORMATS and p.stem != "triple-terms"
+)
+
+
+def canonical(quads: object) -> set[str]:
+    dataset = ox.Dataset(quads)  # type: ignore[arg-type]
+    dataset.canonicalize(ox.CanonicalizationAlgorithm.UNSTABLE)
+    return {str(q) for q in dataset}
+
+
+def source(path: Path) -> set[str]:
+    """The file's quads exactly as written (lexical forms kept)."""
+    return canonical(ox.parse(path=path, format=FORMATS[path.suffix], base_iri=BASE))
+
+
+def as_oxigraph_stores_it(path: Path) -> set[str]:
+    plain = ox.Store()
+    plain.load(path=path, format=FORMATS[path.suffix], base_iri=BASE)
+    return canonical(plain)
+
+
+ALL_QUADS = "SELECT ?s ?p ?o ?g WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
+
+
+def knowledge(store: GrainStore | oms.Snapshot) -> set[str]:
+    """What plain SPARQL over the default dataset sees, default graph and named ones."""
+    rows = store.query(ALL_QUADS)
+    assert isinstance(rows, oms.Solutions)
+    return canonical(
+        ox.Quad(r["s"], r["p"], r["o"], r["g"] or ox.DefaultGraph()) for r in rows
+    )
+
+
+def adopt(path: Path, store: GrainStore | None = None) -> GrainStore:
+    store = store if store is not None else GrainStore()
+    store.import_(path, base_iri=BASE, namespace="kb")
+    return store
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_sparql_sees_the_source_as_oxigraph_stores_it(path: Path) -> None:
+    store = adopt(path)
+    assert knowledge(store) == as_oxigraph_stores_it(path)
+    # CONSTRUCT over the default graph, as a user would write it.
+    constructed = canonical(
+        ox.Quad(t.subject, t.predicate, t.object)
+        for t in store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")
+    )
+    plain = ox.Store()
+    plain.load(path=path, format=FORMATS[path.suffix], base_iri=BASE)
+    expected = canonical(
+        ox.Quad(q.subject, q.predicate, q.object)
+        for q in plain.quads_for_pattern(None, None, None, ox.DefaultGraph())
+    )
+    assert constructed == expected
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_plain_export_gives_the_exact_source_back(path: Path) -> None:
+    store = adopt(path)
+    out = io.BytesIO()
+    count = store.export(out, format="nquads", grains=False)
+    exported = canonical(ox.parse(out.getvalue(), format=ox.RdfFormat.N_QUADS))
+    assert exported == source(path)
+    assert count == len(exported)
+    # The snapshot of now holds the same exact terms.
+    assert canonical(store.snapshot()) == source(path)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_adopting_again_changes_nothing(path: Path) -> None:
+    store = adopt(path)
+    before = {
+        str(q) for q in store.backend.quads() if q.graph_name != oms.vocab.OMS.audit
+    }
+    report = store.import_(path, base_iri=BASE, namespace="kb")
+    after = {
+        str(q) for q in store.backend.quads() if q.graph_name != oms.vocab.OMS.audit
+    }
+    assert report.added == 0 and report.believed == len(source(path))
+    assert after == before
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_round_trips_keep_the_knowledge(path: Path) -> None:
+    store = adopt(path)
+    held = knowledge(store)
+    trig = io.BytesIO()
+    store.export(trig, format="trig")
+    restored = GrainStore()
+    trig.seek(0)
+    restored.import_(trig, format="trig")
+    assert knowledge(restored) == held
+    # Plain knowledge adopted by another store: the same knowledge again.
+    plain = io.BytesIO()
+    store.export(plain, format="trig", grains=False)
+    plain.seek(0)
+    again = GrainStore()
+    again.import_(plain, format="trig", namespace="kb")
+    assert knowledge(again) == held
+    if not FORMATS[path.suffix].supports_datasets:
+        turtle = io.BytesIO()
+        store.export(turtle, format="turtle")
+        turtle.seek(0)
+        third = GrainStore()
+        third.import_(turtle, format="turtle", namespace="kb")
+        assert knowledge(third) == held
+
+
+def test_rdf12_triple_terms_are_refused_with_their_line() -> None:
+    store = GrainStore()
+    before = {str(q) for q in store.backend.quads()}
+    with pytest.raises(oms.OmsError) as info:
+        store.import_(CASES / "triple-terms.ttl")
+    assert info.value.code == oms.ErrorCode.SCHEMA
+    assert info.value.path is not None and "line 4" in info.value.path
+    assert {str(q) for q in store.backend.quads()} == before
+
+
+def test_relative_iris_resolve_against_the_file_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "rel.ttl"
+    path.write_bytes(b"<a> <b> <c> .\n")
+    store = GrainStore()
+    store.import_(path)
+    (row,) = store.query("SELECT ?s WHERE { ?s ?p ?o }")  # type: ignore[misc]
+    assert row["s"].value == path.resolve().as_uri().rsplit("/", 1)[0] + "/a"
+
+
+def test_a_syntax_error_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.ttl"
+    path.write_bytes(
+        b"@prefix ex: <http://example.org/> .\nex:a ex:b ex:c .\nex:a ex:b .\n"
+    )
+    with pytest.raises(oms.DecodeError) as info:
+        GrainStore().import_(path)
+    assert info.value.path == "line 3"
+
+
+def test_a_crafted_trig_cannot_touch_a_reserved_graph() -> None:
+    store = GrainStore(clock=lambda: 1_800_000_000_000)
+    locked = store.put(
+        oms.Belief("alice", "role", "admin", 1.0, created_at=1_700_000_000_000,
+                   invalidation_policy={"mode": "locked"})
+    )  # fmt: skip
+    before = {str(q) for q in store.backend.quads()}
+    node = f"<nih:sha-256;{locked}>"
+    for crafted in (
+        f"<https://w3id.org/oms-rdf/ns#index> {{ {node} "
+        '<https://w3id.org/oms-rdf/ns#systemTo> "2020-01-01T00:00:00Z"^^'
+        "<http://www.w3.org/2001/XMLSchema#dateTime> . }",
+        "<https://w3id.org/oms-rdf/ns#current> { <http://e/a> <http://e/b> <http://e/c> . }",
+        "<https://w3id.org/oms-rdf/ns#audit> { <urn:x> <http://e/b> <http://e/c> . }",
+    ):
+        with pytest.raises(oms.OmsError) as info:
+            store.import_(io.BytesIO(crafted.encode()), format="trig")
+        assert "reserved graph" in str(info.value) and "line 1" in str(info.value)
+        assert {str(q) for q in store.backend.quads()} == before
+    assert store.status(locked).is_current
+
+
+def test_published_vocabulary_answers_plain_sparql() -> None:
+    shacl = Path(__import__("pyshacl").__file__).parent / "assets" / "shacl.ttl"
+    store = GrainStore()
+    report = store.import_(shacl)
+    plain = ox.Store()
+    plain.load(path=shacl)
+    assert report.added == len(plain)
+    rows = store.query("SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE { ?c a rdfs:Class }")
+    expected = plain.query(
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> "
+        "SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE { ?c a rdfs:Class }"
+    )
+    assert [r["n"] for r in rows] == [r["n"] for r in expected]  # type: ignore[union-attr]
+    chained = store.query(
+        "ASK { <http://www.w3.org/ns/shacl#NodeShape> rdfs:subClassOf+ rdfs:Resource }"
+    )
+    assert chained is True
