@@ -6,7 +6,6 @@ import base64
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,11 +15,12 @@ import pyoxigraph as ox
 from .codec import content_address, decode, encode, verify
 from .errors import DecodeError, EncodeError, ErrorCode, OmsError, SignatureError
 from .grain import Grain
-from .io import FORMATS, dumps_turtle
+from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for
 from .mapping import millis_literal
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
 from .store import GrainStore, Solutions
+from .times import to_millis
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,19 +61,9 @@ def _store(ctx: click.Context) -> GrainStore:
     return GrainStore(path)
 
 
-def _time(value: str | None) -> int | datetime | None:
+def _time(value: str | None) -> int | None:
     """Parse an ISO 8601 time (UTC when no zone is given) or epoch milliseconds."""
-    if value is None:
-        return None
-    if value.lstrip("-").isdigit():
-        return int(value)
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is neither ISO 8601 (2026-01-15T10:00Z) nor epoch milliseconds"
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    return None if value is None else to_millis(value)
 
 
 def _grains_from(source: str) -> list[Any]:
@@ -619,19 +609,30 @@ FORMAT_CHOICE = click.Choice(list(FORMATS))
 @click.option(
     "--format", "fmt", type=FORMAT_CHOICE, help="Default: from the file suffix."
 )
+@click.option("--grains/--plain", default=None,
+              help="Carry the grains and their index state, or only the plain knowledge "
+                   "(default: plain for turtle, ntriples and rdfxml).")  # fmt: skip
+@time_options
+@click.option("--namespace", help="Plain knowledge of this namespace only.")
 @click.pass_context
-def export_cmd(ctx: click.Context, dest: str, fmt: str | None) -> None:
-    """Write the whole store (or its knowledge) to DEST (- for stdout).
+def export_cmd(ctx: click.Context, dest: str, fmt: str | None, grains: bool | None,
+               valid_at: str | None, as_of: str | None,
+               namespace: str | None) -> None:  # fmt: skip
+    """Write the store (grains) or its knowledge (plain triples) to DEST (- for stdout).
 
     Example:
 
         oms-rdf --store mem.db export backup.trig
+        oms-rdf --store mem.db export then.ttl --valid-at 2024-01-01
     """
-    if dest == "-":
-        count = _store(ctx).export(sys.stdout.buffer, format=fmt or "trig")
-    else:
-        count = _store(ctx).export(dest, format=fmt)
-    click.echo(f"exported {count} grains", err=dest == "-")
+    out: Any = sys.stdout.buffer if dest == "-" else dest
+    fmt = format_for(
+        "x" if dest == "-" else dest, fmt or ("trig" if dest == "-" else None)
+    )
+    count = _store(ctx).export(out, format=fmt, grains=grains, valid_at=_time(valid_at),
+                               as_of=_time(as_of), namespace=namespace)  # fmt: skip
+    plain = fmt in PLAIN_FORMATS if grains is None else not grains
+    click.echo(f"exported {count} {'triples' if plain else 'grains'}", err=dest == "-")
 
 
 @cli.command("import")
@@ -643,14 +644,17 @@ def export_cmd(ctx: click.Context, dest: str, fmt: str | None) -> None:
 @click.option("--namespace", help="Namespace of beliefs adopted from a foreign graph.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True,
               help="Confidence of beliefs adopted from a foreign graph.")  # fmt: skip
+@click.option("--base-iri", help="Resolves relative IRIs (default: the file's URI).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.pass_context
 def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: bool,
-               namespace: str | None, confidence: float, quiet: bool) -> None:  # fmt: skip
+               namespace: str | None, confidence: float, base_iri: str | None,
+               quiet: bool) -> None:  # fmt: skip
     """Import SOURCE (- for stdin) into the store: all or nothing unless --skip-invalid.
 
-    A Turtle or N-Triples graph that is not an oms_rdf export is adopted: each
-    triple becomes a belief. Example:
+    RDF that is not an oms_rdf export (Turtle, N-Triples, TriG, N-Quads, JSON-LD,
+    RDF/XML) is adopted: each triple becomes a belief, named graphs kept; triples
+    already believed in the namespace are counted, not added. Example:
 
         oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
     """
@@ -659,6 +663,7 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
         "skip_invalid": skip_invalid,
         "namespace": namespace,
         "confidence": confidence,
+        "base_iri": base_iri,
     }
     src: Any = sys.stdin.buffer if source == "-" else source
     size = 0 if source == "-" else Path(source).stat().st_size
@@ -673,7 +678,8 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
     for where, why in report.skipped:
         click.echo(f"skipped {where}: {why}", err=True)
     click.echo(
-        f"imported {report.added} grains ({report.quads} quads), skipped {len(report.skipped)}"
+        f"imported {report.added} grains ({report.quads} quads), already believed "
+        f"{report.believed}, skipped {len(report.skipped)}"
     )
 
 

@@ -222,3 +222,37 @@ def test_put_accepts_envelopes_and_refuses_junk(tmp_path: Path) -> None:
     junk.write_bytes(b"\xff\xfe\x00garbage")
     result = CliRunner().invoke(cli, ["--store", db, "put", str(junk)])
     assert result.exit_code == 1 and result.stderr.startswith("error: ERR_CORRUPT: ")
+
+
+def test_query_forms_time_travel_and_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    source = tmp_path / "people.ttl"
+    source.write_text(
+        "@prefix ex: <http://example.org/> .\n<alice> ex:knows <bob> .\n"
+        '<bob> ex:name "Bob"@en .\n'
+    )
+    out = run(
+        "--store", db, "import", str(source), "--base-iri", "http://example.org/p/"
+    )
+    assert "imported 2 grains" in out.output and "already believed 0" in out.output
+    again = run(
+        "--store", db, "import", str(source), "--base-iri", "http://example.org/p/"
+    )
+    assert "imported 0 grains" in again.output and "already believed 2" in again.output
+    ask = run("--store", db, "query", "ASK { <http://example.org/p/alice> ?p ?o }")
+    assert ask.output.strip() == "true"
+    turtle = run(
+        "--store", db, "query", "CONSTRUCT WHERE { ?s <http://example.org/name> ?o }"
+    )
+    assert (
+        '<http://example.org/p/bob> <http://example.org/name> "Bob"@en' in turtle.output
+    )
+    before = run("--store", db, "query", "ASK { ?s ?p ?o }", "--as-of", "2000-01-01")
+    assert before.output.strip() == "false"  # nothing was believed in 2000
+    bad = CliRunner().invoke(
+        cli, ["--store", db, "query", "SELECT ?s WHERE {\n  ?s ?p }"]
+    )
+    assert bad.exit_code == 1 and "ERR_QUERY" in bad.output and "2:" in bad.output
+    plain = run("--store", db, "export", str(tmp_path / "k.ttl"))
+    assert plain.output.strip() == "exported 2 triples"
+    assert "<http://example.org/p/alice>" in (tmp_path / "k.ttl").read_text()

@@ -92,3 +92,46 @@ def test_readme_example_is_a_real_grain() -> None:
     blob = next(q for q in quads if q.predicate.value.endswith("#blob"))
     assert oms.Grain.from_blob(base64.b64decode(blob.object.value)) == grain
     assert grain.fields["object"] == "Acme"
+
+
+def _examples() -> tuple[str, list[tuple[str, str, str]]]:
+    """The README's setup code, and each (run line, SPARQL, expected answer)."""
+    import re
+
+    text = (ONTOLOGY / "README.md").read_text()
+    setup = re.search(r"## The questions, in SPARQL.*?```python\n(.*?)```", text, re.S)
+    assert setup is not None
+    examples = re.findall(
+        r"```sparql\n(# run: [^\n]*)\n(.*?)```\s*```text\n(.*?)```", text, re.S
+    )
+    return setup.group(1), examples
+
+
+def test_every_sparql_example_runs_as_printed() -> None:
+    from datetime import UTC, datetime
+
+    setup, examples = _examples()
+    names: dict[str, Any] = {}
+    exec(setup, names)  # the README's own code, run as a reader would
+    store = names["store"]
+    assert len(examples) >= 10
+    for run, sparql, expected in examples:
+        options: dict[str, Any] = {}
+        for option in run.removeprefix("# run:").split():
+            if option == "now":
+                continue
+            key, value = option.split("=")
+            options[key] = (
+                value == "True"
+                if key == "grains"
+                else datetime.fromisoformat(value).replace(tzinfo=UTC)
+            )
+        result = store.query(f"{run}\n{sparql}", **options)
+        if isinstance(result, bool):
+            got = ["true" if result else "false"]
+        else:
+            got = [" ".join(str(term) for term in row) for row in result]
+        want = expected.strip().splitlines()
+        if "ORDER BY" not in sparql:
+            got, want = sorted(got), sorted(want)
+        assert got == want, (run, sparql)

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from ._common import FORMATS, ImportReport, dumps_jsonl, format_for
 from .bridge import from_rdflib, to_rdflib
-from .export import dumps_turtle, export
+from .export import PLAIN_FORMATS, dumps_turtle, export
 from .importing import import_
 
 __all__ = [
     "FORMATS",
+    "PLAIN_FORMATS",
     "ImportReport",
     "dumps_jsonl",
     "dumps_turtle",

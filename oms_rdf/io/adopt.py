@@ -24,7 +24,7 @@ from typing import IO, Any
 import pyoxigraph as ox
 
 from ..errors import DecodeError, ErrorCode, OmsError, SchemaError, StoreError
-from ..grain import Grain, now_ms
+from ..grain import Grain
 from ..mapping import Row, address_of, belief_terms
 from ..store import GrainStore
 from ..store.knowledge import RESERVED_GRAPHS
@@ -206,7 +206,7 @@ def plan_adoption(
     base_iri: str | None,
 ) -> Iterator[Callable[[], Iterator[Row]]]:
     """Check every triple of a foreign source, then yield the rows of the new beliefs."""
-    created = now_ms()
+    created = store.clock()  # adoption happens at the store's now
     ns = namespace if namespace is not None else "shared"
 
     def grains(check: bool) -> Iterator[Grain]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -16,7 +16,7 @@ from pyoxigraph import (
     Quad,
 )
 
-from ..codec import DEFAULT_NAMESPACE, EPOCH, MS
+from ..codec import DEFAULT_NAMESPACE
 from ..errors import ErrorCode, StoreError
 from ..grain import Grain, now_ms
 from ..mapping import (
@@ -24,10 +24,11 @@ from ..mapping import (
     grain_iri,
     millis_literal,
 )
+from ..times import to_millis
 from ..vocab import OMS, XSD
 
 GrainLike = Grain | Mapping[str, Any] | bytes
-TimeLike = int | datetime | None
+TimeLike = int | datetime | date | str | None
 DEFAULT = DefaultGraph()
 LOADING = "bulk load in progress"  # oms:note on oms:settings while it runs
 CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
@@ -77,21 +78,8 @@ def load_query(name: str) -> str:
 
 
 def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
-    if value is None:
-        return clock()
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise StoreError(
-                "a naive datetime has no time zone; give an aware one",
-                code=ErrorCode.SCHEMA,
-            )
-        return (value - EPOCH) // MS
-    if type(value) is not int:
-        raise StoreError(
-            f"expected epoch milliseconds or a datetime, found {type(value).__name__}",
-            code=ErrorCode.SCHEMA,
-        )
-    return value
+    """A time argument as epoch ms; None means the store's now (see :mod:`oms_rdf.times`)."""
+    return clock() if value is None else to_millis(value)
 
 
 def _row(quad: Quad) -> Row:
