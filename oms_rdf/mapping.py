@@ -28,16 +28,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import msgpack
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 
-from .codec import DEFAULT_NAMESPACE, EPOCH, MS, encode_fields, header_for
+from .codec import DEFAULT_NAMESPACE, EPOCH, MS, header_for
 from .errors import DecodeError, ErrorCode
 from .grain import Grain
 from .schema import type_for_byte
-from .terms import Term, entity, graph_term, object_term, relation_term, subject_term
+from .terms import (
+    Term,
+    entity,
+    graph_term,
+    is_absolute_iri,
+    object_term,
+    relation_term,
+    subject_term,
+)
 from .vocab import (
     CLASS_BY_BYTE,
     DEFAULT_BASE,
@@ -58,6 +66,8 @@ __all__ = [
     "millis_literal",
     "quads_to_grain",
     "relation_iri",
+    "relation_pattern",
+    "subject_pattern",
 ]
 
 NIH_PREFIX = "nih:sha-256;"
@@ -76,36 +86,21 @@ NAMED_FIELDS: Mapping[str, NamedNode] = {
     "created_at": OMS.createdAt,
     "valid_to": OMS.validTo,
     "author_did": OMS.authorDid,
-    "derived_from": OMS.derivedFrom,
     "invalidation_policy": OMS.invalidationPolicy,
     "provenance_chain": OMS.provenanceChain,
     "context": OMS.context,
-    "structural_tags": OMS.structuralTags,
     "related_to": OMS.relatedTo,
     "user_id": OMS.userId,
     "temporal_type": OMS.temporalType,
     "supersession_justification": OMS.supersessionJustification,
     "epistemic_status": OMS.epistemicStatus,
 }
-# Fields whose named property carries an effective value that may be implied.
-IMPLIED = {
-    "valid_from": (OMS.validFrom, OMS.validFromImplied),
-    "system_valid_from": (OMS.systemFrom, OMS.systemFromImplied),
-    "namespace": (OMS.namespace, OMS.namespaceImplied),
-}
-FIELD_BY_PROPERTY: Mapping[str, str] = {
-    **{p.value: name for name, p in NAMED_FIELDS.items()},
-    **{p.value: name for name, (p, _) in IMPLIED.items()},
-}
-_DERIVED_ONLY = frozenset(
-    p.value
-    for p in (
-        RDF.type, RDF.subject, RDF.predicate, RDF.object, OMS.contentAddress,
-        OMS.objectText, OMS.objectValue, OMS.header, OMS.tag, PROV.wasDerivedFrom,
-        PROV.wasAttributedTo, OMS.validFromImplied, OMS.systemFromImplied,
-        OMS.namespaceImplied,
-    )
-)  # fmt: skip
+# Fields whose property carries the effective value: the field, else its default.
+EFFECTIVE = frozenset({"valid_from", "system_valid_from", "namespace"})
+# Fields written as links instead of a literal (prov:wasDerivedFrom, oms:tag).
+_SKIPPED = frozenset({"derived_from", "structural_tags"})
+# A belief's terms: written as rdf:subject/predicate/object.
+_BELIEF_TERMS = frozenset({"subject", "relation", "object"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +110,7 @@ class MappingSettings:
     Attributes:
         base_iri: prefix of entity and relation IRIs.
         entity_relations: relations whose text objects are entities (IRIs), not
-            literals; the text is kept in ``oms:objectText``.
+            literals.
     """
 
     base_iri: str = DEFAULT_BASE
@@ -295,38 +290,49 @@ def _did_nt(did: str) -> str | None:
 
 
 def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> list[Row]:
-    """Return the quads of a grain as N-Triples term strings (see :func:`grain_to_quads`)."""
+    """Return the quads of a grain as N-Triples term strings (see :func:`grain_to_quads`).
+
+    Quads that others determine are left out (design §3): the blob holds the grain
+    exactly, so the field literals are there for queries only. A belief's relation
+    and object are its ``rdf:predicate``/``rdf:object``; its subject text is written
+    only when it is not the IRI itself; derived_from and structural_tags are their
+    links; the type string only when it is not the class's own name.
+    """
     node = f"<{NIH_PREFIX}{grain.address}>"
     fields = grain.fields
-    rows: list[Row] = [
-        (node, _P_TYPE, _CLASS_NT.get(grain.type_byte, _GRAIN_NT), ""),
-        (node, _P_ADDRESS, f'"{grain.address}"', ""),
-    ]
+    belief = grain.type_byte == BELIEF_BYTE
+    rows: list[Row] = [(node, _P_TYPE, _CLASS_NT.get(grain.type_byte, _GRAIN_NT), "")]
     add = rows.append
     for name, value in fields.items():
+        if name in _SKIPPED:
+            continue
+        if belief and name in _BELIEF_TERMS:
+            if name == "subject" and not is_absolute_iri(value):
+                add((node, _P_SUBJECT_TEXT, nt_literal(value), ""))
+            continue
+        if name == "type" and _PRIMARY_NAME.get(grain.type_byte) == value:
+            continue
+        did = _did_nt(value) if name == "author_did" and type(value) is str else None
+        if did is not None:
+            add((node, _P_ATTRIBUTED, did, ""))  # the DID as an IRI: PROV's link
+            continue
         prop = _NAMED_NT.get(name)
         if prop is not None:
             add((node, prop, _nt_value(name, value), ""))
         elif name == "object":
             prop = _P_OBJECT_TEXT if type(value) is str else _P_OBJECT_VALUE
             add((node, prop, nt_literal(*_lexical(value)), ""))
-        elif name not in IMPLIED:
+        elif name not in EFFECTIVE:
             add((node, _field_nt(name), _nt_value(name, value), ""))
-    # Effective values, marked when implied by a default (so they can be told apart).
+    # Effective values, always present so that time filters need no COALESCE.
     system_from = fields.get("system_valid_from", fields["created_at"])
-    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
-    effective = {
-        "system_valid_from": nt_literal(*_lexical_time(system_from)),
-        "valid_from": nt_literal(*_lexical_time(fields.get("valid_from", system_from))),
-        "namespace": nt_literal(namespace),
-    }
-    for name, (prop_nt, implied_nt) in _IMPLIED_NT.items():
-        add((node, prop_nt, effective[name], ""))
-        if name not in fields:
-            add((node, implied_nt, _TRUE_NT, ""))
-    if expected_header(grain) != grain.blob[:9]:
-        add((node, _P_HEADER, f'"{grain.blob[:9].hex()}"', ""))
-    if grain.type_byte == BELIEF_BYTE:
+    add((node, _P_SYSTEM_FROM, nt_literal(*_lexical_time(system_from)), ""))
+    valid_from = fields.get("valid_from", system_from)
+    add((node, _P_VALID_FROM, nt_literal(*_lexical_time(valid_from)), ""))
+    add(
+        (node, _P_NAMESPACE, nt_literal(fields.get("namespace", DEFAULT_NAMESPACE)), "")
+    )
+    if belief:
         s, p, o, g = belief_terms(fields, settings)
         add((node, _P_RDF_SUBJECT, str(s), ""))
         add((node, _P_RDF_PREDICATE, str(p), ""))
@@ -335,11 +341,6 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
             add((node, _P_GRAPH, str(g), ""))
     for parent in fields.get("derived_from", ()):
         add((node, _P_DERIVED, f"<{NIH_PREFIX}{parent}>", ""))
-    did = fields.get("author_did")
-    if isinstance(did, str):
-        did_nt = _did_nt(did)
-        if did_nt is not None:
-            add((node, _P_ATTRIBUTED, did_nt, ""))
     for tag in fields.get("structural_tags", ()):
         add((node, _P_TAG, nt_literal(tag), ""))
     for link in fields.get("related_to", ()):
@@ -403,6 +404,24 @@ def belief_terms(
     )
 
 
+def subject_pattern(text: str) -> tuple[NamedNode, Term]:
+    """Return the (predicate, term) that finds the beliefs about a subject text.
+
+    An IRI subject is its ``rdf:subject``; any other text is kept as
+    ``oms:subjectText`` (a minted entity's IRI depends on the namespace).
+    """
+    if is_absolute_iri(text):
+        return RDF.subject, NamedNode(text)
+    return OMS.subjectText, Literal(text)
+
+
+def relation_pattern(
+    text: str, settings: MappingSettings = DEFAULT_SETTINGS
+) -> tuple[NamedNode, Term]:
+    """Return the (predicate, term) that finds the beliefs with a relation text."""
+    return RDF.predicate, relation_term(text, settings)
+
+
 def truthy_row(
     grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
 ) -> Row | None:
@@ -427,83 +446,38 @@ def truthy_triple(
 
 
 def quads_to_grain(quads: Iterable[Quad]) -> Grain:
-    """Rebuild the grain from the quads of its default-graph projection.
+    """Return the grain the quads of :func:`grain_to_quads` describe, verified.
 
-    Only field triples are read: derived triples and other graphs are ignored, so
-    the quads of a Turtle export (without blobs) suffice. The result is verified
-    against the address of the statement node.
+    The blob in graph ``oms:blobs`` is the grain; the other quads are its
+    projection for queries, which other quads determine.
 
     Raises:
-        DecodeError: ERR_CORRUPT when the quads do not describe exactly one grain.
-        IntegrityError: ERR_INTEGRITY when the rebuilt blob does not hash to the node.
+        DecodeError: ERR_CORRUPT when the quads hold no blob, or blobs of more than
+            one grain.
+        IntegrityError: ERR_INTEGRITY when the blob does not hash to its node.
     """
-    fields: dict[str, Any] = {}
-    implied: set[str] = set()
-    node: NamedNode | None = None
-    header: str | None = None
+    found: tuple[NamedNode, str] | None = None
     for quad in quads:
-        if not isinstance(quad.graph_name, DefaultGraph):
+        if quad.predicate != OMS.blob or quad.graph_name != OMS.blobs:
             continue
-        subject = quad.subject
-        if not isinstance(subject, NamedNode) or not subject.value.startswith(
-            NIH_PREFIX
-        ):
-            continue
-        if node is None:
-            node = subject
-        elif subject != node:
+        node, blob = quad.subject, quad.object
+        if not isinstance(node, NamedNode) or not isinstance(blob, Literal):
             raise DecodeError(
-                f"quads describe more than one grain: {node} and {subject}"
+                f"a blob quad must link a grain node to a literal: {quad}"
             )
-        p = quad.predicate.value
-        obj = quad.object
-        if p == OMS.header.value and isinstance(obj, Literal):
-            header = obj.value
-            continue
-        if p in (
-            OMS.validFromImplied.value,
-            OMS.systemFromImplied.value,
-            OMS.namespaceImplied.value,
-        ):
-            implied.add(p)
-            continue
-        if p in _DERIVED_ONLY and p not in (
-            OMS.objectText.value,
-            OMS.objectValue.value,
-        ):
-            continue
-        if not isinstance(obj, Literal):
-            continue
-        if p in (OMS.objectText.value, OMS.objectValue.value):
-            name = "object"
-        elif p in FIELD_BY_PROPERTY:
-            name = FIELD_BY_PROPERTY[p]
-        elif p.startswith(FIELD_NS):
-            name = unquote(p[len(FIELD_NS) :])
-        else:
-            continue
-        if name in fields:
+        if found is not None and found[0] != node:
             raise DecodeError(
-                f"field {name!r} appears twice for {node}", path=f"$.{name}"
+                f"quads describe more than one grain: {found[0]} and {node}"
             )
-        fields[name] = literal_value(obj)
-    if node is None:
-        raise DecodeError("no grain statement node <nih:sha-256;...> in the quads")
-    for name, (_, flag) in IMPLIED.items():
-        if flag.value in implied:
-            fields.pop(name, None)
-    address = address_of(node)
-    if header is None:
-        blob, _ = encode_fields(fields, foreign=True)
-    else:
-        head = bytes.fromhex(header)
-        blob, _ = encode_fields(
-            fields,
-            type_byte=head[2] if type_for_byte(head[2]) is None else None,
-            foreign=True,
-        )
-        blob = head + blob[9:]
-    return Grain.from_blob(blob, address=address)
+        found = (node, blob.value)
+    if found is None:
+        raise DecodeError("no blob (oms:blob in graph oms:blobs) in the quads")
+    node, text = found
+    try:
+        data = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise DecodeError(f"the blob of {node} is not base64") from None
+    return Grain.from_blob(data, address=address_of(node))
 
 
 _TIME_FIELDS = frozenset(
@@ -523,14 +497,15 @@ _XSD_DOUBLE = XSD.double.value
 _XSD_DATETIME = XSD.dateTime.value
 _XSD_BASE64 = XSD.base64Binary.value
 _NAMED_NT = {name: str(prop) for name, prop in NAMED_FIELDS.items()}
-_IMPLIED_NT = {name: (str(p), str(flag)) for name, (p, flag) in IMPLIED.items()}
+_P_SYSTEM_FROM, _P_VALID_FROM = str(OMS.systemFrom), str(OMS.validFrom)
+_P_NAMESPACE, _P_SUBJECT_TEXT = str(OMS.namespace), str(OMS.subjectText)
+_PRIMARY_NAME = {byte: t.name for byte in CLASS_BY_BYTE if (t := type_for_byte(byte))}
 _CLASS_NT = {byte: str(cls) for byte, cls in CLASS_BY_BYTE.items()}
 _GRAIN_NT = str(OMS.Grain)
 _RELATED_NT = {
     kind: str(getattr(OMS, prop)) for kind, prop in RELATED_PROPERTIES.items()
 }
-_TRUE_NT = '"true"^^<' + _XSD_BOOLEAN + ">"
-_P_TYPE, _P_ADDRESS, _P_HEADER = str(RDF.type), str(OMS.contentAddress), str(OMS.header)
+_P_TYPE = str(RDF.type)
 _P_OBJECT_TEXT, _P_OBJECT_VALUE = str(OMS.objectText), str(OMS.objectValue)
 _P_RDF_SUBJECT, _P_RDF_PREDICATE = str(RDF.subject), str(RDF.predicate)
 _P_RDF_OBJECT, _P_TAG, _P_BLOB = str(RDF.object), str(OMS.tag), str(OMS.blob)

@@ -60,11 +60,11 @@ CLASSES = (
 )  # fmt: skip
 # Properties of the grain projection (default graph).
 GRAIN_PROPERTIES = (
-    "contentAddress", "typeString", "header", "subjectText", "relationText",
+    "typeString", "subjectText", "relationText",
     "objectText", "objectValue", "confidence", "importance", "sourceType", "createdAt",
-    "validFrom", "validFromImplied", "validTo", "systemFrom", "systemFromImplied",
-    "namespace", "namespaceImplied", "authorDid", "derivedFrom", "invalidationPolicy",
-    "provenanceChain", "context", "structuralTags", "tag", "relatedTo", "userId",
+    "validFrom", "validTo", "systemFrom",
+    "namespace", "authorDid", "invalidationPolicy",
+    "provenanceChain", "context", "tag", "relatedTo", "userId",
     "temporalType", "supersessionJustification", "epistemicStatus", "graph",
 )  # fmt: skip
 # related_to links as typed properties (the closed vocabulary of spec §14.3).

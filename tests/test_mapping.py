@@ -41,9 +41,11 @@ def test_round_trip_every_type(type_name: str, data: st.DataObject) -> None:
     grain = oms.Grain.from_dict(data.draw(grains(type_name)))
     quads = grain_to_quads(grain)
     assert quads_to_grain(quads).blob == grain.blob
-    # Without the blob graph (a Turtle export of the knowledge) it still comes back.
-    knowledge = [q for q in quads if isinstance(q.graph_name, DefaultGraph)]
-    assert quads_to_grain(knowledge).blob == grain.blob
+    # The projection is for queries; the grain is its blob, and without it nothing
+    # claims to rebuild it (the implied-value flags are not written).
+    projection = [q for q in quads if isinstance(q.graph_name, DefaultGraph)]
+    with pytest.raises(oms.DecodeError, match="no blob"):
+        quads_to_grain(projection)
     for q in quads:
         assert not isinstance(q.subject, BlankNode) and not isinstance(
             q.object, BlankNode
@@ -61,9 +63,7 @@ def test_foreign_header_is_kept() -> None:
     # A foreign writer that hashed "" for the absent namespace: header differs from ours.
     blob = raw_blob(belief_wire(), ns=bytes.fromhex("e3b0"))
     grain = oms.Grain.from_blob(blob)
-    quads = grain_to_quads(grain)
-    assert any(q.predicate == OMS.header for q in quads)
-    assert quads_to_grain(quads).blob == blob
+    assert quads_to_grain(grain_to_quads(grain)).blob == blob
 
 
 def test_application_type_round_trips() -> None:
@@ -93,8 +93,27 @@ def test_entity_relations_make_iri_objects() -> None:
     settings = MappingSettings(entity_relations=frozenset({"works_at"}))
     by_p = {q.predicate: q.object for q in grain_to_quads(g, settings)}
     assert by_p[RDF.object] == entity_iri("Acme Corp", "shared")
-    assert by_p[OMS.objectText].value == "Acme Corp"
     assert quads_to_grain(grain_to_quads(g, settings)) == g
+
+
+def test_determined_quads_are_not_written() -> None:
+    iri = oms.Belief("http://example.org/alice", "http://example.org/knows",
+                     "http://example.org/bob", 0.9, created_at=0)  # fmt: skip
+    minted = oms.Grain.from_dict({"type": "fact", "subject": "alice", "relation": "knows",
+                                  "object": "Bob", "confidence": 0.9, "created_at": 0})  # fmt: skip
+    for grain in (iri, minted):
+        predicates = [q.predicate for q in grain_to_quads(grain)]
+        assert len(predicates) == len(set(predicates))  # one quad per property
+        # The relation and object are rdf:predicate / rdf:object, nothing else.
+        assert OMS.relationText not in predicates and OMS.objectText not in predicates
+    iri_p = {q.predicate for q in grain_to_quads(iri)}
+    minted_p = {q.predicate: q.object for q in grain_to_quads(minted)}
+    assert OMS.subjectText not in iri_p and OMS.typeString not in iri_p
+    assert minted_p[OMS.subjectText].value == "alice"  # a label: the text is kept
+    assert minted_p[OMS.typeString].value == "fact"  # not the class's own name
+    # What it costs: class, confidence, createdAt, systemFrom, validFrom, namespace,
+    # rdf:subject, rdf:predicate, rdf:object and the blob.
+    assert len(grain_to_quads(iri)) == 10
 
 
 def test_percent_encoding_rule() -> None:

@@ -2,21 +2,23 @@
 
 Export formats:
 
-- ``trig``, ``nquads``: the whole store, every graph (index, audit, blobs).
-- ``turtle``: the knowledge only (default graph, no blobs); every grain still comes
-  back byte for byte through :func:`oms_rdf.quads_to_grain`.
-- ``jsonld``: the whole store as JSON-LD (RDF 1.1).
-- ``turtle12``, ``trig12``: an RDF 1.2 view: as ``turtle`` / ``trig``, plus
-  ``<grain> rdf:reifies <<( s p o )>>`` for every belief.
+- ``turtle``, ``ntriples``, ``rdfxml``: the plain knowledge held now (or of a
+  bi-temporal point, or a namespace), with the exact terms the grains record;
+  ``trig`` and ``nquads`` with ``grains=False`` too, named graphs kept.
+- ``trig``, ``nquads``, ``jsonld``: the whole store, every graph (grains, index,
+  audit, blobs, and the knowledge, which an import rebuilds from the grains).
+- ``turtle``/``ntriples`` with ``grains=True``: the grain layer, its blobs and
+  index state in one graph.
+- ``turtle12``, ``trig12``: an RDF 1.2 view: the grain layer (``trig12``: every
+  graph) plus ``<grain> rdf:reifies <<( s p o )>>`` for every belief.
 - ``mg``: the OMS container with an index manifest; ``jsonl``: one grain a line.
 
 Imports are all or nothing: a first pass reads and checks every record (a bad one
 stops the import with its line or offset, unless ``skip_invalid``), a second pass
 writes in atomic chunks, and a failure while writing removes what the import had
-written. Sources are streamed, so files larger than memory import; a Turtle file
-is first loaded into a staging store on disk to group each grain's triples.
-A Turtle or N-Triples graph that is not ours (no ``oms:contentAddress``) is
-adopted: each triple becomes a belief grain (``source_type: "imported"``).
+written. Sources are streamed, so files larger than memory import. RDF that is not
+an oms_rdf export (no blobs in graph ``oms:blobs``) is adopted: each triple becomes a
+belief (see :mod:`oms_rdf.io.adopt`).
 
 rdflib is imported only inside the functions that need it.
 """

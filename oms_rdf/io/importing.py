@@ -150,8 +150,7 @@ def _check_restored(store: GrainStore) -> int:
         Grain.from_blob(base64.b64decode(_text(quad.object)), address=address)
         count += 1
     described = sum(
-        1
-        for _ in store.backend.quads(None, OMS.contentAddress, None, ox.DefaultGraph())
+        1 for _ in store.backend.quads(None, OMS.systemFrom, None, ox.DefaultGraph())
     )
     if described != count:
         raise DecodeError(f"{described} grains described but {count} blobs")

@@ -123,9 +123,7 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
             for blob in read_mg(raw).blobs():
                 grain = Grain.from_blob(blob)
                 if grain.address in fresh:
-                    yield from _with_state(
-                        store._new_rows(grain), states.get(grain.address)
-                    )
+                    yield from store._new_rows(grain)
         for address, state in states.items():
             if address in fresh:
                 yield from state
@@ -146,10 +144,13 @@ def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
     )
     verification = _VERIFICATION_IN.get(str(vstatus), "unverified") if vstatus != "retracted" else (
         "contradicted" if entry.get("oms_rdf:contradicted") else "unverified")  # fmt: skip
-    rows.append((node, str(OMS.status), str(getattr(OMS, status)), idx))
-    rows.append(
-        (node, str(OMS.verificationStatus), str(getattr(OMS, verification)), idx)
-    )
+    # Active and unverified are the absence of index rows (as the store writes them).
+    if status != "active":
+        rows.append((node, str(OMS.status), str(getattr(OMS, status)), idx))
+    if verification != "unverified":
+        rows.append(
+            (node, str(OMS.verificationStatus), str(getattr(OMS, verification)), idx)
+        )
     if "sb" in entry:
         rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{entry['sb']}>", idx))
     for key, prop in (("svt", OMS.systemTo), (VOIDED_KEY, OMS.voidedAt)):
@@ -160,14 +161,6 @@ def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
         if isinstance(entry.get(key), str):
             rows.append((node, str(prop), nt_literal(entry[key]), idx))
     return rows
-
-
-def _with_state(rows: list[Row], state: list[Row] | None) -> list[Row]:
-    """A new grain's rows with the default index state dropped when a manifest gives one."""
-    if state is None:
-        return rows
-    drop = {str(OMS.status), str(OMS.verificationStatus)}
-    return [r for r in rows if not (r[3] == str(OMS.index) and r[1] in drop)]
 
 
 def _check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
@@ -234,7 +227,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     existing_index.setdefault(node, set()).add(_row_of(quad))
                 elif (
                     isinstance(quad.graph_name, ox.DefaultGraph)
-                    and quad.predicate == OMS.contentAddress
+                    and quad.predicate == OMS.systemFrom
                 ):
                     described.add(node)
             elif s == OMS.settings and quad.predicate == OMS.baseIri:

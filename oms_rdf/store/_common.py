@@ -116,7 +116,8 @@ def _rows(items: Iterable[Quad | Row]) -> list[Row]:
 
 _TEXTS = {
     "subject": "?g oms:subjectText ?subject .",
-    "relation": "?g oms:relationText ?relation .",
+    "subjectTerm": "?g rdf:subject ?subjectTerm .",
+    "relation": "?g rdf:predicate ?relation .",
     "namespace": "?g oms:namespace ?namespace .",
 }
 
@@ -130,7 +131,6 @@ _QUERIES = {
         "derived",
         "shared_claim",
         "rebuild_current",
-        "current_claims",
         "consent_dependents",
         "current_beliefs",
     )

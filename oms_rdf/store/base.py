@@ -46,15 +46,11 @@ from ..revision import Entrenchment
 from ..signing import is_envelope, verify
 from ..vocab import DEFAULT_BASE, OMS, RDF, XSD
 from ._common import (
-    _ACTIVE,
     _G_BLOBS,
     _G_INDEX,
     _P_ENVELOPE,
     _P_SIGNED_BY,
-    _P_STATUS,
-    _P_VERIFICATION,
     _QUERIES,
-    _UNVERIFIED,
     CACHE_SIZE,
     LOADING,
     GrainLike,
@@ -284,7 +280,7 @@ class StoreBase:
         return grain, signature
 
     def _new_rows(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
-        """The quads of a new grain, its initial index state and its current triple."""
+        """The quads of a new grain, its signature and its knowledge triple."""
         rows = grain_rows(grain, self.settings)
         node = f"<{NIH_PREFIX}{grain.address}>"
         if signature is not None:
@@ -298,8 +294,7 @@ class StoreBase:
                 )
             )
             rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
-        rows.append((node, _P_STATUS, _ACTIVE, _G_INDEX))
-        rows.append((node, _P_VERIFICATION, _UNVERIFIED, _G_INDEX))
+        # The initial index state (active, unverified) is the absence of index rows.
         current = truthy_row(grain, self.settings)
         if current is not None:
             rows.append(current)

@@ -20,7 +20,12 @@ from typing import Any, NamedTuple
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
 from ..backends import Backend
-from ..mapping import literal_value
+from ..mapping import (
+    MappingSettings,
+    literal_value,
+    relation_pattern,
+    subject_pattern,
+)
 from ..vocab import OMS, RDF
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
@@ -38,6 +43,7 @@ class Solution(NamedTuple):
 
 def subject_rows(
     backend: Backend,
+    settings: MappingSettings,
     subject: str,
     relation: str | None,
     namespace: str | None,
@@ -48,15 +54,13 @@ def subject_rows(
     """Return the solutions of ``beliefs.rq`` for a bound subject, in its order."""
     rows: list[Solution] = []
     # The bound texts are checked first, one pattern each: most candidates fail them.
-    wanted = [
-        (predicate, Literal(text))
-        for predicate, text in (
-            (OMS.relationText, relation),
-            (OMS.namespace, namespace),
-        )
-        if text is not None
-    ]
-    for quad in backend.quads(None, OMS.subjectText, Literal(subject), _DEFAULT):
+    wanted: list[tuple[NamedNode, Any]] = []
+    if relation is not None:
+        wanted.append(relation_pattern(relation, settings))
+    if namespace is not None:
+        wanted.append((OMS.namespace, Literal(namespace)))
+    by, term = subject_pattern(subject)
+    for quad in backend.quads(None, by, term, _DEFAULT):
         node = quad.subject
         if isinstance(node, NamedNode) and all(
             next(backend.quads(node, predicate, text, _DEFAULT), None) is not None

@@ -16,14 +16,18 @@ from pyoxigraph import (
 from ..errors import ErrorCode, StoreError
 from ..grain import Grain
 from ..mapping import (
+    DEFAULT_SETTINGS,
+    MappingSettings,
     address_of,
     belief_terms,
     grain_iri,
     literal_value,
     millis_literal,
+    relation_pattern,
+    subject_pattern,
 )
 from ..terms import unskolem
-from ..vocab import OMS
+from ..vocab import OMS, RDF
 from ._common import _QUERIES, STATUSES, TimeLike, _term, _to_millis, texts_query
 from .base import StoreBase
 from .knowledge import (
@@ -70,7 +74,7 @@ class Questions(StoreBase):
                     f"valid_at/as_of; found status={status!r}",
                     code=ErrorCode.SCHEMA,
                 )
-            texts, bindings = _bound_texts(subject, relation, namespace)
+            texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
             bindings[Variable("statusNode")] = getattr(OMS, status)
             query = texts_query("beliefs_by_status", texts)
             return self._grains(self.backend.query(query, bindings))
@@ -80,7 +84,7 @@ class Questions(StoreBase):
             return self._beliefs_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
         # times faster than the query, with the same answer (see lookup.py).
-        rows = subject_rows(self.backend, subject, relation, namespace,
+        rows = subject_rows(self.backend, self.settings, subject, relation, namespace,
                             valid_at=valid, as_of=known)  # fmt: skip
         return [self._grain_of(address_of(r.node), r.blob) for r in rows]
 
@@ -93,7 +97,7 @@ class Questions(StoreBase):
         known: int,
     ) -> list[Grain]:
         """:meth:`beliefs` by the general query ``beliefs.rq``."""
-        texts, bindings = _bound_texts(subject, relation, namespace)
+        texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
         query = texts_query("beliefs", texts)
@@ -281,23 +285,31 @@ class Questions(StoreBase):
 
 
 def _bound_texts(
-    subject: str | None, relation: str | None, namespace: str | None
+    subject: str | None,
+    relation: str | None,
+    namespace: str | None,
+    settings: MappingSettings = DEFAULT_SETTINGS,
 ) -> tuple[tuple[str, ...], dict[Variable, Any]]:
-    """The text patterns to write, most selective first, and their bindings.
+    """The patterns to write for the bound texts, most selective first, and bindings.
 
     Oxigraph keeps the written order of equally selective patterns, and binds only
-    what the query projects, so only the bound texts are written.
+    what the query projects, so only the bound texts are written. A subject is
+    found by its text, or by ``rdf:subject`` when the text is the IRI itself; a
+    relation by its ``rdf:predicate``.
     """
     bindings: dict[Variable, Any] = {}
     texts = []
-    for name, value in (
-        ("subject", subject),
-        ("relation", relation),
-        ("namespace", namespace),
-    ):
-        if value is not None:
-            bindings[Variable(name)] = Literal(value)
-            texts.append(name)
+    if subject is not None:
+        by, term = subject_pattern(subject)
+        name = "subjectTerm" if by == RDF.subject else "subject"
+        bindings[Variable(name)] = term
+        texts.append(name)
+    if relation is not None:
+        bindings[Variable("relation")] = relation_pattern(relation, settings)[1]
+        texts.append("relation")
+    if namespace is not None:
+        bindings[Variable("namespace")] = Literal(namespace)
+        texts.append("namespace")
     return tuple(texts), bindings
 
 

@@ -8,11 +8,11 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
-from pyoxigraph import Literal, Quad, Variable
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
 
 from ..errors import ConflictWarning, PolicyError
 from ..grain import Grain
-from ..mapping import Row, grain_iri, millis_literal
+from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..policy import effective_mode
 from ..revision import conflicts
 from ..vocab import OMS
@@ -128,11 +128,14 @@ class Writes(Revising):
             or grain.get("relation") not in self.functional_relations
         ):
             return []
-        rows = self.backend.query(
-            _QUERIES["current_claims"], {Variable("subject"): Literal(grain["subject"])}
-        )
+        # The subject's current beliefs, by pattern: a handful of grains.
+        by, term = subject_pattern(grain["subject"])
         stored = [
-            self.get(str(row["g"].value).removeprefix("nih:sha-256;")) for row in rows
+            self.get(address_of(q.subject))
+            for q in self.backend.quads(None, by, term, DefaultGraph())
+            if isinstance(q.subject, NamedNode)
+            and next(self.backend.quads(q.subject, OMS.systemTo, None, OMS.index), None)
+            is None
         ]
         candidates = [g for g in [*stored, *batch] if g.address != grain.address]
         return [
