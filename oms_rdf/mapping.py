@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -155,6 +156,15 @@ def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> Na
     return NamedNode(f"{settings.base_iri}rel/{pct(label)}")
 
 
+def _time_nt(ms: int) -> str:
+    """A time field as an N-Triples literal (the hot path of every grain's rows)."""
+    if 0 <= ms < _YEAR_10000_MS:
+        seconds, milli = divmod(ms, 1000)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        return f'"{stamp}.{milli:03d}Z"^^<{_XSD_DATETIME}>'
+    return nt_literal(*_lexical_time(ms))
+
+
 def _lexical_time(ms: int) -> tuple[str, str]:
     try:
         dt = _EPOCH_NAIVE + ms * MS
@@ -270,7 +280,7 @@ def nt_literal(text: str, datatype: str = "") -> str:
 
 def _nt_value(name: str, value: Any) -> str:
     if name in _TIME_FIELDS and type(value) is int:
-        return nt_literal(*_lexical_time(value))
+        return _time_nt(value)
     return nt_literal(*_lexical(value))
 
 
@@ -326,19 +336,14 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
             add((node, _field_nt(name), _nt_value(name, value), ""))
     # Effective values, always present so that time filters need no COALESCE.
     system_from = fields.get("system_valid_from", fields["created_at"])
-    add((node, _P_SYSTEM_FROM, nt_literal(*_lexical_time(system_from)), ""))
+    system_nt = _time_nt(system_from)
+    add((node, _P_SYSTEM_FROM, system_nt, ""))
     valid_from = fields.get("valid_from", system_from)
-    add((node, _P_VALID_FROM, nt_literal(*_lexical_time(valid_from)), ""))
+    valid_nt = system_nt if valid_from == system_from else _time_nt(valid_from)
+    add((node, _P_VALID_FROM, valid_nt, ""))
     add(
         (node, _P_NAMESPACE, nt_literal(fields.get("namespace", DEFAULT_NAMESPACE)), "")
     )
-    if belief:
-        s, p, o, g = belief_terms(fields, settings)
-        add((node, _P_RDF_SUBJECT, str(s), ""))
-        add((node, _P_RDF_PREDICATE, str(p), ""))
-        add((node, _P_RDF_OBJECT, str(o), ""))
-        if g is not None:
-            add((node, _P_GRAPH, str(g), ""))
     for parent in fields.get("derived_from", ()):
         add((node, _P_DERIVED, f"<{NIH_PREFIX}{parent}>", ""))
     for tag in fields.get("structural_tags", ()):
@@ -346,6 +351,13 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
     for link in fields.get("related_to", ()):
         prop = _RELATED_NT[link["relation_type"]]
         add((node, prop, f"<{NIH_PREFIX}{link['hash']}>", ""))
+    if belief:  # last before the blob: knowledge_row() reads them back from here
+        s, p, o, g = belief_terms(fields, settings)
+        add((node, _P_RDF_SUBJECT, str(s), ""))
+        add((node, _P_RDF_PREDICATE, str(p), ""))
+        add((node, _P_RDF_OBJECT, str(o), ""))
+        if g is not None:
+            add((node, _P_GRAPH, str(g), ""))
     blob = base64.b64encode(grain.blob).decode()
     add((node, _P_BLOB, f'"{blob}"^^<{_XSD_BASE64}>', _G_BLOBS))
     return rows
@@ -435,6 +447,18 @@ def truthy_row(
     return str(s), str(p), str(o), _G_CURRENT if g is None else str(g)
 
 
+def knowledge_row(rows: list[Row]) -> Row | None:
+    """Return the knowledge quad of a belief from its :func:`grain_rows`, or None.
+
+    The reification rows carry the same terms, so they are not built twice.
+    """
+    terms = {p: o for _, p, o, g in rows[-5:] if not g}
+    s, p, o = (terms.get(k) for k in (_P_RDF_SUBJECT, _P_RDF_PREDICATE, _P_RDF_OBJECT))
+    if s is None or p is None or o is None:
+        return None
+    return s, p, o, terms.get(_P_GRAPH, _G_CURRENT)
+
+
 def truthy_triple(
     grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
 ) -> Quad | None:
@@ -490,6 +514,7 @@ _TIME_FIELDS = frozenset(
 
 
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+_YEAR_10000_MS = 253_402_300_800_000
 _XSD_STRING = XSD.string.value
 _XSD_BOOLEAN = XSD.boolean.value
 _XSD_INTEGER = XSD.integer.value

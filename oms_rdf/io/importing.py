@@ -113,7 +113,7 @@ def _restore_into_empty(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt:
     instead, to report the bad record with its place. Sources over
     ``FAST_RESTORE_LIMIT`` bytes take the streaming path.
     """
-    if len(store):
+    if not store.is_empty():
         return False
     before = [_row_of(q) for q in store.backend.quads()]
     with reopen() as raw:

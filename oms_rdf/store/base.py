@@ -35,11 +35,11 @@ from ..mapping import (
     address_of,
     grain_iri,
     grain_rows,
+    knowledge_row,
     literal_value,
     millis_literal,
     nt_literal,
     rows_to_nquads,
-    truthy_row,
 )
 from ..policy import is_protected
 from ..revision import Entrenchment
@@ -149,8 +149,12 @@ class StoreBase:
             is not None
         )
 
+    def is_empty(self) -> bool:
+        """Return whether the store holds no grain (one lookup, unlike ``len``)."""
+        return next(self.backend.quads(None, OMS.blob, None, OMS.blobs), None) is None
+
     def __len__(self) -> int:
-        """Return the number of grains."""
+        """Return the number of grains (counts them all: use is_empty to test)."""
         return sum(1 for _ in self.backend.quads(None, OMS.blob, None, OMS.blobs))
 
     def get(self, address: str) -> Grain:
@@ -295,7 +299,7 @@ class StoreBase:
             )
             rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
         # The initial index state (active, unverified) is the absence of index rows.
-        current = truthy_row(grain, self.settings)
+        current = knowledge_row(rows)
         if current is not None:
             rows.append(current)
         return rows
@@ -313,7 +317,11 @@ class StoreBase:
         leaves the mark, which makes reopening refuse the incomplete store.
         """
         bulk = getattr(self.backend, "bulk_load", None)
-        if bulk is None or getattr(self.backend, "path", None) is None or len(self):
+        if (
+            bulk is None
+            or getattr(self.backend, "path", None) is None
+            or not self.is_empty()
+        ):
             self._load(rows)
             return
         before = list(self.backend.quads())

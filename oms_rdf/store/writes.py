@@ -89,8 +89,9 @@ class Writes(Revising):
             extra: list[Quad | Row] = []
             seen: set[str] = set()
             fresh: list[tuple[Grain, Signature | None]] = []
+            empty = self.is_empty()  # then no grain is stored already: no lookups
             for grain, signature in accepted:
-                if grain.address in seen or grain.address in self:
+                if grain.address in seen or (not empty and grain.address in self):
                     continue
                 seen.add(grain.address)
                 fresh.append((grain, signature))
