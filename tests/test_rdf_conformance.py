@@ -211,3 +211,16 @@ def test_published_vocabulary_answers_plain_sparql() -> None:
         "ASK { <http://www.w3.org/ns/shacl#NodeShape> rdfs:subClassOf+ rdfs:Resource }"
     )
     assert chained is True
+
+
+def test_a_source_too_large_to_hold_is_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from oms_rdf.io import adopt as adoption
+
+    path = CASES / "blank.ttl"
+    held = knowledge(adopt(path))
+    monkeypatch.setattr(adoption, "ADOPT_CACHE", 1)
+    store = adopt(path)
+    assert knowledge(store) == held
+    assert len(store) == len(source(path))

@@ -39,6 +39,8 @@ from ..terms import (
 from ..vocab import OMS, RDF
 from ._common import ImportReport, Progress, _Counting, _fail_or_skip
 
+ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
+
 __all__ = ["SourceInfo", "belief_fields", "file_base", "plan_adoption", "scan"]
 
 
@@ -232,25 +234,39 @@ def plan_adoption(
                     continue
                 yield grain
 
-    claims: set[str] = set()
-    fresh: set[str] = set()
+    # Within one adoption every belief shares its confidence, namespace and time, so
+    # equal claims are equal grains: the address tells repeats apart.
+    empty = store.is_empty()  # then nothing is believed yet: no lookups
+    seen: set[str] = set()
+    new: set[str] = set()
+    kept: list[Grain] | None = []  # the new grains, while they fit the cache
     for grain in grains(check=True):
-        claim = _claim(grain)
-        if claim in claims:
+        if grain.address in seen:
             continue
-        claims.add(claim)
-        if _believed(store, grain, ns):
+        seen.add(grain.address)
+        if not empty and _believed(store, grain, ns):
             report.believed += 1
-        else:
-            fresh.add(grain.address)
-    report.added = len(fresh)
+            continue
+        new.add(grain.address)
+        if kept is not None:
+            kept.append(grain)
+            if len(kept) > ADOPT_CACHE:
+                kept = None  # a large source: read it again rather than hold it
+    report.added = len(new)
 
-    def rows() -> Iterator[Row]:
+    def fresh() -> Iterator[Grain]:
+        if kept is not None:
+            yield from kept
+            return
         done: set[str] = set()
         for grain in grains(check=False):
-            if grain.address in fresh and grain.address not in done:
+            if grain.address in new and grain.address not in done:
                 done.add(grain.address)
-                yield from store._new_rows(grain)
+                yield grain
+
+    def rows() -> Iterator[Row]:
+        for grain in fresh():
+            yield from store._new_rows(grain)
 
     yield rows
 
