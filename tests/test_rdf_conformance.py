@@ -224,3 +224,41 @@ def test_a_source_too_large_to_hold_is_read_again(
     store = adopt(path)
     assert knowledge(store) == held
     assert len(store) == len(source(path))
+
+
+@pytest.mark.parametrize("target", ["empty", "non-empty"])
+def test_a_crafted_export_cannot_smuggle_quads_into_reserved_graphs(
+    target: str,
+) -> None:
+    source = GrainStore()
+    source.put(oms.Belief("alice", "knows", "bob", 0.9, created_at=1_700_000_000_000))
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    genuine = out.getvalue()
+    stray = "<nih:sha-256;" + "ab" * 32 + ">"
+    for extra in (
+        "<http://e/a> <http://e/b> <http://e/c> .\n",  # into the grain layer
+        f"{stray} <https://w3id.org/oms-rdf/ns#systemTo> "
+        '"2020-01-01T00:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> '
+        "<https://w3id.org/oms-rdf/ns#index> .\n",  # index state for no grain
+        f"{stray} <http://e/b> <http://e/c> <https://w3id.org/oms-rdf/ns#audit> .\n",
+    ):
+        store = GrainStore()
+        if target == "non-empty":
+            store.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+        before = {str(q) for q in store.backend.quads()}
+        with pytest.raises(oms.StoreError) as info:
+            store.import_(io.BytesIO(genuine + extra.encode()), format="nquads")
+        assert info.value.code == oms.ErrorCode.CONFLICT
+        assert info.value.path is not None and info.value.path.startswith("line ")
+        assert {str(q) for q in store.backend.quads()} == before
+    # Knowledge quads are never taken from a file: they are rebuilt from the grains.
+    store = GrainStore()
+    store.import_(
+        io.BytesIO(
+            genuine
+            + b"<http://e/x> <http://e/y> <http://e/z> <https://w3id.org/oms-rdf/ns#current> .\n"
+        ),
+        format="nquads",
+    )
+    assert knowledge(store) == knowledge(source)

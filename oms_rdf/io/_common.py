@@ -256,6 +256,29 @@ def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -
     report.skipped.append((where, str(exc)))
 
 
+def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:
+    """Where a quad sits in its source, for errors: the first line naming its graph
+    (or its triple term, or its subject), else the quad itself.
+
+    Parsers do not report a quad's position, so the source is searched; it is read
+    again only on the way to an error.
+    """
+    needles: list[bytes] = []
+    if isinstance(quad.object, ox.Triple) or isinstance(quad.subject, ox.Triple):
+        needles.append(b"<<")
+    for term in (quad.graph_name, quad.subject):
+        if isinstance(term, ox.NamedNode):
+            local = term.value.rsplit("#", 1)[-1].rsplit(";", 1)[-1].encode()
+            needles.append(term.value.encode())
+            if local and term.value.startswith("https://w3id.org/oms-rdf/ns#"):
+                needles.append(b"oms:" + local)
+    with reopen() as raw:
+        for number, line in enumerate(raw, 1):
+            if any(n in line for n in needles):
+                return f"line {number}"
+    return f"quad {quad}"
+
+
 def _text(term: Any) -> str:
     """The lexical value of an IRI, blank node or literal term."""
     return str(term.value)

@@ -37,7 +37,7 @@ from ..terms import (
     subject_text,
 )
 from ..vocab import OMS, RDF
-from ._common import ImportReport, Progress, _Counting, _fail_or_skip
+from ._common import ImportReport, Progress, _Counting, _fail_or_skip, line_of
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
 
@@ -175,24 +175,6 @@ def belief_fields(
     return fields
 
 
-def _line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str | None:
-    """The first source line that names the quad's graph or triple term (for errors)."""
-    needles = []
-    if isinstance(quad.object, ox.Triple) or isinstance(quad.subject, ox.Triple):
-        needles.append(b"<<")
-    graph = quad.graph_name
-    if isinstance(graph, ox.NamedNode):
-        needles += [
-            graph.value.encode(),
-            b"oms:" + graph.value.rsplit("#", 1)[-1].encode(),
-        ]
-    with reopen() as raw:
-        for number, line in enumerate(raw, 1):
-            if any(n in line for n in needles):
-                return f"line {number}"
-    return None
-
-
 @contextmanager
 def plan_adoption(
     store: GrainStore,
@@ -229,7 +211,7 @@ def plan_adoption(
                     grain = Grain.from_dict(fields)
                 except OmsError as exc:
                     if check:
-                        where = _line_of(reopen, quad) or f"triple {quad}"
+                        where = line_of(reopen, quad)
                         _fail_or_skip(report, skip, where, exc)
                     continue
                 yield grain

@@ -16,6 +16,7 @@ from ..mapping import (
     Row,
 )
 from ..store import GrainStore, update_request
+from ..store._common import load_query
 from ..vocab import OMS
 
 if TYPE_CHECKING:
@@ -154,6 +155,8 @@ def _check_restored(store: GrainStore) -> int:
     )
     if described != count:
         raise DecodeError(f"{described} grains described but {count} blobs")
+    if store.backend.query(load_query("restore_strays")):
+        raise StoreError("the source holds quads an oms_rdf export would not")
     return count
 
 

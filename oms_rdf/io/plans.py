@@ -39,6 +39,7 @@ from ._common import (
     _json_object,
     _row_of,
     _text,
+    line_of,
 )
 
 
@@ -200,18 +201,28 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     with_blob: set[str] = set()
     bad: set[str] = set()
     existing_index: dict[str, set[Row]] = {}
+    indexed: dict[str, ox.Quad] = {}  # grain node -> one of its index quads
     index_graph, blob_graph = OMS.index, OMS.blobs
     settings_base = None
     described: set[str] = set()
     present: set[str] = set()  # quads not about a grain that the store already has
+
+    def refuse(quad: ox.Quad, why: str) -> None:
+        raise StoreError(
+            f"{why}: {quad}; only an oms_rdf export whose grains verify may write the "
+            "store's reserved graphs",
+            code=ErrorCode.CONFLICT,
+            path=line_of(reopen, quad),
+        )
+
     with reopen() as raw:
         for quad in _quads(raw, fmt, progress):
-            s = quad.subject
+            s, graph = quad.subject, quad.graph_name
             if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
                 node = s.value
                 if node not in known:
                     known[node] = address_of(s) in store
-                if quad.graph_name == blob_graph and quad.predicate == OMS.blob:
+                if graph == blob_graph and quad.predicate == OMS.blob:
                     with_blob.add(node)
                     try:
                         Grain.from_blob(
@@ -223,20 +234,25 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                             exc if isinstance(exc, OmsError) else DecodeError(str(exc))
                         )
                         _fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
-                elif quad.graph_name == index_graph and known[node]:
-                    existing_index.setdefault(node, set()).add(_row_of(quad))
-                elif (
-                    isinstance(quad.graph_name, ox.DefaultGraph)
-                    and quad.predicate == OMS.systemFrom
-                ):
-                    described.add(node)
+                elif graph == index_graph:
+                    indexed.setdefault(node, quad)
+                    if known[node]:
+                        existing_index.setdefault(node, set()).add(_row_of(quad))
+                elif isinstance(graph, ox.DefaultGraph):
+                    if quad.predicate == OMS.systemFrom:
+                        described.add(node)
+                elif graph == OMS.audit:
+                    refuse(quad, "the audit log describes operations, not grains")
             elif s == OMS.settings and quad.predicate == OMS.baseIri:
                 settings_base = _text(quad.object)
-            elif next(
-                store.backend.quads(s, quad.predicate, quad.object, quad.graph_name),
-                None,
-            ):
-                present.add(str(quad))  # decided once, before anything is written
+            elif isinstance(graph, ox.DefaultGraph) or graph == blob_graph:
+                refuse(quad, "the grain layer and the blobs hold only grain nodes")
+            elif graph == index_graph or graph == OMS.audit:
+                if next(
+                    store.backend.quads(s, quad.predicate, quad.object, graph), None
+                ):
+                    present.add(str(quad))  # decided once, before anything is written
+            # Knowledge (oms:current and adopted graphs) is rebuilt from the grains.
     if settings_base is not None and settings_base != store.settings.base_iri:
         raise StoreError(
             f"the source was made with base IRI {settings_base!r}, this store uses "
@@ -245,29 +261,30 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
         )
     for node in described - with_blob:
         _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
-                      DecodeError("no blob in graph oms:blobs; import a knowledge-only file as turtle"))  # fmt: skip
+                      DecodeError("no blob in graph oms:blobs"))  # fmt: skip
         bad.add(node)
+    for node, quad in indexed.items():
+        if node not in with_blob and not known[node]:
+            refuse(quad, "index state for a grain neither in the source nor the store")
     for node, state in existing_index.items():
         if node not in bad:
             _check_same_state(store, address_of(ox.NamedNode(node)), list(state))
     report.added = sum(
         1 for n, pre in known.items() if not pre and n not in bad and n in with_blob
     )
-    skip_graphs = (OMS.current,)
+    ours = (ox.DefaultGraph(), blob_graph, index_graph, OMS.audit)
 
     def rows() -> Iterator[Item]:
         with reopen() as raw:
             for quad in _quads(raw, fmt, None):
                 s = quad.subject
+                if quad.graph_name not in ours or isinstance(quad.object, ox.Triple):
+                    continue  # knowledge is rebuilt; RDF 1.2 reifiers are views
                 if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
                     if known.get(s.value) or s.value in bad:
                         continue
-                elif s == OMS.settings or quad.graph_name in skip_graphs:
-                    continue
-                elif str(quad) in present:
+                elif s == OMS.settings or str(quad) in present:
                     continue  # there before the import: never written, never removed
-                if isinstance(quad.object, ox.Triple):
-                    continue  # RDF 1.2 reifiers of the *12 views are derived, not stored
                 yield quad
 
     yield rows
