@@ -15,7 +15,7 @@ import pyoxigraph as ox
 from .codec import content_address, decode, encode, verify
 from .errors import DecodeError, EncodeError, ErrorCode, OmsError, SignatureError
 from .grain import Grain
-from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for
+from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
 from .mapping import millis_literal
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
@@ -82,19 +82,27 @@ def _grains_from(source: str) -> list[Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        items = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise EncodeError(
-                        f"line {number} is not JSON: {exc.msg}",
-                        code=ErrorCode.CORRUPT,
-                        path=f"{source}:{number}",
-                    ) from None
-        return items
-    return value if isinstance(value, list) else [value]
+        lines = [
+            (n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
+        ]
+        return [_json_grain(line, f"{source}:{n}") for n, line in lines]
+    items = value if isinstance(value, list) else [value]
+    return [_json_grain(json.dumps(item), source) for item in items]
+
+
+def _json_grain(text: str, where: str) -> Any:
+    """One grain as export writes it (the library's one JSON reader)."""
+    try:
+        item, index = loads_json_grain(text)
+    except OmsError as exc:
+        raise DecodeError(exc.message, code=exc.code, path=where) from None
+    if index is not None:
+        raise DecodeError(
+            "this line carries index state (an export): `oms-rdf import` keeps it, "
+            "`put` would store the grain as current",
+            path=where,
+        )
+    return item
 
 
 def _row(grain: Grain) -> dict[str, Any]:

@@ -139,10 +139,12 @@ def test_whole_store_formats_keep_everything(store: GrainStore, fmt: str) -> Non
         assert again.get(address).blob == store.get(address).blob
 
 
-def test_jsonl_keeps_every_grain(store: GrainStore) -> None:
+def test_jsonl_keeps_every_grain_and_its_index_state(store: GrainStore) -> None:
     again = round_trip(store, "jsonl")
     assert addresses(again) == addresses(store)
-    assert all(s.status == "active" for s in states(again).values())  # no index state
+    assert states(again) == states(store)
+    assert answers(again) == answers(store)
+    assert any(s.status != "active" for s in states(again).values())
 
 
 @pytest.mark.parametrize("fmt", ["turtle", "ntriples", "rdfxml"])
@@ -372,9 +374,26 @@ def test_progress_reports_bytes(store: GrainStore) -> None:
 
 
 def test_rdflib_bridge(store: GrainStore) -> None:
+    import warnings
+
     import rdflib
 
-    dataset = store.to_rdflib()
+    plain = store.to_rdflib()
+    with (
+        warnings.catch_warnings()
+    ):  # rdflib 7's Dataset.query uses its own deprecated API
+        warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)
+        rows = list(
+            plain.query(
+                "SELECT ?o WHERE { ?s <https://w3id.org/oms-rdf/id/rel/works_at> ?o }"
+            )
+        )
+    assert rows and {str(r[0]) for r in rows} == {
+        t.object.value
+        for t in store.query("CONSTRUCT WHERE { ?s ?p ?o }")
+        if t.predicate.value.endswith("/works_at")
+    }
+    dataset = store.to_rdflib(grains=True)
     assert isinstance(dataset, rdflib.Dataset)
     names = {str(g.identifier) for g in dataset.graphs()}
     assert {str(OMS.blobs.value), str(OMS.index.value), str(OMS.audit.value)} <= names
@@ -427,3 +446,36 @@ def test_jsonl_keeps_a_foreign_blob_with_index_fields() -> None:
     buffer.seek(0)
     target.import_(buffer, format="jsonl")
     assert target.get(grain.address).blob == grain.blob
+
+
+def test_jsonl_index_state_is_checked_not_pasted() -> None:
+    grain = oms.Belief("alice", "role", "admin", 1.0, created_at=1_700_000_000_000)
+    line = oms.io.dumps_jsonl(grain, {"sb": "x> <http://e/p> <http://e/o"})
+    store = GrainStore()
+    before = snapshot(store)
+    with pytest.raises(oms.OmsError) as info:
+        store.import_(io.BytesIO(line.encode() + b"\n"), format="jsonl")
+    assert info.value.path is not None and "line 1" in info.value.path
+    assert snapshot(store) == before
+
+
+def test_cli_put_reads_what_export_writes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from oms_rdf.cli import cli
+
+    grain = oms.Grain.from_dict({"type": "belief", "subject": "a", "relation": "b",
+                                 "object": "c", "confidence": 0.5, "created_at": 1,
+                                 "context": {"raw": b"\x00\x01"}})  # fmt: skip
+    source = GrainStore()
+    source.put(grain)
+    source.export(tmp_path / "x.jsonl")
+    db = str(tmp_path / "db")
+    out = CliRunner().invoke(cli, ["--store", db, "put", str(tmp_path / "x.jsonl")])
+    assert out.exit_code == 0, out.output
+    assert grain.address in out.output  # bytes came back as bytes: the same grain
+    later = oms.Belief("a", "b", "d", 0.5, created_at=2)
+    source.supersede(grain, later)
+    source.export(tmp_path / "y.jsonl")
+    refused = CliRunner().invoke(cli, ["--store", db, "put", str(tmp_path / "y.jsonl")])
+    assert refused.exit_code == 1 and "oms-rdf import" in refused.output

@@ -25,7 +25,7 @@ rdflib is imported only inside the functions that need it.
 
 from __future__ import annotations
 
-from ._common import FORMATS, ImportReport, dumps_jsonl, format_for
+from ._common import FORMATS, ImportReport, dumps_jsonl, format_for, loads_json_grain
 from .bridge import from_rdflib, to_rdflib
 from .export import PLAIN_FORMATS, dumps_turtle, export
 from .importing import import_
@@ -40,5 +40,6 @@ __all__ = [
     "format_for",
     "from_rdflib",
     "import_",
+    "loads_json_grain",
     "to_rdflib",
 ]

@@ -7,7 +7,7 @@ import io as _io
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, cast, get_args
 
 import pyoxigraph as ox
 
-from ..errors import ErrorCode, OmsError, StoreError
+from ..errors import DecodeError, ErrorCode, OmsError, StoreError
 from ..grain import Grain
 from ..mapping import (
     Row,
@@ -138,24 +138,59 @@ def _json_object(pairs: list[tuple[str, Any]]) -> Any:
     return dict(pairs)
 
 
-def dumps_jsonl(grain: Grain) -> str:
+INDEX_KEY = "$index"  # a JSON line's index state, in the .mg manifest's shape
+
+
+def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
+    """Read one grain written by :func:`dumps_jsonl`: its fields or blob, and index state.
+
+    ``{"$base64": ...}`` values become bytes and ``{"$blob": ...}`` the blob itself;
+    this is the one reader of the format (the CLI's ``put`` uses it too).
+
+    Raises:
+        DecodeError: ERR_CORRUPT for text that is not JSON, or a malformed
+            ``$blob`` or ``$index``.
+    """
+    try:
+        value = json.loads(text, object_pairs_hook=_json_object)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        return value, None
+    index = value.pop(INDEX_KEY, None)
+    if index is not None and not isinstance(index, dict):
+        raise DecodeError(f"{INDEX_KEY} must be a JSON object, not {index!r}")
+    if set(value) == {"$blob"}:
+        blob = value["$blob"]
+        try:
+            return base64.b64decode(blob, validate=True), index
+        except (TypeError, ValueError):
+            raise DecodeError(f"$blob must be base64 text, not {blob!r}") from None
+    return value, index
+
+
+def dumps_jsonl(grain: Grain, index: Mapping[str, Any] | None = None) -> str:
     """Return a grain as one JSON line with full names; bytes as ``{"$base64": ...}``.
 
     A grain whose header the fields do not determine (an application type byte, a
     foreign writer's header hints), or that carries index-layer fields a foreign
     writer put in its blob, is written as ``{"$blob": "<base64>"}`` so that
-    its bytes, and so its address, survive.
+    its bytes, and so its address, survive. ``index`` (the grain's index state as
+    a ``.mg`` manifest entry) goes under ``"$index"``, so an import brings nothing
+    back as current that was not.
     """
+    line: dict[str, Any]
     if (
         expected_header(grain) != grain.blob[:9]
         or INDEX_FIELDS.keys() & grain.fields.keys()
     ):
-        return json.dumps({"$blob": base64.b64encode(grain.blob).decode()})
+        line = {"$blob": base64.b64encode(grain.blob).decode()}
+    else:
+        line = dict(grain.fields)
+    if index:
+        line[INDEX_KEY] = dict(index)
     return json.dumps(
-        dict(grain.fields),
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=_json_bytes,
+        line, ensure_ascii=False, separators=(",", ":"), default=_json_bytes
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io as _io
 import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -15,12 +16,12 @@ if TYPE_CHECKING:
 from .importing import import_
 
 
-def to_rdflib(store: GrainStore) -> rdflib.Dataset:
-    """Return the store's graphs as an ``rdflib.Dataset`` (a copy)."""
+def rdflib_dataset(quads: Iterable[ox.Quad]) -> rdflib.Dataset:
+    """Return quads as an ``rdflib.Dataset`` (a copy), through N-Quads."""
     import rdflib
 
     buffer = _io.BytesIO()
-    store.backend.dump(buffer, ox.RdfFormat.N_QUADS)
+    ox.serialize(quads, buffer, format=ox.RdfFormat.N_QUADS)
     dataset = rdflib.Dataset()
     with warnings.catch_warnings():
         # rdflib 7's own N-Quads parser calls Dataset APIs rdflib deprecates.
@@ -29,8 +30,18 @@ def to_rdflib(store: GrainStore) -> rdflib.Dataset:
     return dataset
 
 
+def to_rdflib(store: GrainStore, *, grains: bool = False) -> rdflib.Dataset:
+    """Return the knowledge held now as an ``rdflib.Dataset`` (a copy).
+
+    The default graph holds the plain triples, adopted named graphs keep their
+    names, and the terms are exactly those the grains record. With ``grains=True``,
+    every graph of the store as laid out (what :func:`from_rdflib` restores).
+    """
+    return rdflib_dataset(store.backend.quads() if grains else store.snapshot())
+
+
 def from_rdflib(dataset: rdflib.Dataset, store: GrainStore | None = None) -> GrainStore:
-    """Import an ``rdflib.Dataset`` made by :func:`to_rdflib` (or a TriG export) into a store."""
+    """Import an ``rdflib.Dataset`` into a store: grains restored, other RDF adopted."""
     target = store if store is not None else GrainStore()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)

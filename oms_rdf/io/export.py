@@ -81,8 +81,11 @@ def export(
             )
         if fmt == "jsonl":
             count = 0
+            states = _manifest(store)
             for blob in _blobs(store):
-                out.write(dumps_jsonl(Grain.from_blob(blob)).encode() + b"\n")
+                grain = Grain.from_blob(blob)
+                line = dumps_jsonl(grain, states.get(grain.address))
+                out.write(line.encode() + b"\n")
                 count += 1
             return count
         rdf = _RDF_FORMATS[fmt]

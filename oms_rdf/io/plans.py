@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import io as _io
-import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from ..codec import check_address
 from ..container import read_mg
 from ..errors import DecodeError, ErrorCode, OmsError, StoreError
 from ..grain import Grain
@@ -36,10 +36,10 @@ from ._common import (
     Progress,
     _Counting,
     _fail_or_skip,
-    _json_object,
     _row_of,
     _text,
     line_of,
+    loads_json_grain,
 )
 
 
@@ -57,6 +57,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                 skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     bad: set[int] = set()
     fresh: set[str] = set()
+    states: dict[str, list[Row]] = {}  # index state carried by the lines ("$index")
 
     def grains(check: bool) -> Iterator[Grain]:
         with reopen() as raw:
@@ -67,15 +68,12 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                 if not line.strip() or number in bad:
                     continue
                 try:
-                    try:
-                        fields = json.loads(line, object_pairs_hook=_json_object)
-                    except json.JSONDecodeError as exc:
-                        raise DecodeError(
-                            f"not JSON: {exc.msg} (column {exc.colno})"
-                        ) from None
-                    if isinstance(fields, dict) and set(fields) == {"$blob"}:
-                        fields = base64.b64decode(fields["$blob"])
+                    fields, entry = loads_json_grain(line)
                     grain = store._grain(fields)
+                    if check and entry is not None:
+                        states[grain.address] = _state_from_manifest(
+                            grain.address, entry
+                        )
                 except OmsError as exc:
                     bad.add(number)
                     _fail_or_skip(report, skip, f"line {number}", exc)
@@ -85,8 +83,17 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     for grain in grains(check=True):
         if grain.address not in store and grain.address not in fresh:
             fresh.add(grain.address)
+    for address, state in states.items():
+        if address not in fresh:
+            _check_same_state(store, address, state)
     report.added = len(fresh)
-    yield lambda: _grain_rows(store, _unique(grains(check=False), fresh), None)
+
+    def rows() -> Iterator[Row]:
+        for grain in _unique(grains(check=False), fresh):
+            yield from store._new_rows(grain)
+            yield from states.get(grain.address, ())
+
+    yield rows
 
 
 def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
@@ -153,7 +160,13 @@ def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
             (node, str(OMS.verificationStatus), str(getattr(OMS, verification)), idx)
         )
     if "sb" in entry:
-        rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{entry['sb']}>", idx))
+        successor = entry["sb"]
+        if not isinstance(successor, str):
+            raise DecodeError(
+                f"sb of {address[:12]}… must be an address, not {successor!r}"
+            )
+        check_address(successor)  # never text pasted into N-Quads unchecked
+        rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{successor}>", idx))
     for key, prop in (("svt", OMS.systemTo), (VOIDED_KEY, OMS.voidedAt)):
         if isinstance(entry.get(key), int):
             rows.append((node, str(prop), str(millis_literal(entry[key])), idx))

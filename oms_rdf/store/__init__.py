@@ -79,11 +79,11 @@ class GrainStore(Writes):
 
         return import_(self, src, format=format, **options)
 
-    def to_rdflib(self) -> Any:
-        """Return the store's graphs as an ``rdflib.Dataset`` (a copy)."""
+    def to_rdflib(self, *, grains: bool = False) -> Any:
+        """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
         from ..io import to_rdflib
 
-        return to_rdflib(self)
+        return to_rdflib(self, grains=grains)
 
     @classmethod
     def from_rdflib(cls, dataset: Any) -> GrainStore:

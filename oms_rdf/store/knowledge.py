@@ -203,15 +203,9 @@ class Snapshot:
 
     def to_rdflib(self) -> Any:
         """Return the snapshot as an ``rdflib.Dataset`` (a copy)."""
-        import io
+        from ..io.bridge import rdflib_dataset  # rdflib lives at the io edge
 
-        import rdflib
-
-        buffer = io.BytesIO()
-        ox.serialize(self.quads, buffer, format=ox.RdfFormat.N_QUADS)
-        dataset = rdflib.Dataset()
-        dataset.parse(data=buffer.getvalue(), format="nquads")
-        return dataset
+        return rdflib_dataset(self.quads)
 
 
 def check_dataset_args(grains: bool, timed: bool, namespace: str | None) -> None:
