@@ -479,3 +479,30 @@ def test_cli_put_reads_what_export_writes(tmp_path: Path) -> None:
     source.export(tmp_path / "y.jsonl")
     refused = CliRunner().invoke(cli, ["--store", db, "put", str(tmp_path / "y.jsonl")])
     assert refused.exit_code == 1 and "oms-rdf import" in refused.output
+
+
+@pytest.mark.parametrize("fmt", ["turtle", "ntriples"])
+def test_a_grain_layer_turtle_validates_and_restores(
+    store: GrainStore, fmt: str
+) -> None:
+    import warnings
+
+    import pyshacl
+    import rdflib
+
+    buffer = io.BytesIO()
+    assert store.export(buffer, format=fmt, grains=True) == len(store)
+    graph = rdflib.Graph().parse(
+        data=buffer.getvalue(), format="nt" if fmt == "ntriples" else "turtle"
+    )
+    shapes = str(Path(__file__).parent.parent / "ontology" / "shapes.ttl")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)
+        conforms, _, report = pyshacl.validate(graph, shacl_graph=shapes)
+    assert conforms, report
+    again = GrainStore(clock=lambda: NOW)
+    buffer.seek(0)
+    again.import_(buffer, format=fmt)
+    assert addresses(again) == addresses(store)
+    assert states(again) == states(store)
+    assert answers(again) == answers(store)

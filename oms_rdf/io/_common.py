@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import IO, Any, Literal, cast, get_args
 
 import pyoxigraph as ox
 
@@ -22,10 +22,6 @@ from ..mapping import (
     expected_header,
 )
 from ..schema import INDEX_FIELDS
-
-if TYPE_CHECKING:
-    pass
-
 
 Format = Literal[
     "trig",
@@ -289,6 +285,27 @@ def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -
             path=where if exc.path is None else f"{where} {exc.path}",
         ) from exc
     report.skipped.append((where, str(exc)))
+
+
+def parse_source(
+    raw: IO[bytes], fmt: ox.RdfFormat, base_iri: str | None, progress: Progress = None
+) -> Iterator[ox.Quad]:
+    """Stream the quads of a source; a syntax error names its line.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for malformed input.
+    """
+    try:
+        yield from ox.parse(
+            _io.BufferedReader(_Counting(raw, progress)), format=fmt, base_iri=base_iri
+        )
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else None
+        raise DecodeError(
+            f"not valid {fmt.name}: {exc}", code=ErrorCode.CORRUPT, path=where
+        ) from None
+    except (ValueError, OSError) as exc:
+        raise DecodeError(f"cannot read the {fmt.name} source: {exc}") from None
 
 
 def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:

@@ -15,7 +15,6 @@ lexical forms, datatypes and blank nodes survive exactly (design §3):
 from __future__ import annotations
 
 import hashlib
-import io as _io
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from ..errors import DecodeError, ErrorCode, OmsError, SchemaError, StoreError
+from ..errors import ErrorCode, OmsError, SchemaError, StoreError
 from ..grain import Grain
 from ..mapping import Row, address_of, belief_terms
 from ..store import GrainStore
@@ -37,7 +36,7 @@ from ..terms import (
     subject_text,
 )
 from ..vocab import OMS, RDF
-from ._common import ImportReport, Progress, _Counting, _fail_or_skip, line_of
+from ._common import ImportReport, Progress, _fail_or_skip, line_of, parse_source
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
 
@@ -51,27 +50,6 @@ class SourceInfo:
         self.digest, self.ours = digest, ours
 
 
-def parse(
-    raw: IO[bytes], fmt: ox.RdfFormat, base_iri: str | None, progress: Progress = None
-) -> Iterator[ox.Quad]:
-    """Stream the quads of a source; a syntax error names its line.
-
-    Raises:
-        DecodeError: ERR_CORRUPT for malformed input.
-    """
-    try:
-        yield from ox.parse(
-            _io.BufferedReader(_Counting(raw, progress)), format=fmt, base_iri=base_iri
-        )
-    except SyntaxError as exc:
-        where = f"line {exc.lineno}" if exc.lineno else None
-        raise DecodeError(
-            f"not valid {fmt.name}: {exc}", code=ErrorCode.CORRUPT, path=where
-        ) from None
-    except (ValueError, OSError) as exc:
-        raise DecodeError(f"cannot read the {fmt.name} source: {exc}") from None
-
-
 def scan(
     reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, base_iri: str | None
 ) -> SourceInfo:
@@ -80,13 +58,14 @@ def scan(
     with reopen() as raw:
         while chunk := raw.read(1 << 20):
             digest.update(chunk)
-    ours = False
-    if fmt.supports_datasets:
-        with reopen() as raw:
-            ours = any(
-                q.predicate == OMS.blob and q.graph_name == OMS.blobs
-                for q in parse(raw, fmt, base_iri)
-            )
+    # Ours: blobs in graph oms:blobs, or a grain layer flattened into one graph
+    # (the turtle/ntriples export with grains=True).
+    blobs = OMS.blobs if fmt.supports_datasets else ox.DefaultGraph()
+    with reopen() as raw:
+        ours = any(
+            q.predicate == OMS.blob and q.graph_name == blobs
+            for q in parse_source(raw, fmt, base_iri)
+        )
     return SourceInfo(digest.hexdigest(), ours)
 
 
@@ -196,7 +175,7 @@ def plan_adoption(
     def grains(check: bool) -> Iterator[Grain]:
         labels = _Labels(source.digest)
         with reopen() as raw:
-            for quad in parse(raw, fmt, base_iri, progress if check else None):
+            for quad in parse_source(raw, fmt, base_iri, progress if check else None):
                 quad = ox.Quad(
                     _relabel(quad.subject, labels),
                     quad.predicate,

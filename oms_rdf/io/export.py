@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -18,9 +18,6 @@ from ..mapping import (
 from ..store import GrainStore
 from ..store._common import TimeLike
 from ..vocab import OMS
-
-if TYPE_CHECKING:
-    pass
 from ._common import (
     _RDF_FORMATS,
     _VERIFICATION_OUT,

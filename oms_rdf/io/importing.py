@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io as _io
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import pyoxigraph as ox
 
@@ -18,9 +18,6 @@ from ..mapping import (
 from ..store import GrainStore, update_request
 from ..store._common import load_query
 from ..vocab import OMS
-
-if TYPE_CHECKING:
-    pass
 from ._common import (
     _RDF_FORMATS,
     ImportReport,
@@ -92,8 +89,10 @@ def import_(
                 plan = plan_adoption(store, reopen, rdf, source, report, skip_invalid,
                                      progress, namespace=namespace, confidence=confidence,
                                      base_iri=base)  # fmt: skip
-            elif size <= FAST_RESTORE_LIMIT and _restore_into_empty(
-                store, reopen, rdf, report, progress
+            elif (
+                rdf.supports_datasets
+                and size <= FAST_RESTORE_LIMIT
+                and _restore_into_empty(store, reopen, rdf, report, progress)
             ):
                 return report
             else:

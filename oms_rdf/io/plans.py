@@ -6,7 +6,7 @@ import base64
 import io as _io
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import pyoxigraph as ox
 
@@ -24,10 +24,7 @@ from ..mapping import (
     rows_to_nquads,
 )
 from ..store import GrainStore
-from ..vocab import OMS
-
-if TYPE_CHECKING:
-    pass
+from ..vocab import INDEX_PROPERTIES, OMS
 from ._common import (
     _VERIFICATION_IN,
     VOIDED_KEY,
@@ -40,6 +37,7 @@ from ._common import (
     _text,
     line_of,
     loads_json_grain,
+    parse_source,
 )
 
 
@@ -194,17 +192,28 @@ def _check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
         )
 
 
+_BLOB_PROPERTIES = frozenset({OMS.blob, OMS.envelope})
+_INDEX_PROPERTIES = frozenset(getattr(OMS, name) for name in INDEX_PROPERTIES)
+
+
+def _regraph(quad: ox.Quad) -> ox.Quad:
+    """Put a quad of a flattened grain layer back in its graph, by its property."""
+    s, p = quad.subject, quad.predicate
+    if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
+        if p in _BLOB_PROPERTIES:
+            graph: Any = OMS.blobs
+        elif p in _INDEX_PROPERTIES:
+            graph = OMS.index
+        else:
+            return quad
+    else:
+        graph = OMS.index  # the settings node and evidence events
+    return ox.Quad(s, p, quad.object, graph)
+
+
 def _quads(raw: IO[bytes], fmt: ox.RdfFormat, progress: Progress) -> Iterator[ox.Quad]:
-    try:
-        yield from ox.parse(_io.BufferedReader(_Counting(raw, progress)), format=fmt)
-    except SyntaxError as exc:
-        raise DecodeError(
-            f"not valid {fmt.name}: {exc}", code=ErrorCode.CORRUPT, path=_position(exc)
-        ) from None
-
-
-def _position(exc: SyntaxError) -> str | None:
-    return f"line {exc.lineno}" if exc.lineno else None
+    quads = parse_source(raw, fmt, None, progress)
+    return quads if fmt.supports_datasets else map(_regraph, quads)
 
 
 @contextmanager
