@@ -198,6 +198,7 @@ def plan_adoption(
     # Within one adoption every belief shares its confidence, namespace and time, so
     # equal claims are equal grains: the address tells repeats apart.
     empty = store.is_empty()  # then nothing is believed yet: no lookups
+    believed = _Believed(store, ns)
     seen: set[str] = set()
     new: set[str] = set()
     kept: list[Grain] | None = []  # the new grains, while they fit the cache
@@ -205,7 +206,7 @@ def plan_adoption(
         if grain.address in seen:
             continue
         seen.add(grain.address)
-        if not empty and _believed(store, grain, ns):
+        if not empty and believed(grain):
             report.believed += 1
             continue
         new.add(grain.address)
@@ -240,23 +241,35 @@ def _claim(grain: Grain) -> str:
     )
 
 
-def _believed(store: GrainStore, grain: Grain, namespace: str) -> bool:
-    """Whether a current belief of the namespace already asserts exactly this claim."""
-    s, p, o, g = belief_terms(grain.fields, store.settings)
-    backend = store.backend
-    if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
-        return False
-    claim = _claim(grain)
-    for q in backend.quads(None, RDF.subject, s, ox.DefaultGraph()):
-        node = q.subject
-        if next(backend.quads(node, OMS.systemTo, None, OMS.index), None) is not None:
-            continue
-        if not isinstance(node, ox.NamedNode):
-            continue
-        other = store.get(address_of(node))
-        if other.get("namespace", "shared") == namespace and _claim(other) == claim:
-            return True
-    return False
+class _Believed:
+    """Whether a current belief of a namespace already asserts exactly a claim.
+
+    A subject's current claims are read once (by pattern, from its ``rdf:subject``)
+    and kept, so a file that repeats a subject costs one read per subject.
+    """
+
+    def __init__(self, store: GrainStore, namespace: str) -> None:
+        self.store, self.namespace = store, namespace
+        self.claims: dict[Any, set[str]] = {}
+
+    def __call__(self, grain: Grain) -> bool:
+        s, p, o, g = belief_terms(grain.fields, self.store.settings)
+        backend = self.store.backend
+        if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
+            return False  # nobody asserts it now: the common case, one lookup
+        claims = self.claims.get(s)
+        if claims is None:
+            claims = self.claims[s] = set()
+            for q in backend.quads(None, RDF.subject, s, ox.DefaultGraph()):
+                node = q.subject
+                if not isinstance(node, ox.NamedNode) or next(
+                    backend.quads(node, OMS.systemTo, None, OMS.index), None
+                ):
+                    continue
+                other = self.store.get(address_of(node))
+                if other.get("namespace", "shared") == self.namespace:
+                    claims.add(_claim(other))
+        return _claim(grain) in claims
 
 
 def file_base(src: Any) -> str | None:

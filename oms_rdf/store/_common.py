@@ -137,6 +137,27 @@ _QUERIES = {
 }
 
 
+def _knowledge_of(beliefs: str) -> str:
+    """The beliefs query, projecting each belief's knowledge quad instead of its grain.
+
+    Derived from ``beliefs.rq`` rather than written again, so that time-travel
+    SPARQL and ``beliefs()`` cannot drift apart: same patterns, same filters.
+    """
+    head, body = beliefs.split(" WHERE {", 1)
+    select = (
+        "SELECT ?s ?p ?o ?kg ?asOf ?validAt ?subject ?subjectTerm ?relation ?namespace"
+    )
+    body = body.replace(
+        "rdf:subject ?entity .",
+        "rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o .\n  OPTIONAL { ?g oms:graph ?kg }",
+    )
+    body = body.split("  # Ranked by", 1)[0] + "}\n"  # no rank, no blob: no ORDER BY
+    return head.rsplit("SELECT", 1)[0] + select + " WHERE {" + body
+
+
+_QUERIES["snapshot"] = _knowledge_of(_QUERIES["beliefs"])
+
+
 @lru_cache(maxsize=16)
 def texts_query(name: str, texts: tuple[str, ...]) -> str:
     """Return query ``name`` with the patterns of the bound texts, in this order."""

@@ -157,8 +157,9 @@ class Questions(StoreBase):
         if grains:
             return run_query(self.backend, sparql, values)
         if timed or namespace is not None:
-            view = self.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
-            return run_query(view.store, sparql, values)
+            return run_query(
+                self._knowledge_store(valid_at, as_of, namespace), sparql, values
+            )
         return run_query(
             self.backend,
             sparql,
@@ -199,6 +200,33 @@ class Questions(StoreBase):
             as_of=point[1],
             namespace=namespace,
         )
+
+    def _knowledge_store(
+        self, valid_at: TimeLike, as_of: TimeLike, namespace: str | None
+    ) -> ox.Store:
+        """The knowledge of a point as a store to query, built from the stored terms.
+
+        A query sees literals by value anyway, so the blobs need not be decoded
+        (snapshot() does, for exact terms).
+        """
+        view = ox.Store()
+        if valid_at is None and as_of is None:
+            view.extend(
+                self._knowledge_quad(g) for g in self._current_beliefs(namespace)
+            )
+            return view
+        texts, bindings = _bound_texts(None, None, namespace, self.settings)
+        bindings[Variable("asOf")] = millis_literal(_to_millis(as_of, self.clock))
+        bindings[Variable("validAt")] = millis_literal(_to_millis(valid_at, self.clock))
+        rows = self.backend.query(texts_query("snapshot", texts), bindings)
+        default = ox.DefaultGraph()
+        view.extend(
+            ox.Quad(
+                unskolem(r["s"]), r["p"], unskolem(r["o"]), unskolem(r["kg"]) or default
+            )
+            for r in rows
+        )
+        return view
 
     def _knowledge_quad(self, grain: Grain) -> ox.Quad:
         s, p, o, g = belief_terms(grain.fields, self.settings)
