@@ -54,6 +54,7 @@ __all__ = [
     "blank_text",
     "graph_term",
     "is_absolute_iri",
+    "minted_namespace",
     "object_fields",
     "object_term",
     "relation_term",
@@ -209,6 +210,26 @@ def blank_text(label: str) -> str:
 
 def _minted(iri: str, prefix: str) -> str | None:
     return unquote(iri[len(prefix) :]) if iri.startswith(prefix) else None
+
+
+def minted_namespace(term: Any, settings: MappingSettings) -> str | None:
+    """Return the namespace an entity IRI of this store's base was minted in, or None.
+
+    >>> from oms_rdf.mapping import MappingSettings, entity_iri
+    >>> minted_namespace(entity_iri("alice", "work"), MappingSettings())
+    'work'
+    """
+    if not isinstance(term, NamedNode):
+        return None
+    rest = _minted(term.value, f"{settings.base_iri}entity/")
+    if rest is None or "/" not in rest:
+        return None
+    encoded = term.value[len(f"{settings.base_iri}entity/") :].split("/", 1)[0]
+    namespace = unquote(encoded)
+    label = _minted(term.value, f"{settings.base_iri}entity/{encoded}/")
+    if label is None or entity(label, namespace, settings) != term:
+        return None
+    return namespace
 
 
 def subject_text(term: Any, namespace: str, settings: MappingSettings) -> str | None:

@@ -506,3 +506,22 @@ def test_a_grain_layer_turtle_validates_and_restores(
     assert addresses(again) == addresses(store)
     assert states(again) == states(store)
     assert answers(again) == answers(store)
+
+
+def test_our_turtle_adopted_elsewhere_gives_the_same_beliefs() -> None:
+    source = GrainStore()
+    source.put(oms.Belief("alice", "works_at", "Acme", 0.9, namespace="work",
+                          created_at=1_700_000_000_000))  # fmt: skip
+    source.put(oms.Belief("bob", "knows", "http://example.org/carol", 0.9,
+                          created_at=1_700_000_000_000))  # fmt: skip
+    buffer = io.BytesIO()
+    source.export(buffer, format="turtle")
+    again = GrainStore()
+    buffer.seek(0)
+    again.import_(buffer, format="turtle")
+    (alice,) = again.beliefs("alice", "works_at", namespace="work")
+    assert (alice["object"], alice.get("namespace")) == ("Acme", "work")
+    (bob,) = again.beliefs("bob", "knows")
+    assert bob["object"] == "http://example.org/carol" and "namespace" not in bob.fields
+    buffer.seek(0)
+    assert again.import_(buffer, format="turtle").added == 0  # already believed

@@ -30,6 +30,7 @@ from ..store.knowledge import RESERVED_GRAPHS
 from ..terms import (
     GRAPH,
     blank_text,
+    minted_namespace,
     object_fields,
     relation_text,
     skolem,
@@ -111,6 +112,10 @@ def belief_fields(
             code=ErrorCode.SCHEMA,
         )
     settings = store.settings
+    if namespace is None:
+        # An entity minted by an oms_rdf store (its Turtle, say) comes back as the
+        # label and namespace it was minted from.
+        namespace = minted_namespace(quad.subject, settings)
     ns = namespace if namespace is not None else "shared"
     subject = subject_text(quad.subject, ns, settings)
     relation = relation_text(quad.predicate, settings)
@@ -137,7 +142,7 @@ def belief_fields(
         "confidence": confidence,
         "source_type": "imported",
         "created_at": created,
-        "namespace": namespace,
+        "namespace": None if namespace == "shared" else namespace,
         "context": context or None,
     }
     # The fields must give the quad back exactly (as stored: blank nodes skolemised).
@@ -170,7 +175,6 @@ def plan_adoption(
 ) -> Iterator[Callable[[], Iterator[Row]]]:
     """Check every triple of a foreign source, then yield the rows of the new beliefs."""
     created = store.clock()  # adoption happens at the store's now
-    ns = namespace if namespace is not None else "shared"
 
     def grains(check: bool) -> Iterator[Grain]:
         labels = _Labels(source.digest)
@@ -198,7 +202,7 @@ def plan_adoption(
     # Within one adoption every belief shares its confidence, namespace and time, so
     # equal claims are equal grains: the address tells repeats apart.
     empty = store.is_empty()  # then nothing is believed yet: no lookups
-    believed = _Believed(store, ns)
+    believed = _Believed(store)
     seen: set[str] = set()
     new: set[str] = set()
     kept: list[Grain] | None = []  # the new grains, while they fit the cache
@@ -242,24 +246,25 @@ def _claim(grain: Grain) -> str:
 
 
 class _Believed:
-    """Whether a current belief of a namespace already asserts exactly a claim.
+    """Whether a current belief of the grain's namespace already asserts its claim.
 
     A subject's current claims are read once (by pattern, from its ``rdf:subject``)
     and kept, so a file that repeats a subject costs one read per subject.
     """
 
-    def __init__(self, store: GrainStore, namespace: str) -> None:
-        self.store, self.namespace = store, namespace
-        self.claims: dict[Any, set[str]] = {}
+    def __init__(self, store: GrainStore) -> None:
+        self.store = store
+        self.claims: dict[tuple[Any, str], set[str]] = {}
 
     def __call__(self, grain: Grain) -> bool:
         s, p, o, g = belief_terms(grain.fields, self.store.settings)
         backend = self.store.backend
         if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
             return False  # nobody asserts it now: the common case, one lookup
-        claims = self.claims.get(s)
+        namespace = grain.get("namespace", "shared")
+        claims = self.claims.get((s, namespace))
         if claims is None:
-            claims = self.claims[s] = set()
+            claims = self.claims[(s, namespace)] = set()
             for q in backend.quads(None, RDF.subject, s, ox.DefaultGraph()):
                 node = q.subject
                 if not isinstance(node, ox.NamedNode) or next(
@@ -267,7 +272,7 @@ class _Believed:
                 ):
                     continue
                 other = self.store.get(address_of(node))
-                if other.get("namespace", "shared") == self.namespace:
+                if other.get("namespace", "shared") == namespace:
                     claims.add(_claim(other))
         return _claim(grain) in claims
 
