@@ -41,6 +41,9 @@ def run_demo(echo: Callable[[str], object]) -> None:
                                            "2023-09-01", source_type="user_explicit",
                                            derived_from=[acme]))  # fmt: skip
     echo("  2023-09-05  she changed jobs: Initech since 2023-09-01 (supersedes Acme)")
+    store.put(belief("alice", "commutes_to", "Initech office", 0.8, "2023-09-06",
+                     "2023-09-01", source_type="agent_inferred", derived_from=[initech]))  # fmt: skip
+    echo("  2023-09-06  the agent derives that alice commutes to the Initech office")
     paris = store.put(belief("bob", "lives_in", "Paris", 0.7, "2024-01-10", "2024-01-01",
                              source_type="llm_generated"))  # fmt: skip
     echo("  2024-01-10  the agent infers bob lives in Paris")
@@ -59,9 +62,6 @@ def run_demo(echo: Callable[[str], object]) -> None:
         echo(
             f"  2025-01-01  the agent tries to relax it and is refused:\n              {exc}"
         )
-    store.put(belief("alice", "commutes_to", "Initech office", 0.8, "2023-09-06",
-                     "2023-09-01", source_type="agent_inferred", derived_from=[initech]))  # fmt: skip
-    echo("  2023-09-06  the agent derives that alice commutes to the Initech office")
 
     echo("\nWhat is believed now?")
     for g in store.beliefs():
@@ -79,3 +79,10 @@ def run_demo(echo: Callable[[str], object]) -> None:
     echo("\nWhat was derived from her Initech belief?")
     for g in store.derived(initech):
         echo(_line(g))
+    echo(
+        "\nAny SPARQL, at any point: who worked where on 2022-06-01, as known on 2023-01-01?"
+    )
+    sparql = "SELECT ?who ?where WHERE { ?who <https://w3id.org/oms-rdf/id/rel/works_at> ?where }"
+    echo(f"  {sparql}")
+    for row in store.query(sparql, valid_at="2022-06-01", as_of="2023-01-01"):  # type: ignore[union-attr]
+        echo(f"  -> {row['who'].value.rsplit('/', 1)[-1]} {row['where'].value}")
