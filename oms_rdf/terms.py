@@ -37,7 +37,15 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, parse
+from pyoxigraph import (
+    BaseDirection,
+    BlankNode,
+    Literal,
+    NamedNode,
+    RdfFormat,
+    Triple,
+    parse,
+)
 
 from .vocab import XSD
 
@@ -46,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATATYPE",
+    "DIRECTION",
     "GENID",
     "GRAPH",
     "LANGUAGE",
@@ -69,6 +78,7 @@ __all__ = [
 OBJECT_KIND = "rdf:object"  # "iri" | "blank node" | "literal" | "n-triples"
 DATATYPE = "rdf:datatype"
 LANGUAGE = "rdf:language"
+DIRECTION = "rdf:direction"  # RDF 1.2 base direction of a language-tagged literal
 GRAPH = "rdf:graph"
 
 GENID = "https://w3id.org/oms-rdf/.well-known/genid/"
@@ -149,12 +159,15 @@ def object_term(
         if kind == "blank node" and _BLANK.fullmatch(value):
             return _blank(value[2:])
         if kind == "n-triples":
-            parsed = _parse_literal(value)
+            parsed = _parse_term(value)
             if parsed is not None:
                 return parsed
         language = context.get(LANGUAGE)
         if isinstance(language, str) and language:
+            direction = _DIRECTIONS.get(str(context.get(DIRECTION)))
             try:
+                if direction is not None:
+                    return Literal(value, language=language, direction=direction)
                 return Literal(value, language=language)
             except ValueError:
                 pass  # not a tag RDF allows: the text stays a plain literal
@@ -277,6 +290,8 @@ def object_fields(
             )
             if label is not None and not is_absolute_iri(label):
                 return label, {}
+        if not unicodedata.is_normalized("NFC", term.value):
+            return _ascii_nt(term), {OBJECT_KIND: "n-triples"}  # grain text is NFC
         return term.value, ({} if is_absolute_iri(term.value) else {OBJECT_KIND: "iri"})
     if not isinstance(term, Literal):
         return None
@@ -286,6 +301,9 @@ def object_fields(
         # kept as N-Triples with every non-ASCII character escaped.
         return _ascii_nt(term), {OBJECT_KIND: "n-triples"}
     if language:
+        direction = getattr(term, "direction", None)
+        if direction is not None:
+            return text, {LANGUAGE: language, DIRECTION: str(direction)}
         return text, {LANGUAGE: language}
     if term.datatype.value != _XSD_STRING:
         return text, {DATATYPE: term.datatype.value}
@@ -294,7 +312,7 @@ def object_fields(
     return text, {}
 
 
-def _ascii_nt(term: Literal) -> str:
+def _ascii_nt(term: Literal | NamedNode) -> str:
     return "".join(
         c
         if ord(c) < 0x80
@@ -303,9 +321,12 @@ def _ascii_nt(term: Literal) -> str:
     )
 
 
-def _parse_literal(text: str) -> Literal | None:
+def _parse_term(text: str) -> Literal | NamedNode | None:
     try:
         quad = next(parse(f"<urn:s> <urn:p> {text} .", format=RdfFormat.N_TRIPLES))
     except (SyntaxError, StopIteration):
         return None
-    return quad.object if isinstance(quad.object, Literal) else None
+    return quad.object if isinstance(quad.object, Literal | NamedNode) else None
+
+
+_DIRECTIONS = {"ltr": BaseDirection.LTR, "rtl": BaseDirection.RTL}

@@ -41,7 +41,7 @@ from ._common import ImportReport, Progress, _fail_or_skip, line_of, parse_sourc
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
 
-__all__ = ["SourceInfo", "belief_fields", "file_base", "plan_adoption", "scan"]
+__all__ = ["SourceInfo", "adopted_grain", "file_base", "plan_adoption", "scan"]
 
 
 class SourceInfo:
@@ -90,19 +90,19 @@ def _relabel(term: Any, labels: _Labels) -> Any:
     return labels(term) if isinstance(term, ox.BlankNode) else term
 
 
-def belief_fields(
+def adopted_grain(
     quad: ox.Quad,
     store: GrainStore,
     *,
     namespace: str | None,
     confidence: float,
     created: int,
-) -> dict[str, Any]:
-    """Return the fields of the belief that asserts one (relabelled) source quad.
+) -> Grain:
+    """Return the belief that asserts one (relabelled) source quad, exactly.
 
     Raises:
-        SchemaError: ERR_SCHEMA for a term a belief cannot hold (RDF 1.2 triple
-            terms) or a quad in one of the store's reserved graphs.
+        SchemaError: ERR_SCHEMA for a term a belief cannot hold (an RDF 1.2 triple
+            term, an IRI that is not NFC), or a quad in a reserved graph.
     """
     graph = quad.graph_name
     if graph in RESERVED_GRAPHS:
@@ -145,18 +145,18 @@ def belief_fields(
         "namespace": None if namespace == "shared" else namespace,
         "context": context or None,
     }
-    # The fields must give the quad back exactly (as stored: blank nodes skolemised).
+    grain = Grain.from_dict(fields)
+    # The grain must give the quad back exactly (as stored: blank nodes skolemised);
+    # the codec normalises text to NFC, so this is checked on the encoded grain.
     given = tuple(skolem(t) for t in (quad.subject, quad.predicate, quad.object))
-    s, p, o, g = belief_terms(
-        {k: v for k, v in fields.items() if v is not None}, settings
-    )
+    s, p, o, g = belief_terms(grain.fields, settings)
     if (s, p, o) != given or (g or ox.DefaultGraph()) != skolem(graph):
         raise SchemaError(
             f"the triple {quad.subject} {quad.predicate} {quad.object} cannot be "
             f"kept exactly as a belief (it would read back as {s} {p} {o})",
             code=ErrorCode.SCHEMA,
         )
-    return fields
+    return grain
 
 
 @contextmanager
@@ -187,11 +187,10 @@ def plan_adoption(
                     _relabel(quad.graph_name, labels),
                 )
                 try:
-                    fields = belief_fields(
+                    grain = adopted_grain(
                         quad, store, namespace=namespace, confidence=confidence,
                         created=created,
                     )  # fmt: skip
-                    grain = Grain.from_dict(fields)
                 except OmsError as exc:
                     if check:
                         where = line_of(reopen, quad)
