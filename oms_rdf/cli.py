@@ -459,6 +459,35 @@ def _key(path: str) -> SigningKey:
         ) from None
 
 
+@cli.command("serve")
+@click.option("--store", "store_path", type=click.Path(file_okay=False),
+              help="Directory of the on-disk store (or the global --store).")  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=7878, show_default=True, type=int)
+@click.option("--query-timeout", default=30.0, show_default=True, type=float,
+              help="Seconds a query may run before the answer is a 503.")  # fmt: skip
+@click.pass_context
+def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
+              query_timeout: float) -> None:  # fmt: skip
+    """Serve the store over HTTP: SPARQL Protocol, Graph Store (read), a query page.
+
+    Needs the [server] extra. Example:
+
+        oms-rdf serve --store mem.db --port 7878
+    """
+    try:
+        from .server import serve
+    except ImportError:
+        raise click.UsageError(
+            "serve needs the server extra: pip install 'oms-rdf[server]'"
+        ) from None
+    store = GrainStore(store_path) if store_path else _store(ctx)
+    click.echo(
+        f"serving on http://{host}:{port}/ (read-only; Ctrl-C to stop)", err=True
+    )
+    serve(store, host=host, port=port, query_timeout=query_timeout)
+
+
 @cli.command("keygen")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="Where to write the private key (hex, mode 0600).")  # fmt: skip

@@ -96,8 +96,12 @@ class Solutions:
 
     def __iter__(self) -> Iterator[QueryRow]:
         index = self._index
-        for row in self._solutions:
+        for row in self._solutions or ():
             yield QueryRow(index, tuple(unskolem(term) for term in row))
+
+    def close(self) -> None:
+        """Let go of the underlying pyoxigraph result (it must die on its thread)."""
+        self._solutions = None
 
 
 QueryResult = Solutions | bool | Iterator[ox.Triple]

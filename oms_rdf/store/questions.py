@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyoxigraph as ox
@@ -13,7 +13,7 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..errors import ErrorCode, StoreError
+from ..errors import ErrorCode, QueryError, StoreError
 from ..grain import Grain
 from ..mapping import (
     DEFAULT_SETTINGS,
@@ -115,6 +115,8 @@ class Questions(StoreBase):
         namespace: str | None = None,
         grains: bool = False,
         substitutions: Mapping[str | Variable, Any] | None = None,
+        default_graph_uris: Sequence[str] | None = None,
+        named_graph_uris: Sequence[str] | None = None,
         **bindings: Any,
     ) -> QueryResult:
         """Run any SPARQL query over the knowledge, now or at a bi-temporal point.
@@ -127,6 +129,11 @@ class Questions(StoreBase):
         with the semantics of :meth:`beliefs`; ``namespace`` keeps one namespace.
         ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
         audit; see ``ontology/README.md``).
+
+        ``default_graph_uris`` and ``named_graph_uris`` narrow the dataset as the
+        SPARQL Protocol's parameters of the same names do: the default graph is the
+        merge of the graphs named (the knowledge's own default graph is
+        ``oms:current``), and only the named graphs given are visible to GRAPH.
 
         Variables are bound through ``substitutions`` (or keyword arguments);
         Python values become terms: str → literal, int/float/bool → typed literal,
@@ -154,18 +161,28 @@ class Questions(StoreBase):
             k: _term(v) for k, v in (substitutions or {}).items()
         }
         values.update((k, _term(v)) for k, v in bindings.items())
+        dataset = _dataset(default_graph_uris, named_graph_uris, grains)
         if grains:
-            return run_query(self.backend, sparql, values)
+            return run_query(self.backend, sparql, values, **dataset)
         if timed or namespace is not None:
-            return run_query(
-                self._knowledge_store(valid_at, as_of, namespace), sparql, values
-            )
+            view = self._knowledge_store(valid_at, as_of, namespace)
+            if (
+                "default_graph" in dataset
+            ):  # the knowledge's default graph is the view's
+                dataset["default_graph"] = [
+                    ox.DefaultGraph() if g == OMS.current else g
+                    for g in dataset["default_graph"]
+                ]
+            return run_query(view, sparql, values, **dataset)
         return run_query(
             self.backend,
             sparql,
             values,
-            default_graph=OMS.current,
-            named_graphs=self.knowledge_graphs(),
+            **{
+                "default_graph": OMS.current,
+                "named_graphs": self.knowledge_graphs(),
+                **dataset,
+            },
         )
 
     def knowledge_graphs(self) -> list[Any]:
@@ -310,6 +327,37 @@ class Questions(StoreBase):
         if blob is None or address in self._cache:
             return self.get(address)
         return self._remember(Grain.stored(base64.b64decode(blob.value), address))
+
+
+def _dataset(
+    default: Sequence[str] | None, named: Sequence[str] | None, grains: bool
+) -> dict[str, Any]:
+    """pyoxigraph's dataset arguments for the Protocol's graph IRIs.
+
+    Raises:
+        QueryError: ERR_QUERY for an IRI that is not one, or a reserved graph asked
+            for outside ``grains=True``.
+    """
+    out: dict[str, Any] = {}
+    for key, uris in (("default_graph", default), ("named_graphs", named)):
+        if uris is None:
+            continue
+        graphs = []
+        for uri in uris:
+            try:
+                graph = ox.NamedNode(uri)
+            except ValueError:
+                raise QueryError(f"{key}: {uri!r} is not an IRI") from None
+            reserved = graph in RESERVED_GRAPHS and not (
+                key == "default_graph" and graph == OMS.current
+            )
+            if reserved and not grains:
+                raise QueryError(
+                    f"{uri} is one of the store's own graphs; ask for it with grains=True"
+                )
+            graphs.append(graph)
+        out[key] = graphs
+    return out
 
 
 def _bound_texts(

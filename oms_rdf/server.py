@@ -1,0 +1,405 @@
+"""``oms-rdf serve``: the store over HTTP, for every client that is not this process.
+
+- ``/sparql``: the SPARQL 1.1 Protocol (GET, POST form, POST
+  ``application/sparql-query``) over the dataset ``store.query`` uses, with
+  ``default-graph-uri``/``named-graph-uri`` and the extension parameters
+  ``valid_at`` and ``as_of`` (ISO 8601 or epoch ms) for time travel. SELECT and ASK
+  answer in SPARQL JSON, XML, CSV or TSV; CONSTRUCT and DESCRIBE in Turtle,
+  N-Triples or JSON-LD, by content negotiation. A malformed query is a 400 with
+  the parser's message; a query over its time limit a 503.
+- ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
+  with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
+- ``/``: a small page to run a query at a point in time.
+
+The server holds no write token, so it is read-only: updates are refused with 403.
+Starlette and uvicorn come with the ``[server]`` extra and are imported here only.
+
+>>> from oms_rdf import GrainStore
+>>> app = create_app(GrainStore())
+>>> sorted(r.path for r in app.routes)
+['/', '/sparql', '/store']
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qs
+from xml.sax.saxutils import escape, quoteattr
+
+import anyio
+import pyoxigraph as ox
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from .errors import OmsError, QueryError
+from .store import GrainStore, Solutions
+from .times import to_millis
+
+__all__ = ["RESULT_TYPES", "create_app", "serialize_results", "serve"]
+
+# Media types by answer kind, the first being the default.
+RESULT_TYPES = {
+    "solutions": (
+        "application/sparql-results+json",
+        "application/sparql-results+xml",
+        "text/csv",
+        "text/tab-separated-values",
+    ),
+    "graph": ("text/turtle", "application/n-triples", "application/ld+json"),
+}
+_RDF_FORMATS = {
+    "text/turtle": ox.RdfFormat.TURTLE,
+    "application/n-triples": ox.RdfFormat.N_TRIPLES,
+    "application/ld+json": ox.RdfFormat.JSON_LD,
+}
+_QUERY_FORM = "application/x-www-form-urlencoded"
+
+
+def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
+    """Return the ASGI app serving ``store`` (see the module docstring)."""
+
+    async def sparql(request: Request) -> Response:
+        params = await _params(request)
+        if "update" in params or request.headers.get("content-type", "").startswith(
+            "application/sparql-update"
+        ):
+            return PlainTextResponse(
+                "this server is read-only: it holds no write token", status_code=403
+            )
+        texts = params.get("query", [])
+        if len(texts) != 1:
+            return PlainTextResponse(
+                "give exactly one query (parameter `query`, or a body of type "
+                "application/sparql-query)",
+                status_code=400,
+            )
+        default_uris = params.get("default-graph-uri") or None
+        named_uris = params.get("named-graph-uri") or None
+        accept = request.headers.get("accept", "*/*")
+
+        def answer() -> tuple[bytes, str]:
+            valid_at, as_of = _point(params)
+            result = store.query(texts[0], valid_at=valid_at, as_of=as_of,
+                                 default_graph_uris=default_uris,
+                                 named_graph_uris=named_uris)  # fmt: skip
+            return serialize_results(result, accept)
+
+        return await _run(answer, query_timeout)
+
+    async def graph_store(request: Request) -> Response:
+        params = {k: request.query_params.getlist(k) for k in request.query_params}
+        if ("graph" in params) == ("default" in params):
+            return PlainTextResponse(
+                "give either ?default or ?graph=IRI", status_code=400
+            )
+        accept = request.headers.get("accept", "*/*")
+        media = _negotiate(accept, RESULT_TYPES["graph"])
+        if media is None:
+            return _not_acceptable(RESULT_TYPES["graph"])
+
+        def answer() -> tuple[bytes, str]:
+            valid_at, as_of = _point(params)
+            snapshot = store.snapshot(valid_at=valid_at, as_of=as_of)
+            name = params["graph"][0] if "graph" in params else None
+            wanted = ox.DefaultGraph() if name is None else _iri(name)
+            triples = [
+                ox.Triple(q.subject, q.predicate, q.object)
+                for q in snapshot
+                if q.graph_name == wanted
+            ]
+            if name is not None and not triples:
+                raise LookupError(f"no graph {name} holds knowledge at that point")
+            return _rdf(triples, media), media
+
+        return await _run(answer, query_timeout)
+
+    async def page(request: Request) -> Response:
+        return HTMLResponse(_PAGE)
+
+    return Starlette(
+        routes=[
+            Route("/sparql", sparql, methods=["GET", "POST"]),
+            Route("/store", graph_store, methods=["GET", "HEAD"]),
+            Route("/", page, methods=["GET"]),
+        ]
+    )
+
+
+def serve(
+    store: GrainStore,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7878,
+    query_timeout: float = 30.0,
+) -> None:
+    """Serve ``store`` until SIGINT or SIGTERM, then flush it and return.
+
+    uvicorn drains the requests in flight, then raises the signal again with the
+    handlers it found; ours turn that into a clean return.
+    """
+    import signal
+
+    import uvicorn
+
+    def stop(signum: int, frame: object) -> None:
+        raise _SignalledError
+
+    previous = {
+        sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        uvicorn.run(
+            create_app(store, query_timeout=query_timeout),
+            host=host,
+            port=port,
+            log_level="warning",
+        )
+    except _SignalledError:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        store.flush()
+
+
+class _SignalledError(Exception):
+    """SIGINT or SIGTERM, after uvicorn's graceful shutdown."""
+
+
+def serialize_results(result: Any, accept: str) -> tuple[bytes, str]:
+    """Return a query result in the media type ``accept`` prefers, and that type.
+
+    Raises:
+        QueryError: ERR_QUERY when no type the answer can take is acceptable.
+    """
+    kind = "solutions" if isinstance(result, bool | Solutions) else "graph"
+    media = _negotiate(accept, RESULT_TYPES[kind])
+    if media is None:
+        if not isinstance(result, bool):
+            result.close()  # pyoxigraph results die on the thread that made them
+        raise QueryError(
+            f"none of {accept!r} is a type this answer comes in: "
+            f"{', '.join(RESULT_TYPES[kind])}"
+        )
+    if kind == "graph":
+        return _rdf(result, media), media
+    if isinstance(result, bool):
+        return _boolean(result, media), media
+    return _solutions(result, media), media
+
+
+# --- request handling -----------------------------------------------------------
+
+
+async def _params(request: Request) -> dict[str, list[str]]:
+    params = {k: request.query_params.getlist(k) for k in request.query_params}
+    if request.method == "POST":
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
+        if kind == _QUERY_FORM:  # parsed here: no multipart library for a form
+            body = (await request.body()).decode()
+            for key, values in parse_qs(body, keep_blank_values=True).items():
+                params.setdefault(key, []).extend(values)
+        elif kind in ("application/sparql-query", "application/sparql-update"):
+            key = "query" if kind.endswith("query") else "update"
+            params.setdefault(key, []).append((await request.body()).decode())
+    return params
+
+
+def _point(params: dict[str, list[str]]) -> tuple[int | None, int | None]:
+    """The bi-temporal point asked for (``valid_at``, ``as_of``), in epoch ms."""
+    valid = (
+        to_millis(params["valid_at"][0], "valid_at") if "valid_at" in params else None
+    )
+    known = to_millis(params["as_of"][0], "as_of") if "as_of" in params else None
+    return valid, known
+
+
+async def _run(answer: Callable[[], tuple[bytes, str]], timeout: float) -> Response:
+    """Evaluate off the event loop, within the time limit; map errors to statuses."""
+    try:
+        with anyio.fail_after(timeout):
+            body, media = await anyio.to_thread.run_sync(answer, abandon_on_cancel=True)
+    except TimeoutError:
+        return PlainTextResponse(
+            f"the query ran over the server's limit of {timeout:g} s", status_code=503
+        )
+    except LookupError as exc:
+        return PlainTextResponse(str(exc), status_code=404)
+    except OmsError as exc:
+        status = 400 if isinstance(exc, ValueError) else 500
+        return PlainTextResponse(str(exc), status_code=status)
+    return Response(body, media_type=media)
+
+
+def _iri(text: str) -> ox.NamedNode:
+    try:
+        return ox.NamedNode(text)
+    except ValueError:
+        raise QueryError(f"{text!r} is not an IRI") from None
+
+
+def _negotiate(accept: str, offered: Iterable[str]) -> str | None:
+    """The offered type the Accept header prefers most (ties: the order offered)."""
+    ranked: list[tuple[float, int, str]] = []
+    for position, part in enumerate(accept.split(",")):
+        fields = [f.strip() for f in part.split(";")]
+        quality = 1.0
+        for field in fields[1:]:
+            if field.startswith("q="):
+                try:
+                    quality = float(field[2:])
+                except ValueError:
+                    quality = 0.0
+        if fields[0] and quality > 0:
+            ranked.append((-quality, position, fields[0].lower()))
+    for _, _, pattern in sorted(ranked):
+        for media in offered:
+            major = media.split("/")[0]
+            if pattern in (media, "*/*", f"{major}/*"):
+                return media
+    return None
+
+
+def _not_acceptable(offered: Iterable[str]) -> Response:
+    return PlainTextResponse(
+        f"not acceptable; this answer comes as {', '.join(offered)}", status_code=406
+    )
+
+
+# --- result formats -------------------------------------------------------------
+
+
+def _rdf(triples: Iterable[ox.Triple], media: str) -> bytes:
+    out = io.BytesIO()
+    ox.serialize(triples, out, format=_RDF_FORMATS[media])
+    return out.getvalue()
+
+
+def _boolean(value: bool, media: str) -> bytes:
+    if media.endswith("json"):
+        return json.dumps({"head": {}, "boolean": value}).encode()
+    if media.endswith("xml"):
+        return (
+            '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+            f"<head/><boolean>{'true' if value else 'false'}</boolean></sparql>\n"
+        ).encode()
+    return f"_askResult\n{'true' if value else 'false'}\n".encode()
+
+
+def _solutions(result: Solutions, media: str) -> bytes:
+    names = [v.value for v in result.variables]
+    rows = [list(row) for row in result]
+    if media.endswith("json"):
+        bindings = [
+            {n: _json_term(t) for n, t in zip(names, row, strict=True) if t is not None}
+            for row in rows
+        ]
+        body = {"head": {"vars": names}, "results": {"bindings": bindings}}
+        return json.dumps(body, ensure_ascii=False).encode()
+    if media.endswith("xml"):
+        return _xml(names, rows).encode()
+    if media == "text/csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(names)
+        writer.writerows([[_csv_term(t) for t in row] for row in rows])
+        return out.getvalue().encode()
+    lines = ["\t".join(f"?{n}" for n in names)]
+    lines += ["\t".join("" if t is None else str(t) for t in row) for row in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _json_term(term: Any) -> dict[str, str]:
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        out = {"type": "literal", "value": term.value}
+        if term.language:
+            out["xml:lang"] = term.language
+        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
+            out["datatype"] = term.datatype.value
+        return out
+    return {"type": "triple", "value": str(term)}
+
+
+def _csv_term(term: Any) -> str:
+    if term is None:
+        return ""
+    if isinstance(term, ox.BlankNode):
+        return f"_:{term.value}"
+    return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
+
+
+def _xml(names: list[str], rows: list[list[Any]]) -> str:
+    parts = [
+        '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">',
+        "<head>",
+        *(f"<variable name={quoteattr(n)}/>" for n in names),
+        "</head><results>",
+    ]
+    for row in rows:
+        parts.append("<result>")
+        for name, term in zip(names, row, strict=True):
+            if term is None:
+                continue
+            if isinstance(term, ox.NamedNode):
+                value = f"<uri>{escape(term.value)}</uri>"
+            elif isinstance(term, ox.BlankNode):
+                value = f"<bnode>{escape(term.value)}</bnode>"
+            elif isinstance(term, ox.Literal) and term.language:
+                value = f"<literal xml:lang={quoteattr(term.language)}>{escape(term.value)}</literal>"
+            elif isinstance(term, ox.Literal):
+                value = f"<literal datatype={quoteattr(term.datatype.value)}>{escape(term.value)}</literal>"
+            else:
+                value = f"<literal>{escape(str(term))}</literal>"
+            parts.append(f"<binding name={quoteattr(name)}>{value}</binding>")
+        parts.append("</result>")
+    parts.append("</results></sparql>\n")
+    return "".join(parts)
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>oms-rdf</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}
+textarea{width:100%;height:8em;font-family:monospace}table{border-collapse:collapse;margin-top:1em}
+td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}</style></head>
+<body><h1>oms-rdf</h1>
+<form id="ask"><label for="query">SPARQL over the knowledge</label>
+<textarea id="query">SELECT ?s ?p ?o WHERE { ?s ?p ?o } LIMIT 25</textarea>
+<label>valid at <input id="valid_at" placeholder="2024-01-01 (default: now)"></label>
+<label>as of <input id="as_of" placeholder="2024-01-01 (default: now)"></label>
+<button type="submit">Run</button></form>
+<p id="status" role="status"></p><table id="results"></table>
+<script>
+document.getElementById("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const body = new URLSearchParams({query: document.getElementById("query").value});
+  for (const name of ["valid_at", "as_of"]) {
+    const value = document.getElementById(name).value.trim();
+    if (value) body.append(name, value);
+  }
+  const status = document.getElementById("status"), table = document.getElementById("results");
+  table.replaceChildren();
+  const response = await fetch("sparql", {method: "POST", body,
+    headers: {"Accept": "application/sparql-results+json"}});
+  if (!response.ok) { status.textContent = await response.text(); return; }
+  const data = await response.json();
+  if ("boolean" in data) { status.textContent = String(data.boolean); return; }
+  const vars = data.head.vars, head = table.insertRow();
+  for (const name of vars) head.appendChild(document.createElement("th")).textContent = name;
+  for (const binding of data.results.bindings) {
+    const row = table.insertRow();
+    for (const name of vars) row.insertCell().textContent = binding[name] ? binding[name].value : "";
+  }
+  status.textContent = data.results.bindings.length + " rows";
+});
+</script></body></html>
+"""

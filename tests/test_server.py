@@ -1,0 +1,270 @@
+"""The SPARQL endpoint on a real uvicorn server on loopback, asked by real clients."""
+
+from __future__ import annotations
+
+import io
+import socket
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+
+import httpx
+import pyoxigraph as ox
+import pytest
+import uvicorn
+
+import oms_rdf as oms
+from oms_rdf import GrainStore
+from oms_rdf.server import create_app
+
+DAY = 86_400_000
+T0 = 1_700_000_000_000
+EX = "http://example.org/"
+WORKS = f"SELECT ?o WHERE {{ <{EX}ann> <{EX}worksAt> ?o }}"
+
+
+def story() -> GrainStore:
+    store = GrainStore(clock=lambda: T0 + 100 * DAY)
+    old = store.put({"type": "belief", "subject": EX + "ann", "relation": EX + "worksAt",
+                     "object": EX + "acme", "confidence": 0.9, "created_at": T0,
+                     "valid_from": T0})  # fmt: skip
+    store.supersede(old, {"type": "belief", "subject": EX + "ann", "relation": EX + "worksAt",
+                          "object": EX + "initech", "confidence": 0.9,
+                          "created_at": T0 + 50 * DAY, "valid_from": T0 + 40 * DAY})  # fmt: skip
+    store.import_(io.BytesIO(b"""
+        @prefix ex: <http://example.org/> .
+        ex:ann ex:name "Ann"@en ; ex:knows [ ex:name "Bo" ] .
+        ex:facts { ex:acme ex:partOf ex:globex . }
+    """), format="trig")  # fmt: skip
+    return store
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, GrainStore]]:
+    store = story()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(store, query_timeout=20),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="off",
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}", store
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def objects(rows: object) -> list[str]:
+    assert isinstance(rows, oms.Solutions)
+    return sorted(r["o"].value for r in rows)
+
+
+def test_select_in_every_format_and_method(served: tuple[str, GrainStore]) -> None:
+    base, store = served
+    expected = objects(store.query(WORKS))
+    assert expected == [EX + "initech"]
+    with httpx.Client(base_url=base) as client:
+        got = client.get("/sparql", params={"query": WORKS})
+        assert got.headers["content-type"].startswith("application/sparql-results+json")
+        rows = got.json()["results"]["bindings"]
+        assert sorted(r["o"]["value"] for r in rows) == expected
+        form = client.post("/sparql", data={"query": WORKS})
+        direct = client.post("/sparql", content=WORKS,
+                             headers={"content-type": "application/sparql-query"})  # fmt: skip
+        assert form.json() == direct.json() == got.json()
+        xml = client.get("/sparql", params={"query": WORKS},
+                         headers={"accept": "application/sparql-results+xml"})  # fmt: skip
+        assert f"<uri>{EX}initech</uri>" in xml.text
+        csv = client.get(
+            "/sparql", params={"query": WORKS}, headers={"accept": "text/csv"}
+        )
+        assert csv.text.splitlines() == ["o", EX + "initech"]
+        tsv = client.get("/sparql", params={"query": WORKS},
+                         headers={"accept": "text/tab-separated-values"})  # fmt: skip
+        assert tsv.text.splitlines() == ["?o", f"<{EX}initech>"]
+        ask = client.get("/sparql", params={"query": "ASK { ?s ?p ?o }"})
+        assert ask.json() == {"head": {}, "boolean": True}
+
+
+def test_time_travel_parameters(served: tuple[str, GrainStore]) -> None:
+    base, store = served
+    with httpx.Client(base_url=base) as client:
+        for point in ({"valid_at": "2023-11-20"}, {"valid_at": str(T0 + 45 * DAY),
+                                                   "as_of": str(T0 + 45 * DAY)}):  # fmt: skip
+            got = client.get("/sparql", params={"query": WORKS, **point}).json()
+            expected = objects(store.query(WORKS, **point))  # type: ignore[arg-type]
+            assert (
+                sorted(r["o"]["value"] for r in got["results"]["bindings"]) == expected
+            )
+            assert expected == [EX + "acme"]
+        bad = client.get("/sparql", params={"query": WORKS, "valid_at": "last year"})
+        assert bad.status_code == 400 and "ISO 8601" in bad.text
+
+
+def test_graphs_and_constructs(served: tuple[str, GrainStore]) -> None:
+    base, _ = served
+    with httpx.Client(base_url=base) as client:
+        named = client.get("/sparql", params={
+            "query": "SELECT ?g ?o WHERE { GRAPH ?g { ?s ?p ?o } }"}).json()  # fmt: skip
+        assert [
+            (r["g"]["value"], r["o"]["value"]) for r in named["results"]["bindings"]
+        ] == [(EX + "facts", EX + "globex")]
+        only = client.get("/sparql", params={
+            "query": "SELECT ?o WHERE { ?s ?p ?o }", "default-graph-uri": EX + "facts"}).json()  # fmt: skip
+        assert [r["o"]["value"] for r in only["results"]["bindings"]] == [EX + "globex"]
+        reserved = client.get("/sparql", params={
+            "query": "SELECT * WHERE { ?s ?p ?o }",
+            "default-graph-uri": "https://w3id.org/oms-rdf/ns#index"})  # fmt: skip
+        assert reserved.status_code == 400
+        construct = f"CONSTRUCT WHERE {{ <{EX}ann> ?p ?o }}"
+        for media, fmt in (("text/turtle", ox.RdfFormat.TURTLE),
+                           ("application/n-triples", ox.RdfFormat.N_TRIPLES),
+                           ("application/ld+json", ox.RdfFormat.JSON_LD)):  # fmt: skip
+            got = client.get(
+                "/sparql", params={"query": construct}, headers={"accept": media}
+            )
+            assert got.headers["content-type"].startswith(media)
+            triples = list(ox.parse(got.content, format=fmt))
+            assert len(triples) == 3  # worksAt initech, name, knows: not the old job
+        refused = client.get("/sparql", params={"query": construct},
+                             headers={"accept": "application/sparql-results+json"})  # fmt: skip
+        assert refused.status_code == 400 and "text/turtle" in refused.text
+
+
+def test_errors_follow_the_protocol(served: tuple[str, GrainStore]) -> None:
+    base, store = served
+    before = {str(q) for q in store.backend.quads()}
+    with httpx.Client(base_url=base) as client:
+        syntax = client.get("/sparql", params={"query": "SELECT ?s WHERE {\n ?s ?p }"})
+        assert (
+            syntax.status_code == 400
+            and "ERR_QUERY" in syntax.text
+            and "2:" in syntax.text
+        )
+        assert client.get("/sparql").status_code == 400
+        update = client.post(
+            "/sparql", data={"update": f"INSERT DATA {{ <{EX}a> <{EX}b> <{EX}c> }}"}
+        )
+        assert update.status_code == 403
+        raw = client.post("/sparql", content=f"DELETE DATA {{ <{EX}ann> <{EX}worksAt> <{EX}initech> }}",
+                          headers={"content-type": "application/sparql-update"})  # fmt: skip
+        assert raw.status_code == 403
+    assert {str(q) for q in store.backend.quads()} == before
+
+
+def test_graph_store_protocol_reads(served: tuple[str, GrainStore]) -> None:
+    base, _ = served
+    with httpx.Client(base_url=base) as client:
+        default = client.get(
+            "/store",
+            params={"default": ""},
+            headers={"accept": "application/n-triples"},
+        )
+        triples = {
+            (q.subject.value, q.predicate.value, q.object.value)
+            for q in ox.parse(default.content, format=ox.RdfFormat.N_TRIPLES)
+        }
+        assert (EX + "ann", EX + "worksAt", EX + "initech") in triples
+        assert (EX + "ann", EX + "worksAt", EX + "acme") not in triples  # superseded
+        then = client.get("/store", params={"default": "", "valid_at": "2023-11-20"},
+                          headers={"accept": "application/n-triples"})  # fmt: skip
+        assert f"<{EX}acme>" in then.text and f"<{EX}initech>" not in then.text
+        named = client.get("/store", params={"graph": EX + "facts"})
+        assert named.headers["content-type"].startswith("text/turtle")
+        assert len(list(ox.parse(named.content, format=ox.RdfFormat.TURTLE))) == 1
+        assert client.get("/store", params={"graph": EX + "nothing"}).status_code == 404
+        assert client.get("/store").status_code == 400
+        assert client.get("/store", params={"default": ""},
+                          headers={"accept": "image/png"}).status_code == 406  # fmt: skip
+        page = client.get("/")
+        assert page.status_code == 200 and 'id="query"' in page.text
+
+
+def test_sparqlwrapper_and_rdflib_get_the_same_answers(
+    served: tuple[str, GrainStore],
+) -> None:
+    from rdflib import Graph
+    from rdflib.plugins.stores.sparqlstore import SPARQLStore
+    from SPARQLWrapper import JSON, SPARQLWrapper
+
+    base, store = served
+    client = SPARQLWrapper(f"{base}/sparql")
+    client.setQuery(WORKS)
+    client.setReturnFormat(JSON)
+    got = client.queryAndConvert()
+    assert isinstance(got, dict)
+    assert sorted(b["o"]["value"] for b in got["results"]["bindings"]) == objects(
+        store.query(WORKS)
+    )
+    client.addParameter("valid_at", "2023-11-20")
+    then = client.queryAndConvert()
+    assert isinstance(then, dict)
+    assert [b["o"]["value"] for b in then["results"]["bindings"]] == [EX + "acme"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        graph = Graph(store=SPARQLStore(f"{base}/sparql"))
+        rows = list(
+            graph.query("SELECT ?name WHERE { ?x <http://example.org/name> ?name }")
+        )
+    assert sorted(str(r[0]) for r in rows) == ["Ann", "Bo"]
+    stored = store.query("SELECT ?name WHERE { ?x <http://example.org/name> ?name }")
+    assert isinstance(stored, oms.Solutions)
+    assert sorted(r["name"].value for r in stored) == ["Ann", "Bo"]
+
+
+def test_serve_command_answers_and_stops_cleanly_on_sigterm(tmp_path: object) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "db"
+    store = GrainStore(path)
+    store.put(oms.Belief(EX + "ann", EX + "worksAt", EX + "acme", 0.9, created_at=T0))
+    store.flush()
+    del store
+    import gc
+
+    gc.collect()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "oms_rdf", "serve", "--store", str(path),
+               "--port", str(port)]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    got = httpx.get(
+                        f"http://127.0.0.1:{port}/sparql", params={"query": WORKS}
+                    )
+                    break
+                except httpx.TransportError:
+                    assert server.poll() is None, (
+                        server.stderr.read() if server.stderr else ""
+                    )
+                    assert time.monotonic() < deadline, "the server did not start"
+                    time.sleep(0.1)
+            assert [b["o"]["value"] for b in got.json()["results"]["bindings"]] == [
+                EX + "acme"
+            ]
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=20) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+    again = GrainStore(path)  # the lock was released: the store was closed
+    assert [g["object"] for g in again.beliefs(EX + "ann")] == [EX + "acme"]
