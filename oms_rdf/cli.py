@@ -466,26 +466,28 @@ def _key(path: str) -> SigningKey:
 @click.option("--port", default=7878, show_default=True, type=int)
 @click.option("--query-timeout", default=30.0, show_default=True, type=float,
               help="Seconds a query may run before the answer is a 503.")  # fmt: skip
+@click.option("--token-file", type=click.Path(dir_okay=False, exists=True),
+              help='Bearer tokens: {"TOKEN": {"namespaces": [...] or "*", "write": true}}.')  # fmt: skip
 @click.pass_context
 def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
-              query_timeout: float) -> None:  # fmt: skip
-    """Serve the store over HTTP: SPARQL Protocol, Graph Store (read), a query page.
+              query_timeout: float, token_file: str | None) -> None:  # fmt: skip
+    """Serve the store over HTTP: SPARQL Protocol and Update, Graph Store (read), a page.
 
     Needs the [server] extra. Example:
 
         oms-rdf serve --store mem.db --port 7878
     """
     try:
-        from .server import serve
+        from .server import load_tokens, serve
     except ImportError:
         raise click.UsageError(
             "serve needs the server extra: pip install 'oms-rdf[server]'"
         ) from None
+    tokens = load_tokens(token_file) if token_file else None
     store = GrainStore(store_path) if store_path else _store(ctx)
-    click.echo(
-        f"serving on http://{host}:{port}/ (read-only; Ctrl-C to stop)", err=True
-    )
-    serve(store, host=host, port=port, query_timeout=query_timeout)
+    mode = "tokens required" if tokens else "read-only, open"
+    click.echo(f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)", err=True)
+    serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout)
 
 
 @cli.command("keygen")

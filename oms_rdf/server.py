@@ -11,8 +11,16 @@
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
 - ``/``: a small page to run a query at a point in time.
 
-The server holds no write token, so it is read-only: updates are refused with 403.
-Starlette and uvicorn come with the ``[server]`` extra and are imported here only.
+- SPARQL Update at ``/sparql`` (``update=``, or a body of type
+  ``application/sparql-update``) as belief operations (:mod:`oms_rdf.io.update`):
+  ``INSERT DATA`` adopts, ``DELETE DATA`` retracts through the policies (a refusal is
+  a 403 naming the spec code, and the store is unchanged), any other form is a 400.
+
+Bearer tokens (:func:`load_tokens`) are scoped to namespaces and to reading or
+writing; a token sees only the knowledge of its namespaces, through every route
+(``GRAPH`` and ``DESCRIBE`` included, since the dataset itself is narrowed). Without
+tokens the server is read-only and open to whoever reaches it (it binds loopback
+by default). Starlette and uvicorn come with the ``[server]`` extra.
 
 >>> from oms_rdf import GrainStore
 >>> app = create_app(GrainStore())
@@ -23,9 +31,12 @@ Starlette and uvicorn come with the ``[server]`` extra and are imported here onl
 from __future__ import annotations
 
 import csv
+import hmac
 import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape, quoteattr
@@ -37,11 +48,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from .errors import OmsError, QueryError
+from .errors import OmsError, PolicyError, QueryError, SchemaError
 from .store import GrainStore, Solutions
 from .times import to_millis
 
-__all__ = ["RESULT_TYPES", "create_app", "serialize_results", "serve"]
+__all__ = [
+    "RESULT_TYPES",
+    "Token",
+    "create_app",
+    "load_tokens",
+    "serialize_results",
+    "serve",
+]
 
 # Media types by answer kind, the first being the default.
 RESULT_TYPES = {
@@ -61,17 +79,77 @@ _RDF_FORMATS = {
 _QUERY_FORM = "application/x-www-form-urlencoded"
 
 
-def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Token:
+    """What a bearer token may do: read (and write) the knowledge of its namespaces."""
+
+    namespaces: tuple[str, ...] | None = None  # None: every namespace
+    write: bool = False
+
+
+_OPEN = Token()  # no token file: every namespace, read-only
+
+
+def load_tokens(path: str | Path) -> dict[str, Token]:
+    """Read a token file: ``{"TOKEN": {"namespaces": ["crm"] or "*", "write": true}}``.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for a file that is not such a JSON object.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"cannot read the token file {path}: {exc}") from None
+    tokens: dict[str, Token] = {}
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: expected a JSON object of tokens")
+    for secret, grant in data.items():
+        namespaces = grant.get("namespaces") if isinstance(grant, dict) else None
+        write = grant.get("write", False) if isinstance(grant, dict) else None
+        valid = namespaces == "*" or (
+            isinstance(namespaces, list)
+            and namespaces
+            and all(isinstance(n, str) for n in namespaces)
+        )
+        if len(secret) < 16 or not valid or not isinstance(write, bool):
+            raise SchemaError(
+                f'{path}: each token (16+ characters) needs "namespaces" (a list, or '
+                '"*") and an optional boolean "write"',
+                path=f"$.{secret[:4]}…",
+            )
+        scope = None if namespaces == "*" else tuple(namespaces or ())
+        tokens[secret] = Token(namespaces=scope, write=write)
+    return tokens
+
+
+def create_app(
+    store: GrainStore,
+    *,
+    tokens: Mapping[str, Token] | None = None,
+    query_timeout: float = 30.0,
+) -> Starlette:
     """Return the ASGI app serving ``store`` (see the module docstring)."""
 
+    def authorize(request: Request) -> Token | Response:
+        if tokens is None:
+            return _OPEN
+        header = request.headers.get("authorization", "")
+        given = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        for secret, token in tokens.items():
+            if given and hmac.compare_digest(given.encode(), secret.encode()):
+                return token
+        return PlainTextResponse(
+            "a bearer token is needed", status_code=401,
+            headers={"www-authenticate": "Bearer"},
+        )  # fmt: skip
+
     async def sparql(request: Request) -> Response:
+        token = authorize(request)
+        if isinstance(token, Response):
+            return token
         params = await _params(request)
-        if "update" in params or request.headers.get("content-type", "").startswith(
-            "application/sparql-update"
-        ):
-            return PlainTextResponse(
-                "this server is read-only: it holds no write token", status_code=403
-            )
+        if "update" in params:
+            return await _update(store, token, params, query_timeout)
         texts = params.get("query", [])
         if len(texts) != 1:
             return PlainTextResponse(
@@ -86,6 +164,7 @@ def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
         def answer() -> tuple[bytes, str]:
             valid_at, as_of = _point(params)
             result = store.query(texts[0], valid_at=valid_at, as_of=as_of,
+                                 namespace=token.namespaces,
                                  default_graph_uris=default_uris,
                                  named_graph_uris=named_uris)  # fmt: skip
             return serialize_results(result, accept)
@@ -93,6 +172,9 @@ def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
         return await _run(answer, query_timeout)
 
     async def graph_store(request: Request) -> Response:
+        token = authorize(request)
+        if isinstance(token, Response):
+            return token
         params = {k: request.query_params.getlist(k) for k in request.query_params}
         if ("graph" in params) == ("default" in params):
             return PlainTextResponse(
@@ -105,7 +187,9 @@ def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
 
         def answer() -> tuple[bytes, str]:
             valid_at, as_of = _point(params)
-            snapshot = store.snapshot(valid_at=valid_at, as_of=as_of)
+            snapshot = store.snapshot(
+                valid_at=valid_at, as_of=as_of, namespace=token.namespaces
+            )
             name = params["graph"][0] if "graph" in params else None
             wanted = ox.DefaultGraph() if name is None else _iri(name)
             triples = [
@@ -131,11 +215,42 @@ def create_app(store: GrainStore, *, query_timeout: float = 30.0) -> Starlette:
     )
 
 
+async def _update(
+    store: GrainStore, token: Token, params: dict[str, list[str]], timeout: float
+) -> Response:
+    """SPARQL Update as belief operations, in the token's namespace."""
+    if not token.write:
+        why = "this token may only read" if token is not _OPEN else (
+            "this server holds no write tokens (start it with --token-file)")  # fmt: skip
+        return PlainTextResponse(why, status_code=403)
+    texts = params["update"]
+    asked = params.get("namespace", [None])[0]
+    scope = token.namespaces
+    if scope is not None and asked is None and len(scope) == 1:
+        asked = scope[0]
+    if scope is not None and asked not in scope:
+        return PlainTextResponse(
+            f"say which of this token's namespaces to write: ?namespace= one of {list(scope)}",
+            status_code=403 if asked is not None else 400,
+        )
+    if len(texts) != 1:
+        return PlainTextResponse("give exactly one update", status_code=400)
+
+    def apply() -> tuple[bytes, str]:
+        report = store.update(texts[0], namespace=asked)
+        body = {"added": report.added, "believed": report.believed,
+                "retracted": report.retracted, "not_believed": report.not_believed}  # fmt: skip
+        return json.dumps(body).encode(), "application/json"
+
+    return await _run(apply, timeout)
+
+
 def serve(
     store: GrainStore,
     *,
     host: str = "127.0.0.1",
     port: int = 7878,
+    tokens: Mapping[str, Token] | None = None,
     query_timeout: float = 30.0,
 ) -> None:
     """Serve ``store`` until SIGINT or SIGTERM, then flush it and return.
@@ -155,7 +270,7 @@ def serve(
     }
     try:
         uvicorn.run(
-            create_app(store, query_timeout=query_timeout),
+            create_app(store, tokens=tokens, query_timeout=query_timeout),
             host=host,
             port=port,
             log_level="warning",
@@ -231,6 +346,8 @@ async def _run(answer: Callable[[], tuple[bytes, str]], timeout: float) -> Respo
         )
     except LookupError as exc:
         return PlainTextResponse(str(exc), status_code=404)
+    except PolicyError as exc:
+        return PlainTextResponse(str(exc), status_code=403)  # names the spec code
     except OmsError as exc:
         status = 400 if isinstance(exc, ValueError) else 500
         return PlainTextResponse(str(exc), status_code=status)

@@ -8,6 +8,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pyoxigraph as ox
@@ -40,30 +41,33 @@ def story() -> GrainStore:
     return store
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, GrainStore]]:
-    store = story()
+@contextmanager
+def running(app: object) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port; yield its base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(store, query_timeout=20),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="off",
-        )
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",  # type: ignore[arg-type]
+                            lifespan="off")  # fmt: skip
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", store
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, GrainStore]]:
+    store = story()
+    with running(create_app(store, query_timeout=20)) as base:
+        yield base, store
 
 
 def objects(rows: object) -> list[str]:
@@ -268,3 +272,134 @@ def test_serve_command_answers_and_stops_cleanly_on_sigterm(tmp_path: object) ->
                 server.kill()
     again = GrainStore(path)  # the lock was released: the store was closed
     assert [g["object"] for g in again.beliefs(EX + "ann")] == [EX + "acme"]
+
+
+READER, WRITER, ADMIN = (
+    "crm-reader-0000000001",
+    "crm-writer-0000000001",
+    "admin-000000000000001",
+)
+
+
+@pytest.fixture
+def guarded() -> Iterator[tuple[str, GrainStore]]:
+    from oms_rdf.server import Token
+
+    store = GrainStore(clock=lambda: T0 + DAY)
+    store.put(oms.Belief(EX + "ann", EX + "worksAt", EX + "acme", 0.9, created_at=T0,
+                         namespace="crm"))  # fmt: skip
+    store.put(oms.Belief(EX + "ann", EX + "salary", "90000", 0.9, created_at=T0,
+                         namespace="hr", context={"rdf:graph": EX + "payroll"}))  # fmt: skip
+    store.put(oms.Belief(EX + "ann", EX + "role", "admin", 1.0, created_at=T0,
+                         namespace="crm", invalidation_policy={"mode": "locked"}))  # fmt: skip
+    tokens = {
+        READER: Token(namespaces=("crm",)),
+        WRITER: Token(namespaces=("crm",), write=True),
+        ADMIN: Token(namespaces=None, write=True),
+    }
+    with running(create_app(store, tokens=tokens)) as base:
+        yield base, store
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def test_every_route_needs_a_known_token(guarded: tuple[str, GrainStore]) -> None:
+    base, _ = guarded
+    with httpx.Client(base_url=base) as client:
+        for route, params in (
+            ("/sparql", {"query": "ASK {}"}),
+            ("/store", {"default": ""}),
+        ):
+            assert client.get(route, params=params).status_code == 401
+            assert (
+                client.get(route, params=params, headers=bearer("x" * 21)).status_code
+                == 401
+            )
+            assert (
+                client.get(route, params=params, headers=bearer(READER)).status_code
+                == 200
+            )
+
+
+def test_a_namespace_token_sees_only_its_namespace(
+    guarded: tuple[str, GrainStore],
+) -> None:
+    base, store = guarded
+    everything = "SELECT ?p ?o WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
+    with httpx.Client(base_url=base) as client:
+
+        def ask(query: str, token: str) -> list[str]:
+            got = client.get(
+                "/sparql", params={"query": query}, headers=bearer(token)
+            ).json()
+            return sorted(b["p"]["value"] for b in got["results"]["bindings"])
+
+        assert ask(everything, READER) == [EX + "role", EX + "worksAt"]
+        assert ask(everything, ADMIN) == [EX + "role", EX + "salary", EX + "worksAt"]
+        graphs = "SELECT ?p WHERE { GRAPH ?g { ?s ?p ?o } }"
+        assert ask(graphs, READER) == [] and ask(graphs, ADMIN) == [EX + "salary"]
+        described = client.get("/sparql", params={"query": f"DESCRIBE <{EX}ann>"},
+                               headers={**bearer(READER), "accept": "application/n-triples"})  # fmt: skip
+        assert "salary" not in described.text and "worksAt" in described.text
+        named = client.get("/sparql", params={"query": "SELECT * WHERE { ?s ?p ?o }",
+                                              "named-graph-uri": EX + "payroll"},
+                           headers=bearer(READER))  # fmt: skip
+        assert named.status_code == 200 and "salary" not in named.text
+        hidden = client.get(
+            "/store", params={"graph": EX + "payroll"}, headers=bearer(READER)
+        )
+        assert hidden.status_code == 404
+        shown = client.get(
+            "/store", params={"graph": EX + "payroll"}, headers=bearer(ADMIN)
+        )
+        assert shown.status_code == 200 and "90000" in shown.text
+    assert len(store.beliefs(EX + "ann")) == 3
+
+
+def test_updates_need_a_write_token_for_their_namespace(
+    guarded: tuple[str, GrainStore],
+) -> None:
+    base, store = guarded
+    insert = f"INSERT DATA {{ <{EX}bo> <{EX}worksAt> <{EX}acme> }}"
+    with httpx.Client(base_url=base) as client:
+        assert (
+            client.post(
+                "/sparql", data={"update": insert}, headers=bearer(READER)
+            ).status_code
+            == 403
+        )
+        other = client.post("/sparql", params={"namespace": "hr"}, data={"update": insert},
+                            headers=bearer(WRITER))  # fmt: skip
+        assert other.status_code == 403
+        done = client.post("/sparql", content=insert, headers={
+            **bearer(WRITER), "content-type": "application/sparql-update"})  # fmt: skip
+        assert done.status_code == 200 and done.json()["added"] == 1
+        (bo,) = store.beliefs(EX + "bo")
+        assert bo.get("namespace") == "crm"
+        # A writer of crm cannot retract what hr believes: nothing of hr is its to see.
+        salary = f'DELETE DATA {{ GRAPH <{EX}payroll> {{ <{EX}ann> <{EX}salary> "90000" }} }}'
+        untouched = client.post(
+            "/sparql", data={"update": salary}, headers=bearer(WRITER)
+        )
+        assert untouched.json() == {
+            "added": 0,
+            "believed": 0,
+            "retracted": [],
+            "not_believed": 1,
+        }
+        assert len(store.beliefs(EX + "ann", namespace="hr")) == 1
+        before = {str(q) for q in store.backend.quads()}
+        locked = f'DELETE DATA {{ <{EX}ann> <{EX}role> "admin" }}'
+        refused = client.post("/sparql", data={"update": locked}, headers=bearer(ADMIN))
+        assert refused.status_code == 403 and "ERR_INVALIDATION_DENIED" in refused.text
+        other_form = client.post(
+            "/sparql", data={"update": "CLEAR ALL"}, headers=bearer(ADMIN)
+        )
+        assert other_form.status_code == 400 and "refused" in other_form.text
+        assert {str(q) for q in store.backend.quads()} == before
+        gone = client.post("/sparql", data={"update": f"DELETE DATA {{ <{EX}bo> <{EX}worksAt> <{EX}acme> }}"},
+                           headers=bearer(WRITER))  # fmt: skip
+        assert gone.json()["retracted"] == [bo.address]
+        assert store.status(bo).status == "retracted"

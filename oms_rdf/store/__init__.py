@@ -79,6 +79,28 @@ class GrainStore(Writes):
 
         return import_(self, src, format=format, **options)
 
+    def update(
+        self,
+        sparql: str,
+        /,
+        *,
+        namespace: str | None = None,
+        confidence: float = 1.0,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> Any:
+        """Apply SPARQL Update as belief operations; see :mod:`oms_rdf.io.update`.
+
+        ``INSERT DATA`` adopts its triples as beliefs (in ``namespace``, with
+        ``confidence``), as an import does; ``DELETE DATA`` retracts the current
+        beliefs that assert its triples, through the policies, in one atomic write.
+        Any other update form is refused with ERR_QUERY. Returns an ``UpdateReport``.
+        """
+        from ..io.update import update
+
+        return update(self, sparql, namespace=namespace, confidence=confidence,
+                      by=by, reason=reason)  # fmt: skip
+
     def to_rdflib(self, *, grains: bool = False) -> Any:
         """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
         from ..io import to_rdflib

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyoxigraph import (
     Literal,
+    NamedNode,
     Quad,
 )
 
@@ -14,6 +15,7 @@ from ..errors import ErrorCode, PolicyError, SignatureError
 from ..grain import Grain
 from ..mapping import (
     Row,
+    address_of,
     grain_iri,
     millis_literal,
     nt_literal,
@@ -101,8 +103,14 @@ class Invalidation(Questions):
                 )
         return out
 
-    def _current_removal(self, grain: Grain) -> list[Quad]:
-        """The knowledge quad of a grain leaving the current view, unless shared."""
+    def _current_removal(
+        self, grain: Grain, leaving: frozenset[str] = frozenset()
+    ) -> list[Quad]:
+        """The knowledge quad of a grain leaving the current view, unless shared.
+
+        ``leaving``: addresses of grains leaving in the same write, which keep
+        nothing current.
+        """
         quad = truthy_triple(grain, self.settings)
         if quad is None:
             return []
@@ -112,7 +120,9 @@ class Invalidation(Questions):
         # from the subject: a handful of beliefs, not a query).
         for q in self.backend.quads(None, RDF.subject, s, DEFAULT):
             other = q.subject
-            if other == me:
+            if other == me or (
+                isinstance(other, NamedNode) and address_of(other) in leaving
+            ):
                 continue
             same = (
                 next(self.backend.quads(other, RDF.predicate, p, DEFAULT), None)
@@ -323,70 +333,107 @@ class Invalidation(Questions):
         by: str | None,
         at: TimeLike,
     ) -> None:
-        when = _to_millis(at, self.clock)
         with self._lock:
-            address = self._resolve(address)
-            grain = self.get(address)
-            state = self.status(address)
-            if state.voided_at is not None:
-                raise PolicyError(
-                    f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
-                    code=ErrorCode.CONFLICT,
-                )
-            if when < _system_from(grain):
-                raise PolicyError(
-                    f"cannot {operation} at {when}, before the grain entered the system at "
-                    f"{_system_from(grain)}",
-                    code=ErrorCode.RANGE,
-                )
-            review = check(
-                operation,
-                self._protectors(address),
-                now_ms=self.clock(),
-                justification=reason,
-            )
-            node, idx = grain_iri(address), OMS.index
-            delete: list[Quad] = []
-            insert: list[Quad | Row] = [
-                Quad(node, OMS.voidedAt, millis_literal(when), idx)
-            ]
-            if state.is_current:
-                delete += self._current_removal(grain)
-                insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
-            if operation == "retract":
-                delete.append(Quad(node, OMS.status, getattr(OMS, state.status), idx))
-                insert.append(Quad(node, OMS.status, OMS.retracted, idx))
-                kind = "retraction"
-            else:
-                delete.append(
-                    Quad(
-                        node,
-                        OMS.verificationStatus,
-                        getattr(OMS, state.verification),
-                        idx,
-                    )
-                )
-                insert.append(Quad(node, OMS.verificationStatus, OMS.contradicted, idx))
-                kind = "contradiction"
-            if state.invalidation_type is None:
-                insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
-                if reason:
-                    insert.append(
-                        Quad(node, OMS.invalidationReason, Literal(reason), idx)
-                    )
-                if by is not None:
-                    insert.append(
-                        Quad(node, OMS.invalidationInitiator, Literal(by), idx)
-                    )
-            insert += self._audit(
-                operation,
-                target=address,
-                actor=by,
-                reason=reason,
-                at=when,
-                review=review,
+            delete, insert = self._void_change(
+                address, operation, reason=reason, by=by, at=at
             )
             self.backend.update(update_request(delete, insert))
+
+    def retract_all(
+        self,
+        addresses: Iterable[str | Grain],
+        *,
+        reason: str,
+        by: str | None = None,
+        at: TimeLike = None,
+    ) -> None:
+        """Retract several grains in one atomic write: all of them, or (refused) none.
+
+        Raises:
+            as :meth:`retract`, for the first grain refused; nothing is retracted.
+        """
+        with self._lock:
+            targets = list(dict.fromkeys(self._resolve(a) for a in addresses))
+            leaving = frozenset(targets)
+            delete: list[Quad | Row] = []
+            insert: list[Quad | Row] = []
+            for address in targets:
+                removed, added = self._void_change(
+                    address, "retract", reason=reason, by=by, at=at, leaving=leaving
+                )
+                delete += removed
+                insert += added
+            if targets:
+                self.backend.update(update_request(delete, insert))
+
+    def _void_change(
+        self,
+        address: str | Grain,
+        operation: str,
+        *,
+        reason: str | None,
+        by: str | None,
+        at: TimeLike,
+        leaving: frozenset[str] = frozenset(),
+    ) -> tuple[list[Quad | Row], list[Quad | Row]]:
+        """Check a retraction or contradiction; return the quads to delete and insert."""
+        when = _to_millis(at, self.clock)
+        address = self._resolve(address)
+        grain = self.get(address)
+        state = self.status(address)
+        if state.voided_at is not None:
+            raise PolicyError(
+                f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
+                code=ErrorCode.CONFLICT,
+            )
+        if when < _system_from(grain):
+            raise PolicyError(
+                f"cannot {operation} at {when}, before the grain entered the system at "
+                f"{_system_from(grain)}",
+                code=ErrorCode.RANGE,
+            )
+        review = check(
+            operation,
+            self._protectors(address),
+            now_ms=self.clock(),
+            justification=reason,
+        )
+        node, idx = grain_iri(address), OMS.index
+        delete: list[Quad | Row] = []
+        insert: list[Quad | Row] = [Quad(node, OMS.voidedAt, millis_literal(when), idx)]
+        if state.is_current:
+            delete += self._current_removal(grain, leaving | {address})
+            insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
+        if operation == "retract":
+            delete.append(Quad(node, OMS.status, getattr(OMS, state.status), idx))
+            insert.append(Quad(node, OMS.status, OMS.retracted, idx))
+            kind = "retraction"
+        else:
+            delete.append(
+                Quad(
+                    node,
+                    OMS.verificationStatus,
+                    getattr(OMS, state.verification),
+                    idx,
+                )
+            )
+            insert.append(Quad(node, OMS.verificationStatus, OMS.contradicted, idx))
+            kind = "contradiction"
+        if state.invalidation_type is None:
+            insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
+            if reason:
+                insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
+            if by is not None:
+                insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
+        insert += self._audit(
+            operation,
+            target=address,
+            actor=by,
+            reason=reason,
+            at=when,
+            review=review,
+        )
+        return delete, insert
 
     def set_verification(
         self,

@@ -157,7 +157,7 @@ class Snapshot:
         *,
         valid_at: int | None = None,
         as_of: int | None = None,
-        namespace: str | None = None,
+        namespace: str | tuple[str, ...] | None = None,
     ) -> None:
         self.quads: list[ox.Quad] = list(dict.fromkeys(quads))
         self.valid_at, self.as_of, self.namespace = valid_at, as_of, namespace
@@ -212,7 +212,7 @@ class Snapshot:
         return rdflib_dataset(self.quads)
 
 
-def check_dataset_args(grains: bool, timed: bool, namespace: str | None) -> None:
+def check_dataset_args(grains: bool, timed: bool, namespace: object) -> None:
     """Refuse a query that asks for the raw layout and a snapshot at once."""
     if grains and (timed or namespace is not None):
         raise QueryError(

@@ -112,7 +112,7 @@ class Questions(StoreBase):
         *,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
-        namespace: str | None = None,
+        namespace: str | Sequence[str] | None = None,
         grains: bool = False,
         substitutions: Mapping[str | Variable, Any] | None = None,
         default_graph_uris: Sequence[str] | None = None,
@@ -126,7 +126,8 @@ class Questions(StoreBase):
         that knowledge and adopted named graphs keep their names, so SPARQL over
         your own vocabulary works as written. ``valid_at``/``as_of`` ask the same
         query of the knowledge of that point instead (a missing one means now),
-        with the semantics of :meth:`beliefs`; ``namespace`` keeps one namespace.
+        with the semantics of :meth:`beliefs`; ``namespace`` keeps one namespace
+        (or those of a list).
         ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
         audit; see ``ontology/README.md``).
 
@@ -194,7 +195,7 @@ class Questions(StoreBase):
         *,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
-        namespace: str | None = None,
+        namespace: str | Sequence[str] | None = None,
     ) -> Snapshot:
         """Return the knowledge of one bi-temporal point as a dataset.
 
@@ -202,24 +203,33 @@ class Questions(StoreBase):
         ``valid_at`` and/or ``as_of`` (a missing one means now), the triples of the
         beliefs :meth:`beliefs` would return for that point. The terms are exactly
         those the grains record: lexical forms, language tags, blank nodes.
+        ``namespace`` keeps one namespace, or those of a list.
         """
+        grains: list[Grain] = []
         if valid_at is None and as_of is None:
-            grains = self._current_beliefs(namespace)
             point: tuple[int | None, int | None] = (None, None)
+            for ns in _namespaces(namespace):
+                grains += self._current_beliefs(ns)
         else:
             known = _to_millis(as_of, self.clock)
             valid = _to_millis(valid_at, self.clock)
-            grains = self._beliefs_query(None, None, namespace, valid, known)
             point = (valid, known)
+            for ns in _namespaces(namespace):
+                grains += self._beliefs_query(None, None, ns, valid, known)
         return Snapshot(
             (self._knowledge_quad(g) for g in grains),
             valid_at=point[0],
             as_of=point[1],
-            namespace=namespace,
+            namespace=namespace
+            if isinstance(namespace, str | None)
+            else tuple(namespace),
         )
 
     def _knowledge_store(
-        self, valid_at: TimeLike, as_of: TimeLike, namespace: str | None
+        self,
+        valid_at: TimeLike,
+        as_of: TimeLike,
+        namespace: str | Sequence[str] | None,
     ) -> ox.Store:
         """The knowledge of a point as a store to query, built from the stored terms.
 
@@ -227,22 +237,26 @@ class Questions(StoreBase):
         (snapshot() does, for exact terms).
         """
         view = ox.Store()
-        if valid_at is None and as_of is None:
+        for ns in _namespaces(namespace):
+            if valid_at is None and as_of is None:
+                view.extend(self._knowledge_quad(g) for g in self._current_beliefs(ns))
+                continue
+            texts, bindings = _bound_texts(None, None, ns, self.settings)
+            bindings[Variable("asOf")] = millis_literal(_to_millis(as_of, self.clock))
+            bindings[Variable("validAt")] = millis_literal(
+                _to_millis(valid_at, self.clock)
+            )
+            rows = self.backend.query(texts_query("snapshot", texts), bindings)
+            default = ox.DefaultGraph()
             view.extend(
-                self._knowledge_quad(g) for g in self._current_beliefs(namespace)
+                ox.Quad(
+                    unskolem(r["s"]),
+                    r["p"],
+                    unskolem(r["o"]),
+                    unskolem(r["kg"]) or default,
+                )
+                for r in rows
             )
-            return view
-        texts, bindings = _bound_texts(None, None, namespace, self.settings)
-        bindings[Variable("asOf")] = millis_literal(_to_millis(as_of, self.clock))
-        bindings[Variable("validAt")] = millis_literal(_to_millis(valid_at, self.clock))
-        rows = self.backend.query(texts_query("snapshot", texts), bindings)
-        default = ox.DefaultGraph()
-        view.extend(
-            ox.Quad(
-                unskolem(r["s"]), r["p"], unskolem(r["o"]), unskolem(r["kg"]) or default
-            )
-            for r in rows
-        )
         return view
 
     def _knowledge_quad(self, grain: Grain) -> ox.Quad:
@@ -327,6 +341,13 @@ class Questions(StoreBase):
         if blob is None or address in self._cache:
             return self.get(address)
         return self._remember(Grain.stored(base64.b64decode(blob.value), address))
+
+
+def _namespaces(namespace: str | Sequence[str] | None) -> tuple[str | None, ...]:
+    """The namespaces to gather knowledge from: None is every namespace."""
+    if namespace is None or isinstance(namespace, str):
+        return (namespace,)
+    return tuple(dict.fromkeys(namespace))
 
 
 def _dataset(
