@@ -7,6 +7,7 @@ or on disk (RocksDB) with a path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -58,25 +59,47 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    """A pyoxigraph store: in memory when ``path`` is None, else on-disk RocksDB."""
+    """A pyoxigraph store: in memory when ``path`` is None, else on-disk RocksDB.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    ``read_only`` opens an on-disk store beside the process that writes it (RocksDB
+    allows one writer): a view as of the opening, which may lag that writer.
+    """
+
+    def __init__(
+        self, path: str | Path | None = None, *, read_only: bool = False
+    ) -> None:
         self.path = None if path is None else Path(path)
+        self.read_only = read_only
         try:
-            self.store = ox.Store() if path is None else ox.Store(str(path))
-        except OSError as exc:
+            if path is None:
+                self.store = ox.Store()
+            elif read_only:
+                self.store = _open_read_only(str(path))
+            else:
+                self.store = ox.Store(str(path))
+        except (OSError, RuntimeError) as exc:
             raise StoreError(
                 f"cannot open the store at {path}: {exc} (is another process using it?)",
                 code=ErrorCode.STORE,
             ) from exc
 
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError(
+                f"the store at {self.path} was opened read-only (another process "
+                "writes it); write through that process, or its `oms-rdf serve`",
+                code=ErrorCode.STORE,
+            )
+
     def add(self, quads: Iterable[ox.Quad]) -> None:
+        self._writable()
         try:
             self.store.extend(quads)
         except (OSError, ValueError) as exc:
             raise StoreError(f"adding quads failed: {exc}") from exc
 
     def update(self, sparql: str) -> None:
+        self._writable()
         try:
             self.store.update(sparql)
         except (OSError, SyntaxError, ValueError) as exc:
@@ -113,6 +136,7 @@ class LocalBackend:
             raise StoreError(f"dump failed: {exc}") from exc
 
     def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+        self._writable()
         try:
             self.store.load(data, fmt)
         except (OSError, SyntaxError, ValueError) as exc:
@@ -120,6 +144,7 @@ class LocalBackend:
 
     def bulk_load(self, data: bytes, fmt: ox.RdfFormat) -> None:
         """Load with RocksDB's bulk loader: fast, *not* atomic (the store guards it)."""
+        self._writable()
         try:
             self.store.bulk_load(data, fmt)
         except (OSError, SyntaxError, ValueError) as exc:
@@ -132,3 +157,16 @@ class LocalBackend:
 
     def __len__(self) -> int:
         return len(self.store)
+
+
+def _open_read_only(path: str, attempts: int = 6) -> ox.Store:
+    """Open beside a writer; retried, since the writer may swap RocksDB's manifest
+    between our reading of its name and of its file (seen right after it opens)."""
+    for attempt in range(attempts):
+        try:
+            return ox.Store.read_only(path)
+        except (OSError, RuntimeError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")

@@ -13,7 +13,14 @@ import click
 import pyoxigraph as ox
 
 from .codec import content_address, decode, encode, verify
-from .errors import DecodeError, EncodeError, ErrorCode, OmsError, SignatureError
+from .errors import (
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    OmsError,
+    SignatureError,
+    StoreError,
+)
 from .grain import Grain
 from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
 from .mapping import millis_literal
@@ -54,11 +61,22 @@ def cli(ctx: click.Context, traceback: bool, store_path: str | None) -> None:
     ctx.obj = store_path
 
 
-def _store(ctx: click.Context) -> GrainStore:
+def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
+    """The store of --store; a read command opens it read-only when another holds it."""
     path = ctx.find_root().obj
     if path is None:
         raise click.UsageError("this command needs --store PATH (or $OMS_RDF_STORE)")
-    return GrainStore(path)
+    try:
+        return GrainStore(path)
+    except StoreError as exc:
+        if not read or "lock" not in str(exc).lower():
+            raise
+    click.echo(
+        "note: another process holds this store; reading a read-only view as of now "
+        "(run `oms-rdf serve` there to read and write together)",
+        err=True,
+    )
+    return GrainStore(path, read_only=True)
 
 
 def _time(value: str | None) -> int | None:
@@ -268,7 +286,7 @@ def get_cmd(ctx: click.Context, address: str) -> None:
 
         oms-rdf --store mem.db get 3288d0d4...
     """
-    store = _store(ctx)
+    store = _store(ctx, read=True)
     grain = store.get(address)
     state = store.status(address)
     out = {"address": grain.address, "fields": dict(grain.fields), "index": {
@@ -303,7 +321,7 @@ def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
 
         oms-rdf --store mem.db beliefs --subject alice --as-of 2024-01-01
     """
-    grains = _store(ctx).beliefs(subject, relation, namespace=namespace,
+    grains = _store(ctx, read=True).beliefs(subject, relation, namespace=namespace,
                                  valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
     rows = [_row(g) for g in grains]
     click.echo(dump_json(rows) if as_json else _table(rows, BELIEF_COLUMNS))
@@ -319,7 +337,7 @@ def history_cmd(ctx: click.Context, address: str) -> None:
 
         oms-rdf --store mem.db history 3288d0d4...
     """
-    store = _store(ctx)
+    store = _store(ctx, read=True)
     rows = [
         {**_row(g), "status": store.status(g).status} for g in store.history(address)
     ]
@@ -411,7 +429,7 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str, valid_at: str | None,
         oms-rdf --store mem.db query "SELECT ?s ?o WHERE { ?s ?p ?o }" --valid-at 2024-01-01
     """
     text = _read(sparql[1:]).decode() if sparql.startswith("@") else sparql
-    result = _store(ctx).query(text, valid_at=_time(valid_at), as_of=_time(as_of),
+    result = _store(ctx, read=True).query(text, valid_at=_time(valid_at), as_of=_time(as_of),
                                namespace=namespace, grains=grains)  # fmt: skip
     if isinstance(result, bool):
         click.echo("true" if result else "false")
@@ -668,7 +686,7 @@ def export_cmd(ctx: click.Context, dest: str, fmt: str | None, grains: bool | No
     fmt = format_for(
         "x" if dest == "-" else dest, fmt or ("trig" if dest == "-" else None)
     )
-    count = _store(ctx).export(out, format=fmt, grains=grains, valid_at=_time(valid_at),
+    count = _store(ctx, read=True).export(out, format=fmt, grains=grains, valid_at=_time(valid_at),
                                as_of=_time(as_of), namespace=namespace)  # fmt: skip
     plain = fmt in PLAIN_FORMATS if grains is None else not grains
     click.echo(f"exported {count} {'triples' if plain else 'grains'}", err=dest == "-")

@@ -256,3 +256,44 @@ def test_query_forms_time_travel_and_errors(tmp_path: Path) -> None:
     plain = run("--store", db, "export", str(tmp_path / "k.ttl"))
     assert plain.output.strip() == "exported 2 triples"
     assert "<http://example.org/p/alice>" in (tmp_path / "k.ttl").read_text()
+
+
+def test_read_commands_open_a_held_store_read_only(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "db"
+    store = oms.GrainStore(db)
+    address = store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1))
+    store.flush()
+    del store
+    import gc
+
+    gc.collect()
+    holder = (
+        "import sys, oms_rdf as oms\n"
+        f"s = oms.GrainStore({str(db)!r})\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as writer:  # fmt: skip
+        try:
+            assert (
+                writer.stdout is not None and writer.stdout.readline().strip() == "held"
+            )
+            runner = CliRunner()
+            got = runner.invoke(cli, ["--store", str(db), "beliefs", "--json"])
+            assert got.exit_code == 0, got.output
+            assert "read-only" in got.stderr
+            assert [g["object"] for g in json.loads(got.stdout)] == ["Acme"]
+            assert (
+                address
+                in runner.invoke(cli, ["--store", str(db), "get", address]).stdout
+            )
+            refused = runner.invoke(
+                cli, ["--store", str(db), "retract", address, "--reason", "x"]
+            )
+            assert refused.exit_code == 1 and "ERR_STORE" in refused.stderr
+        finally:
+            writer.communicate("", timeout=20)

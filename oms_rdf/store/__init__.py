@@ -54,6 +54,8 @@ class GrainStore(Writes):
         authorized: DIDs that may ``revise(..., force=True)`` (audited).
         clock: epoch-ms clock for retraction, contradiction and status changes
             (default: the wall clock); injectable for tests and replays.
+        read_only: open an on-disk store beside the process that writes it: reads
+            see the store as of the opening; every write is refused (ERR_STORE).
     """
 
     def export(

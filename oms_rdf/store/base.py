@@ -84,8 +84,12 @@ class StoreBase:
         functional_relations: Iterable[str] = (),
         auto_revise: bool = False,
         authorized: Iterable[str] = (),
+        read_only: bool = False,
     ) -> None:
-        self.backend: Backend = backend if backend is not None else LocalBackend(path)
+        self.backend: Backend = (
+            backend if backend is not None else LocalBackend(path, read_only=read_only)
+        )
+        self.read_only = read_only
         self.clock = clock or now_ms
         self.entrenchment = entrenchment or Entrenchment()
         self.functional_relations = frozenset(functional_relations)
@@ -131,6 +135,8 @@ class StoreBase:
                 )
             return MappingSettings(stored_base[0], stored_rel)
         settings = MappingSettings(base_iri or DEFAULT_BASE, relations)
+        if self.read_only:
+            return settings  # a store that holds nothing yet, seen read-only
         quads = [Quad(node, OMS.baseIri, Literal(settings.base_iri), OMS.index)]
         quads += [
             Quad(node, OMS.entityRelation, Literal(r), OMS.index)
