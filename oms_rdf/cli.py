@@ -323,8 +323,32 @@ def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
     """
     grains = _store(ctx, read=True).beliefs(subject, relation, namespace=namespace,
                                  valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
+    _print_grains(grains, as_json)
+
+
+def _print_grains(grains: list[Grain], as_json: bool) -> None:
     rows = [_row(g) for g in grains]
     click.echo(dump_json(rows) if as_json else _table(rows, BELIEF_COLUMNS))
+
+
+@cli.command("search")
+@click.argument("text")
+@click.option("--namespace")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1))
+@time_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def search_cmd(ctx: click.Context, text: str, namespace: str | None, limit: int,
+               valid_at: str | None, as_of: str | None, as_json: bool) -> None:  # fmt: skip
+    """Find the beliefs whose subject, relation or object match TEXT, best first.
+
+    Example:
+
+        oms-rdf --store mem.db search "rate limiter"
+    """
+    grains = _store(ctx, read=True).search(text, namespace=namespace, limit=limit,
+                                           valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
+    _print_grains(grains, as_json)
 
 
 @cli.command("history")

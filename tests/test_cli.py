@@ -297,3 +297,17 @@ def test_read_commands_open_a_held_store_read_only(tmp_path: Path) -> None:
             assert refused.exit_code == 1 and "ERR_STORE" in refused.stderr
         finally:
             writer.communicate("", timeout=20)
+
+
+def test_search_command(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    source = tmp_path / "g.json"
+    source.write_text(json.dumps([
+        {"type": "belief", "subject": "rate limiter", "relation": "uses",
+         "object": "token bucket", "confidence": 0.9, "created_at": 1},
+        {"type": "belief", "subject": "cache", "relation": "uses",
+         "object": "LRU", "confidence": 0.9, "created_at": 2},
+    ]))  # fmt: skip
+    run("--store", db, "put", str(source))
+    out = json.loads(run("--store", db, "search", "token", "--json").output)
+    assert [row["subject"] for row in out] == ["rate limiter"]

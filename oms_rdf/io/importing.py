@@ -129,6 +129,7 @@ def _restore_into_empty(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt:
     store._cache.clear()
     store._load(store._audit("import", count=report.added))
     store.rebuild_current()
+    store.reindex()  # grains came in as quads, not through the mapping
     report.quads = len(store.backend) - len(before)
     return True
 
@@ -189,6 +190,7 @@ def _commit(
     finally:
         store._cache.clear()
     store.rebuild_current()
+    store.reindex()  # a restore writes grains as quads, not through the mapping
     return written
 
 

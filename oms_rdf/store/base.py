@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..grain import Grain, now_ms
 from ..mapping import (
+    BELIEF_BYTE,
     NIH_PREFIX,
     MappingSettings,
     Row,
@@ -60,6 +61,7 @@ from ._common import (
     _value,
     update_request,
 )
+from .search import SearchIndex, search_texts
 
 _G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
 _P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
@@ -100,6 +102,7 @@ class StoreBase:
         # store deletes nothing, so entries never go stale; the cache only spares
         # decoding the same blob again (supersede reads a grain several times).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
+        self._search: SearchIndex | None = None  # built on the first search
         self.settings = self._settings(base_iri, frozenset(entity_relations))
 
     def _settings(
@@ -305,6 +308,8 @@ class StoreBase:
             )
             rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
         # The initial index state (active, unverified) is the absence of index rows.
+        if self._search is not None and grain.type_byte == BELIEF_BYTE:
+            self._search.add(grain.address, search_texts(grain))
         current = knowledge_row(rows)
         if current is not None:
             rows.append(current)

@@ -72,6 +72,11 @@ def subject_rows(
     return rows
 
 
+def in_force(backend: Backend, node: NamedNode, *, valid_at: int, as_of: int) -> bool:
+    """Whether ``beliefs.rq`` would answer with this grain at (``valid_at``, ``as_of``)."""
+    return next(_solutions(backend, node, valid_at, as_of), None) is not None
+
+
 def _solutions(
     backend: Backend,
     node: NamedNode,

@@ -13,7 +13,7 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..errors import ErrorCode, QueryError, StoreError
+from ..errors import ErrorCode, QueryError, SchemaError, StoreError
 from ..grain import Grain
 from ..mapping import (
     DEFAULT_SETTINGS,
@@ -37,7 +37,8 @@ from .knowledge import (
     check_dataset_args,
     run_query,
 )
-from .lookup import chain_rows, subject_rows
+from .lookup import chain_rows, in_force, subject_rows
+from .search import SearchIndex, search_texts
 
 
 class Questions(StoreBase):
@@ -268,6 +269,71 @@ class Questions(StoreBase):
         texts, bindings = _bound_texts(None, None, namespace)
         query = texts_query("current_beliefs", texts)
         return self._grains(self.backend.query(query, bindings))
+
+    # --- recall ---------------------------------------------------------------------
+
+    def search(
+        self,
+        text: str,
+        /,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        limit: int = 10,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+    ) -> list[Grain]:
+        """Return the beliefs whose subject, relation or object best match ``text``.
+
+        Ranked by BM25 over the words of the three texts. With no time, only the
+        beliefs held now (a superseded or retracted wording never comes back); with
+        ``valid_at``/``as_of``, those :meth:`beliefs` answers for that point.
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> _ = store.put(Belief("rate limiter", "uses", "token bucket", 0.9, created_at=1))
+        >>> _ = store.put(Belief("cache", "uses", "LRU eviction", 0.9, created_at=2))
+        >>> [g["subject"] for g in store.search("which rate limiter")]
+        ['rate limiter']
+        """
+        if limit < 1:
+            raise SchemaError(f"limit must be at least 1, not {limit}", path="limit")
+        timed = valid_at is not None or as_of is not None
+        valid = _to_millis(valid_at, self.clock) if timed else 0
+        known = _to_millis(as_of, self.clock) if timed else 0
+        wanted = None if namespace is None else set(_namespaces(namespace))
+        index = self._search_index()
+        found: list[Grain] = []
+        for address, _score in index.ranked(text):
+            node = grain_iri(address)
+            if address not in self._cache and address not in self:
+                continue  # indexed by a write that failed
+            if timed:
+                if not in_force(self.backend, node, valid_at=valid, as_of=known):
+                    continue
+            elif next(self.backend.quads(node, OMS.systemTo, None, OMS.index), None):
+                continue
+            grain = self.get(address)
+            if wanted is not None and grain.get("namespace", "shared") not in wanted:
+                continue
+            found.append(grain)
+            if len(found) == limit:
+                break
+        return found
+
+    def reindex(self) -> None:
+        """Rebuild the search index from the grain layer (done on the next search)."""
+        self._search = None
+
+    def _search_index(self) -> SearchIndex:
+        with self._lock:
+            if self._search is None:
+                index = SearchIndex()
+                for q in self.backend.quads(None, RDF.subject, None, ox.DefaultGraph()):
+                    if isinstance(q.subject, ox.NamedNode):
+                        grain = self.get(address_of(q.subject))
+                        index.add(grain.address, search_texts(grain))
+                self._search = index
+            return self._search
 
     def count_beliefs(
         self, *, valid_at: TimeLike = None, as_of: TimeLike = None
