@@ -9,6 +9,7 @@
   the parser's message; a query over its time limit a 503.
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
+- ``/v1/facts``: the facts API (:mod:`oms_rdf.facts`), described at ``/openapi.json``.
 - ``/``: a small page to run a query at a point in time.
 
 - SPARQL Update at ``/sparql`` (``update=``, or a body of type
@@ -24,8 +25,8 @@ by default). Starlette and uvicorn come with the ``[server]`` extra.
 
 >>> from oms_rdf import GrainStore
 >>> app = create_app(GrainStore())
->>> sorted(r.path for r in app.routes)
-['/', '/sparql', '/store']
+>>> sorted({r.path for r in app.routes})[:4]
+['/', '/openapi.json', '/sparql', '/store']
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from .errors import OmsError, PolicyError, QueryError, SchemaError
+from .facts import fact_routes
 from .store import GrainStore, Solutions
 from .times import to_millis
 
@@ -211,6 +213,7 @@ def create_app(
             Route("/sparql", sparql, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=["GET", "HEAD"]),
             Route("/", page, methods=["GET"]),
+            *fact_routes(store, authorize),
         ]
     )
 
@@ -496,8 +499,7 @@ td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}</style></head>
 <button type="submit">Run</button></form>
 <p id="status" role="status"></p><table id="results"></table>
 <script>
-document.getElementById("ask").addEventListener("submit", async (event) => {
-  event.preventDefault();
+async function run() {
   const body = new URLSearchParams({query: document.getElementById("query").value});
   for (const name of ["valid_at", "as_of"]) {
     const value = document.getElementById(name).value.trim();
@@ -517,6 +519,13 @@ document.getElementById("ask").addEventListener("submit", async (event) => {
     for (const name of vars) row.insertCell().textContent = binding[name] ? binding[name].value : "";
   }
   status.textContent = data.results.bindings.length + " rows";
-});
+}
+document.getElementById("ask").addEventListener("submit", (event) => { event.preventDefault(); run(); });
+// A link can carry a query and a point in time (?query=...&valid_at=...): run it.
+const given = new URLSearchParams(location.search);
+for (const name of ["query", "valid_at", "as_of"]) {
+  if (given.has(name)) document.getElementById(name).value = given.get(name);
+}
+if (given.has("query")) run();
 </script></body></html>
 """

@@ -403,3 +403,94 @@ def test_updates_need_a_write_token_for_their_namespace(
                            headers=bearer(WRITER))  # fmt: skip
         assert gone.json()["retracted"] == [bo.address]
         assert store.status(bo).status == "retracted"
+
+
+def test_facts_api_round(guarded: tuple[str, GrainStore]) -> None:
+    base, _ = guarded
+    belief = {"type": "belief", "subject": "rate limiter", "relation": "uses",
+              "object": "leaky bucket", "confidence": 0.7, "created_at": T0 + 1000,
+              "namespace": "crm", "source_type": "llm_generated"}  # fmt: skip
+    with httpx.Client(base_url=base, headers=bearer(WRITER)) as client:
+        made = client.post("/v1/facts", json=belief)
+        assert made.status_code == 201, made.text
+        fact = made.json()
+        assert fact["status"] == "active" and fact["fields"]["object"] == "leaky bucket"
+        assert fact["valid_from"] == "2023-11-14T22:13:21.000Z"
+        got = client.get(f"/v1/facts/{fact['id'][:8]}").json()
+        assert got["id"] == fact["id"]
+        raw = client.get(
+            f"/v1/facts/{fact['id']}", headers={"accept": "application/vnd.oms.grain"}
+        )
+        assert oms.content_address(raw.content) == fact["id"]
+        listed = client.get(
+            "/v1/facts", params={"subject": "rate limiter", "namespace": "crm"}
+        ).json()
+        assert [f["id"] for f in listed["facts"]] == [fact["id"]]
+        found = client.get("/v1/facts/search", params={"q": "limiter bucket"}).json()
+        assert [f["id"] for f in found["facts"]] == [fact["id"]]
+        newer = {**belief, "object": "token bucket", "created_at": T0 + 2000}
+        put = client.put(f"/v1/facts/{fact['id']}", json=newer)
+        assert (
+            put.status_code == 200 and put.json()["fields"]["object"] == "token bucket"
+        )
+        new_id = put.json()["id"]
+        assert client.get(f"/v1/facts/{fact['id']}").json()["superseded_by"] == new_id
+        ancestors = client.get(f"/v1/facts/{new_id}/ancestors").json()
+        assert [f["id"] for f in ancestors["facts"]] == [fact["id"]]
+        assert (
+            client.get("/v1/facts/search", params={"q": "leaky"}).json()["facts"] == []
+        )
+        evidence = client.post(f"/v1/facts/{new_id}/evidence",
+                               json={"kind": "supporting", "strength": 0.9}).json()  # fmt: skip
+        assert evidence["status"] == "accumulating" and evidence["log_ratio"] > 0
+        weaker = {**newer, "object": "fixed window", "created_at": T0 + 3000,
+                  "source_type": "llm_generated"}  # fmt: skip
+        revised = client.post(f"/v1/facts/{new_id}/revise", json={"fields": weaker})
+        assert revised.status_code == 200  # same tier: allowed
+        latest = revised.json()["id"]
+        assert (
+            client.delete(f"/v1/facts/{latest}").status_code == 422
+        )  # a reason is needed
+        gone = client.delete(f"/v1/facts/{latest}", params={"reason": "wrong"})
+        assert gone.status_code == 200 and gone.json()["status"] == "retracted"
+        retracted = client.get("/v1/facts", params={"status": "retracted"}).json()
+        assert latest in [f["id"] for f in retracted["facts"]]
+
+
+def test_facts_api_errors_and_scopes(guarded: tuple[str, GrainStore]) -> None:
+    base, store = guarded
+    (salary,) = store.beliefs(EX + "ann", namespace="hr")
+    (locked,) = [
+        g
+        for g in store.beliefs(EX + "ann", namespace="crm")
+        if g["relation"] == EX + "role"
+    ]
+    with httpx.Client(base_url=base) as client:
+        assert client.get("/v1/facts").status_code == 401
+        hidden = client.get(f"/v1/facts/{salary.address}", headers=bearer(READER))
+        assert hidden.status_code == 404 and hidden.json()["code"] == "ERR_NOT_FOUND"
+        assert (
+            client.get(f"/v1/facts/{salary.address}", headers=bearer(ADMIN)).status_code
+            == 200
+        )
+        listed = client.get("/v1/facts", headers=bearer(READER)).json()
+        assert salary.address not in [f["id"] for f in listed["facts"]]
+        assert client.get("/v1/facts/zz", headers=bearer(READER)).status_code == 422
+        assert (
+            client.get("/v1/facts/" + "0" * 64, headers=bearer(READER)).status_code
+            == 404
+        )
+        post = client.post("/v1/facts", headers=bearer(READER), json={"type": "belief"})
+        assert post.status_code == 403
+        bad = client.post(
+            "/v1/facts", headers=bearer(WRITER), json={"type": "belief", "subject": "x"}
+        )
+        assert bad.status_code == 422 and bad.json()["code"] == "ERR_SCHEMA"
+        refused = client.delete(f"/v1/facts/{locked.address}", params={"reason": "x"},
+                                headers=bearer(WRITER))  # fmt: skip
+        assert (
+            refused.status_code == 409
+            and refused.json()["code"] == "ERR_INVALIDATION_DENIED"
+        )
+        spec = client.get("/openapi.json").json()
+        assert spec["openapi"].startswith("3.") and "/v1/facts/{id}" in spec["paths"]

@@ -188,6 +188,39 @@ class StoreBase:
             Grain.stored(base64.b64decode(_value(quad.object)), address)
         )
 
+    def resolve(self, ref: str | Grain) -> str:
+        """Return the address of a stored grain, given it or a unique prefix (8+ hex).
+
+        Raises:
+            SchemaError: ERR_HASH_FORMAT for text that is not 8 to 64 lowercase hex,
+                or a prefix several grains share (the message lists some).
+            NotFoundError: ERR_NOT_FOUND when no stored grain has it.
+        """
+        if isinstance(ref, Grain) or len(ref) == 64:
+            return self._resolve(ref)
+        if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
+            raise SchemaError(
+                f"expected an address or a prefix of at least 8 lowercase hex characters, "
+                f"found {ref!r}",
+                code=ErrorCode.HASH_FORMAT,
+            )
+        start = NIH_PREFIX + ref
+        found = []
+        for quad in self.backend.quads(None, OMS.blob, None, OMS.blobs):
+            if quad.subject.value.startswith(start):  # type: ignore[union-attr]
+                found.append(address_of(quad.subject))  # type: ignore[arg-type]
+                if len(found) > 3:
+                    break
+        if not found:
+            raise NotFoundError(f"no grain {ref}… in this store")
+        if len(found) > 1:
+            raise SchemaError(
+                f"the prefix {ref} is ambiguous: {', '.join(a[:16] for a in found)}…; "
+                "give more of the address",
+                code=ErrorCode.HASH_FORMAT,
+            )
+        return found[0]
+
     def _remember(self, grain: Grain) -> Grain:
         """Keep a decoded, verified grain in the cache (least recently used goes first)."""
         self._cache[grain.address] = grain

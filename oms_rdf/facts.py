@@ -1,0 +1,411 @@
+"""The facts API under ``/v1``: beliefs over REST, in the shape of XTrace's facts API
+with Mneva's evidence and revise.
+
+``{id}`` is a content address, or a unique prefix of at least 8 hex characters. A
+fact is JSON: ``id``, ``fields`` (full names; bytes as ``{"$base64": ...}``),
+``status``, ``verification``, ``superseded_by``, ``effective_confidence`` and ISO
+times. Grains also go in and out as raw blobs (``application/vnd.oms.grain``).
+Errors are JSON ``{"code", "message", "path"}``: 404 not found, 409 conflict or
+policy refusal, 422 a grain or argument the schema refuses, 403 a token that may
+not.
+
+A token sees only the facts of its namespaces: another namespace's fact is a 404,
+as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .errors import (
+    ErrorCode,
+    NotFoundError,
+    OmsError,
+    PolicyError,
+    SchemaError,
+    StoreError,
+)
+from .grain import Grain
+from .io import dumps_jsonl, loads_json_grain
+from .store import GrainStore
+
+__all__ = ["GRAIN_TYPE", "OPENAPI", "fact_json", "fact_routes"]
+
+GRAIN_TYPE = "application/vnd.oms.grain"
+PAGE = 100  # facts per page when no limit is given
+Authorize = Callable[[Request], Any]  # -> Token, or a Response refusing
+
+
+def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
+    """Return a fact as JSON: its fields, index state and times."""
+    state = store.status(grain.address)
+    fields = json.loads(dumps_jsonl(grain)) if _plain(grain) else None
+    system_from = grain.get("system_valid_from", grain.created_at)
+    return {
+        "id": grain.address,
+        "type": grain.get("type"),
+        "fields": fields
+        if fields is not None
+        else {"$blob": base64.b64encode(grain.blob).decode()},
+        "namespace": grain.get("namespace", "shared"),
+        "status": state.status,
+        "verification": state.verification,
+        "superseded_by": state.superseded_by,
+        "effective_confidence": (
+            state.effective_confidence
+            if state.effective_confidence is not None
+            else grain.get("confidence")
+        ),
+        "valid_from": _iso(grain.get("valid_from", system_from)),
+        "valid_to": _iso(grain.get("valid_to")),
+        "system_from": _iso(system_from),
+        "system_to": _iso(state.system_to),
+    }
+
+
+def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
+    """Return the ``/v1`` routes over ``store``; ``authorize`` maps a request to a token."""
+
+    def scope(request: Request, *, write: bool = False) -> Any:
+        token = authorize(request)
+        if isinstance(token, Response):
+            return token
+        if write and not token.write:
+            return _error(
+                403, ErrorCode.INVALIDATION_DENIED, "this token may not write"
+            )
+        return token
+
+    def visible(token: Any, grain: Grain) -> bool:
+        return (
+            token.namespaces is None
+            or grain.get("namespace", "shared") in token.namespaces
+        )
+
+    def fact(token: Any, ref: str) -> Grain:
+        grain = store.get(store.resolve(ref))
+        if not visible(token, grain):
+            raise NotFoundError(f"no grain {ref} in this store")
+        return grain
+
+    async def create(request: Request) -> Response:
+        token = scope(request, write=True)
+        if isinstance(token, Response):
+            return token
+        item = await _grain_body(request)
+        grain = (
+            Grain.from_blob(item) if isinstance(item, bytes) else Grain.from_dict(item)
+        )
+        if not visible(token, grain):
+            raise PolicyError("this token may not write that namespace")
+        store.put(grain)
+        return JSONResponse(fact_json(store, grain), status_code=201)
+
+    async def listing(request: Request) -> Response:
+        token = scope(request)
+        if isinstance(token, Response):
+            return token
+        q = request.query_params
+        limit, offset = _int(q.get("limit"), PAGE), _int(q.get("cursor"), 0)
+        namespace = q.get("namespace")
+        if (
+            namespace is not None
+            and token.namespaces is not None
+            and namespace not in token.namespaces
+        ):
+            return JSONResponse({"facts": [], "next_cursor": None})
+        status = q.get("status")
+        grains = store.beliefs(
+            q.get("subject"), q.get("relation"), namespace=namespace, status=status,
+            valid_at=q.get("valid_at"), as_of=q.get("as_of"),
+        )  # fmt: skip
+        grains = [g for g in grains if visible(token, g)]
+        page = grains[offset : offset + limit]
+        more = offset + limit < len(grains)
+        return JSONResponse({
+            "facts": [fact_json(store, g) for g in page],
+            "next_cursor": str(offset + limit) if more else None,
+        })  # fmt: skip
+
+    async def search(request: Request) -> Response:
+        token = scope(request)
+        if isinstance(token, Response):
+            return token
+        q = request.query_params
+        text = q.get("q")
+        if not text:
+            raise SchemaError("give the words to look for in ?q=", path="q")
+        asked = q.get("namespace")
+        namespaces = token.namespaces if asked is None else (asked,)
+        if (
+            asked is not None
+            and token.namespaces is not None
+            and asked not in token.namespaces
+        ):
+            return JSONResponse({"facts": []})
+        hits = store.search(text, namespace=namespaces, limit=_int(q.get("limit"), 10))
+        return JSONResponse({"facts": [fact_json(store, g) for g in hits]})
+
+    async def one(request: Request) -> Response:
+        token = scope(request)
+        if isinstance(token, Response):
+            return token
+        grain = fact(token, request.path_params["id"])
+        if GRAIN_TYPE in request.headers.get("accept", ""):
+            return Response(grain.blob, media_type=GRAIN_TYPE)
+        return JSONResponse(fact_json(store, grain))
+
+    async def supersede(request: Request) -> Response:
+        token = scope(request, write=True)
+        if isinstance(token, Response):
+            return token
+        old = fact(token, request.path_params["id"])
+        item = await _grain_body(request)
+        body = item if isinstance(item, bytes) else dict(item)
+        justification = (
+            None if isinstance(body, bytes) else body.pop("$justification", None)
+        )
+        new = store.supersede(old, body, justification=justification)
+        return JSONResponse(fact_json(store, store.get(new)))
+
+    async def retract(request: Request) -> Response:
+        token = scope(request, write=True)
+        if isinstance(token, Response):
+            return token
+        grain = fact(token, request.path_params["id"])
+        reason = request.query_params.get("reason")
+        if not reason:
+            raise SchemaError(
+                "say why in ?reason= (a retraction is audited)", path="reason"
+            )
+        store.retract(grain, reason=reason, by=request.query_params.get("by"))
+        return JSONResponse(fact_json(store, grain))
+
+    async def ancestors(request: Request) -> Response:
+        token = scope(request)
+        if isinstance(token, Response):
+            return token
+        grain = fact(token, request.path_params["id"])
+        return JSONResponse(
+            {"facts": [fact_json(store, g) for g in store.ancestors(grain)]}
+        )
+
+    async def evidence(request: Request) -> Response:
+        token = scope(request, write=True)
+        if isinstance(token, Response):
+            return token
+        grain = fact(token, request.path_params["id"])
+        body = await _json_body(request)
+        result = store.evidence(grain, str(body.get("kind", "supporting")),
+                                float(body.get("strength", 0.8)), body.get("note"))  # fmt: skip
+        return JSONResponse({
+            "id": result.address, "status": result.status, "log_ratio": result.log_ratio,
+            "effective_confidence": result.effective_confidence, "changed": result.changed,
+        })  # fmt: skip
+
+    async def revise(request: Request) -> Response:
+        token = scope(request, write=True)
+        if isinstance(token, Response):
+            return token
+        old = fact(token, request.path_params["id"])
+        body = await _json_body(request)
+        fields = body.get("fields")
+        if not isinstance(fields, dict):
+            raise SchemaError(
+                'give the new belief as {"fields": {...}}', path="$.fields"
+            )
+        new = store.revise(old, fields, force=bool(body.get("force", False)), by=body.get("by"),
+                           justification=body.get("justification"))  # fmt: skip
+        return JSONResponse(fact_json(store, store.get(new)))
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def run(request: Request) -> Response:
+            try:
+                response: Response = await handler(request)
+                return response
+            except OmsError as exc:
+                return _error(_status(exc), exc.code, exc.message, exc.path)
+
+        return run
+
+    return [
+        Route("/v1/facts", guarded(create), methods=["POST"]),
+        Route("/v1/facts", guarded(listing), methods=["GET"]),
+        Route("/v1/facts/search", guarded(search), methods=["GET"]),
+        Route("/v1/facts/{id}", guarded(one), methods=["GET"]),
+        Route("/v1/facts/{id}", guarded(supersede), methods=["PUT"]),
+        Route("/v1/facts/{id}", guarded(retract), methods=["DELETE"]),
+        Route("/v1/facts/{id}/ancestors", guarded(ancestors), methods=["GET"]),
+        Route("/v1/facts/{id}/evidence", guarded(evidence), methods=["POST"]),
+        Route("/v1/facts/{id}/revise", guarded(revise), methods=["POST"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+
+
+def _status(exc: OmsError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, PolicyError) or exc.code == ErrorCode.CONFLICT:
+        return 409
+    if isinstance(exc, StoreError) and not isinstance(exc, ValueError):
+        return 500
+    return 422
+
+
+def _error(status: int, code: str, message: str, path: str | None = None) -> Response:
+    return JSONResponse(
+        {"code": str(code), "message": message, "path": path}, status_code=status
+    )
+
+
+async def _grain_body(request: Request) -> bytes | dict[str, Any]:
+    """A grain from the request body: a raw blob, or JSON fields as export writes them."""
+    if request.headers.get("content-type", "").startswith(GRAIN_TYPE):
+        return await request.body()
+    text = (await request.body()).decode("utf-8", errors="replace")
+    item, index = loads_json_grain(text)
+    if index is not None or not isinstance(item, dict | bytes):
+        raise SchemaError("expected one grain as a JSON object of fields", path="$")
+    return item
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise SchemaError("the body is not JSON", path="$") from None
+    if not isinstance(body, dict):
+        raise SchemaError("expected a JSON object", path="$")
+    return body
+
+
+def _int(text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) < (1 if default else 0):
+        raise SchemaError(f"expected a whole number, found {text!r}")
+    return int(text)
+
+
+def _plain(grain: Grain) -> bool:
+    line = json.loads(dumps_jsonl(grain))
+    return "$blob" not in line
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def _schema_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_ID = {"name": "id", "in": "path", "required": True,
+       "schema": {"type": "string", "pattern": "^[0-9a-f]{8,64}$"}}  # fmt: skip
+_ERRORS = {
+    str(status): {"description": why, "content": {"application/json": {"schema": _schema_ref("Error")}}}
+    for status, why in ((401, "no or unknown token"), (403, "the token may not"),
+                        (404, "no such fact"), (409, "conflict or policy refusal"),
+                        (422, "the schema refuses the grain or an argument"))
+}  # fmt: skip
+_FACT = {
+    "200": {
+        "description": "a fact",
+        "content": {"application/json": {"schema": _schema_ref("Fact")}},
+    },
+    **_ERRORS,
+}
+_FACTS = {
+    "200": {
+        "description": "facts",
+        "content": {"application/json": {"schema": _schema_ref("Facts")}},
+    },
+    **_ERRORS,
+}
+_GRAIN_BODY = {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "additionalProperties": True}},
+    GRAIN_TYPE: {"schema": {"type": "string", "format": "binary"}}}}  # fmt: skip
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "oms-rdf facts API", "version": "1"},
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {
+            "Error": {"type": "object", "required": ["code", "message"], "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"},
+                "path": {"type": ["string", "null"]}}},
+            "Fact": {"type": "object", "required": ["id", "fields", "status"], "properties": {
+                "id": {"type": "string"}, "type": {"type": ["string", "null"]},
+                "fields": {"type": "object"}, "namespace": {"type": "string"},
+                "status": {"enum": ["active", "superseded", "retracted"]},
+                "verification": {"type": "string"},
+                "superseded_by": {"type": ["string", "null"]},
+                "effective_confidence": {"type": ["number", "null"]},
+                "valid_from": {"type": ["string", "null"]}, "valid_to": {"type": ["string", "null"]},
+                "system_from": {"type": ["string", "null"]}, "system_to": {"type": ["string", "null"]}}},
+            "Facts": {"type": "object", "required": ["facts"], "properties": {
+                "facts": {"type": "array", "items": _schema_ref("Fact")},
+                "next_cursor": {"type": ["string", "null"]}}},
+        },
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/v1/facts": {
+            "post": {"summary": "Store a belief (or any grain)", "requestBody": _GRAIN_BODY,
+                     "responses": {"201": _FACT["200"], **_ERRORS}},
+            "get": {"summary": "List facts by status, subject, relation, namespace or time",
+                    "parameters": [{"name": n, "in": "query", "required": False,
+                                    "schema": {"type": "string"}} for n in
+                                   ("status", "subject", "relation", "namespace", "valid_at",
+                                    "as_of", "limit", "cursor")],
+                    "responses": _FACTS},
+        },
+        "/v1/facts/search": {"get": {"summary": "Ranked recall (BM25)", "parameters": [
+            {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
+            {"name": "namespace", "in": "query", "required": False, "schema": {"type": "string"}},
+            {"name": "limit", "in": "query", "required": False, "schema": {"type": "string"}}],
+            "responses": _FACTS}},
+        "/v1/facts/{id}": {
+            "parameters": [_ID],
+            "get": {"summary": "One fact (JSON, or the raw blob)", "responses": _FACT},
+            "put": {"summary": "Supersede it", "requestBody": _GRAIN_BODY, "responses": _FACT},
+            "delete": {"summary": "Retract it", "parameters": [
+                {"name": "reason", "in": "query", "required": True, "schema": {"type": "string"}},
+                {"name": "by", "in": "query", "required": False, "schema": {"type": "string"}}],
+                "responses": _FACT},
+        },
+        "/v1/facts/{id}/ancestors": {"parameters": [_ID], "get": {
+            "summary": "The versions before it, first first", "responses": _FACTS}},
+        "/v1/facts/{id}/evidence": {"parameters": [_ID], "post": {
+            "summary": "Record evidence (SPRT)", "requestBody": {"required": True, "content": {
+                "application/json": {"schema": {"type": "object", "properties": {
+                    "kind": {"enum": ["supporting", "refuting"]}, "strength": {"type": "number"},
+                    "note": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "the test's state"}, **_ERRORS}}},
+        "/v1/facts/{id}/revise": {"parameters": [_ID], "post": {
+            "summary": "Supersede under the entrenchment tiers", "requestBody": {
+                "required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["fields"], "properties": {
+                        "fields": {"type": "object"}, "force": {"type": "boolean"},
+                        "by": {"type": "string"}, "justification": {"type": "string"}}}}}},
+            "responses": _FACT}},
+    },
+}  # fmt: skip
