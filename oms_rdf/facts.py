@@ -204,8 +204,22 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             return token
         grain = fact(token, request.path_params["id"])
         body = await _json_body(request)
-        result = store.evidence(grain, str(body.get("kind", "supporting")),
-                                float(body.get("strength", 0.8)), body.get("note"))  # fmt: skip
+        kind, strength, note = (
+            body.get("kind", "supporting"),
+            body.get("strength", 0.8),
+            body.get("note"),
+        )
+        if (
+            not isinstance(kind, str)
+            or type(strength) not in (int, float)
+            or not isinstance(note, str | None)
+        ):
+            raise SchemaError(
+                'expected {"kind": "supporting"|"refuting", "strength": a number, '
+                '"note": text}',
+                path="$",
+            )
+        result = store.evidence(grain, kind, float(strength), note)
         return JSONResponse({
             "id": result.address, "status": result.status, "log_ratio": result.log_ratio,
             "effective_confidence": result.effective_confidence, "changed": result.changed,
@@ -217,13 +231,19 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             return token
         old = fact(token, request.path_params["id"])
         body = await _json_body(request)
-        fields = body.get("fields")
-        if not isinstance(fields, dict):
+        fields, force = body.get("fields"), body.get("force", False)
+        by, justification = body.get("by"), body.get("justification")
+        if (
+            not isinstance(fields, dict)
+            or not isinstance(force, bool)
+            or not isinstance(by, str | None)
+            or not isinstance(justification, str | None)
+        ):
             raise SchemaError(
-                'give the new belief as {"fields": {...}}', path="$.fields"
+                'expected {"fields": {...}, "force": bool, "by": DID, "justification": text}',
+                path="$",
             )
-        new = store.revise(old, fields, force=bool(body.get("force", False)), by=body.get("by"),
-                           justification=body.get("justification"))  # fmt: skip
+        new = store.revise(old, fields, force=force, by=by, justification=justification)
         return JSONResponse(fact_json(store, store.get(new)))
 
     async def openapi(request: Request) -> Response:
@@ -293,7 +313,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
 def _int(text: str | None, default: int) -> int:
     if text is None:
         return default
-    if not text.isdigit() or int(text) < (1 if default else 0):
+    if not (text.isascii() and text.isdigit()) or int(text) < (1 if default else 0):
         raise SchemaError(f"expected a whole number, found {text!r}")
     return int(text)
 

@@ -494,3 +494,44 @@ def test_facts_api_errors_and_scopes(guarded: tuple[str, GrainStore]) -> None:
         )
         spec = client.get("/openapi.json").json()
         assert spec["openapi"].startswith("3.") and "/v1/facts/{id}" in spec["paths"]
+
+
+def test_the_page_runs_a_query_in_headless_chromium(
+    served: tuple[str, GrainStore], tmp_path: object
+) -> None:
+    import shutil
+    import subprocess
+    from urllib.parse import urlencode
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert browser is not None, "Debian's chromium is needed; .ci/run installs it"
+    base, _ = served
+    link = f"{base}/?" + urlencode({"query": WORKS, "valid_at": "2023-11-20"})
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path}", "--virtual-time-budget=15000", "--dump-dom"]  # fmt: skip
+    page = subprocess.run(
+        [browser, *flags, link], capture_output=True, text=True, timeout=90
+    )
+    assert "1 rows" in page.stdout, page.stderr[-2000:]
+    assert f"<td>{EX}acme</td>" in page.stdout  # the answer of that point, in the DOM
+
+
+def test_schemathesis_finds_no_server_error(
+    guarded: tuple[str, GrainStore], tmp_path: object
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    base, _ = guarded
+    st = shutil.which("st", path=str(Path(sys.executable).parent))
+    assert st is not None, "schemathesis is installed by the [test] extra"
+    result = subprocess.run(
+        [st, "run", f"{base}/openapi.json", "--checks", "not_a_server_error",
+         "--max-examples", "25", "--header", f"Authorization: Bearer {ADMIN}",
+         "--phases", "examples,fuzzing", "--no-color", "--seed", "20261201"],
+        capture_output=True, text=True, timeout=600, cwd=str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:]

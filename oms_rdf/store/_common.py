@@ -17,7 +17,7 @@ from pyoxigraph import (
 )
 
 from ..codec import DEFAULT_NAMESPACE
-from ..errors import ErrorCode, StoreError
+from ..errors import SchemaError, StoreError
 from ..grain import Grain, now_ms
 from ..mapping import (
     Row,
@@ -179,9 +179,7 @@ def _term(value: Any) -> Any:
         return millis_literal(_to_millis(value, now_ms))
     if isinstance(value, str):
         return Literal(value)
-    raise StoreError(
-        f"cannot bind a {type(value).__name__} in SPARQL", code=ErrorCode.SCHEMA
-    )
+    raise SchemaError(f"cannot bind a {type(value).__name__} in SPARQL")
 
 
 def _system_from(grain: Grain) -> int:

@@ -306,10 +306,9 @@ class StoreBase:
         elif isinstance(item, Mapping):
             grain = Grain.from_dict(item)
         else:
-            raise StoreError(
+            raise SchemaError(
                 f"expected a Grain, a mapping of fields, blob bytes or a COSE_Sign1 "
-                f"envelope; found {type(item).__name__}",
-                code=ErrorCode.SCHEMA,
+                f"envelope; found {type(item).__name__}"
             )
         if grain.get("_disclosure_of") is not None:
             raise SchemaError(

@@ -13,7 +13,7 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..errors import ErrorCode, QueryError, SchemaError, StoreError
+from ..errors import QueryError, SchemaError
 from ..grain import Grain
 from ..mapping import (
     DEFAULT_SETTINGS,
@@ -66,14 +66,14 @@ class Questions(StoreBase):
         semantics of REST memory APIs); it does not combine with the times.
 
         Raises:
-            StoreError: ERR_SCHEMA for an unknown status, or status with a time.
+            SchemaError: ERR_SCHEMA for an unknown status, or status with a time.
         """
         if status is not None:
             if status not in STATUSES or valid_at is not None or as_of is not None:
-                raise StoreError(
+                raise SchemaError(
                     f"status lists by index status, one of {list(STATUSES)}, without "
                     f"valid_at/as_of; found status={status!r}",
-                    code=ErrorCode.SCHEMA,
+                    path="status",
                 )
             texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
             bindings[Variable("statusNode")] = getattr(OMS, status)
