@@ -389,7 +389,9 @@ def test_ancestors_and_status_listing() -> None:
     assert [g.address for g in store.beliefs(status="retracted")] == [gone]
     with pytest.raises(oms.SchemaError) as info:  # a bad argument: also a ValueError
         store.beliefs(status="active", as_of=T0)
-    assert isinstance(info.value, ValueError) and info.value.code == oms.ErrorCode.SCHEMA
+    assert (
+        isinstance(info.value, ValueError) and info.value.code == oms.ErrorCode.SCHEMA
+    )
 
 
 def test_disclosed_views_are_not_stored() -> None:
