@@ -15,7 +15,6 @@ as if it did not exist.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -47,14 +46,14 @@ Authorize = Callable[[Request], Any]  # -> Token, or a Response refusing
 def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
     """Return a fact as JSON: its fields, index state and times."""
     state = store.status(grain.address)
-    fields = json.loads(dumps_jsonl(grain)) if _plain(grain) else None
+    fields = json.loads(
+        dumps_jsonl(grain)
+    )  # full names; {"$blob"} when only bytes keep it
     system_from = grain.get("system_valid_from", grain.created_at)
     return {
         "id": grain.address,
         "type": grain.get("type"),
-        "fields": fields
-        if fields is not None
-        else {"$blob": base64.b64encode(grain.blob).decode()},
+        "fields": fields,
         "namespace": grain.get("namespace", "shared"),
         "status": state.status,
         "verification": state.verification,
@@ -316,11 +315,6 @@ def _int(text: str | None, default: int) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) < (1 if default else 0):
         raise SchemaError(f"expected a whole number, found {text!r}")
     return int(text)
-
-
-def _plain(grain: Grain) -> bool:
-    line = json.loads(dumps_jsonl(grain))
-    return "$blob" not in line
 
 
 def _iso(ms: int | None) -> str | None:
