@@ -19,9 +19,10 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from xml.sax.saxutils import escape
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from .errors import (
@@ -248,6 +249,22 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
     async def openapi(request: Request) -> Response:
         return JSONResponse(OPENAPI)
 
+    async def docs(request: Request) -> Response:
+        rows = "".join(
+            f"<tr><td>{method.upper()}</td><td><code>{escape(path)}</code></td>"
+            f"<td>{escape(op.get('summary', ''))}</td></tr>"
+            for path, item in OPENAPI["paths"].items()
+            for method, op in item.items()
+            if isinstance(op, dict) and method != "parameters"
+        )
+        return HTMLResponse(
+            "<!doctype html><html lang=en><head><meta charset=utf-8><title>oms-rdf API"
+            "</title></head><body><h1>oms-rdf facts API</h1><p>Machine-readable: "
+            "<a href=openapi.json>openapi.json</a>. Send <code>Authorization: Bearer "
+            "TOKEN</code> when the server has a token file.</p><table>"
+            f"<tr><th>method</th><th>path</th><th>what</th></tr>{rows}</table></body></html>"
+        )
+
     def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             try:
@@ -269,6 +286,7 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         Route("/v1/facts/{id}/evidence", guarded(evidence), methods=["POST"]),
         Route("/v1/facts/{id}/revise", guarded(revise), methods=["POST"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
     ]
 
 

@@ -9,7 +9,8 @@
   the parser's message; a query over its time limit a 503.
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
-- ``/v1/facts``: the facts API (:mod:`oms_rdf.facts`), described at ``/openapi.json``.
+- ``/v1/facts``: the facts API (:mod:`oms_rdf.facts`), described at ``/openapi.json``
+  and, for people, ``/docs``.
 - ``/``: a small page to run a query at a point in time.
 
 - SPARQL Update at ``/sparql`` (``update=``, or a body of type
@@ -25,8 +26,8 @@ by default). Starlette and uvicorn come with the ``[server]`` extra.
 
 >>> from oms_rdf import GrainStore
 >>> app = create_app(GrainStore())
->>> sorted({r.path for r in app.routes})[:4]
-['/', '/openapi.json', '/sparql', '/store']
+>>> sorted({r.path for r in app.routes})[:5]
+['/', '/docs', '/openapi.json', '/sparql', '/store']
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ _RDF_FORMATS = {
     "application/ld+json": ox.RdfFormat.JSON_LD,
 }
 _QUERY_FORM = "application/x-www-form-urlencoded"
+_RDFLIB_DEFAULT = "urn:x-rdflib:default"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,7 +161,10 @@ def create_app(
                 "application/sparql-query)",
                 status_code=400,
             )
-        default_uris = params.get("default-graph-uri") or None
+        # rdflib's SPARQLStore names the default graph urn:x-rdflib:default.
+        default_uris = [
+            u for u in params.get("default-graph-uri", []) if u != _RDFLIB_DEFAULT
+        ] or None
         named_uris = params.get("named-graph-uri") or None
         accept = request.headers.get("accept", "*/*")
 

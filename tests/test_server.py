@@ -535,3 +535,74 @@ def test_schemathesis_finds_no_server_error(
         capture_output=True, text=True, timeout=600, cwd=str(tmp_path),
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
+
+
+@pytest.mark.parametrize(
+    ("method", "route", "body"),
+    [
+        ("GET", "/v1/facts/{id}", None),
+        ("PUT", "/v1/facts/{id}", {"type": "belief", "subject": "s", "relation": "r",
+                                   "object": "o", "confidence": 0.5, "created_at": T0 + 5}),
+        ("DELETE", "/v1/facts/{id}?reason=x", None),
+        ("GET", "/v1/facts/{id}/ancestors", None),
+        ("POST", "/v1/facts/{id}/evidence", {"kind": "supporting", "strength": 0.9}),
+        ("POST", "/v1/facts/{id}/revise", {"fields": {"type": "belief", "subject": "s",
+                                                      "relation": "r", "object": "o",
+                                                      "confidence": 0.5, "created_at": T0 + 5}}),
+    ],
+)  # fmt: skip
+def test_no_fact_route_reaches_another_namespace(
+    guarded: tuple[str, GrainStore], method: str, route: str, body: object
+) -> None:
+    base, store = guarded
+    (salary,) = store.beliefs(EX + "ann", namespace="hr")
+    before = {str(q) for q in store.backend.quads()}
+    with httpx.Client(base_url=base) as client:
+        for token in (READER, WRITER):
+            got = client.request(method, route.format(id=salary.address), json=body,
+                                 headers=bearer(token))  # fmt: skip
+            assert got.status_code in (403, 404), (token, got.status_code, got.text)
+        found = client.get(
+            "/v1/facts/search", params={"q": "salary"}, headers=bearer(WRITER)
+        )
+        assert found.json()["facts"] == []
+    assert {str(q) for q in store.backend.quads()} == before
+
+
+def test_rdflib_sparql_update_store_adds_and_removes(
+    guarded: tuple[str, GrainStore],
+) -> None:
+    from rdflib import Graph, Literal, URIRef
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+    base, store = guarded
+    remote = SPARQLUpdateStore(f"{base}/sparql", f"{base}/sparql",
+                               headers={"Authorization": f"Bearer {WRITER}"})  # fmt: skip
+    graph = Graph(store=remote, identifier=DATASET_DEFAULT_GRAPH_ID)
+    triple = (URIRef(EX + "zed"), URIRef(EX + "likes"), Literal("tea"))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        graph.add(triple)
+        (zed,) = store.beliefs(EX + "zed")
+        assert zed.get("namespace") == "crm" and zed["object"] == "tea"
+        assert graph.query(f'ASK {{ <{EX}zed> <{EX}likes> "tea" }}').askAnswer is True
+        graph.remove(triple)
+    assert store.status(zed).status == "retracted"
+    assert store.beliefs(EX + "zed") == []
+
+
+def test_a_query_over_the_time_limit_is_a_503() -> None:
+    store = GrainStore(clock=lambda: T0)
+    store.put_many(oms.Belief(EX + f"n{i}", EX + "next", EX + f"n{i + 1}", 0.5, created_at=T0)
+                   for i in range(400))  # fmt: skip
+    heavy = (f"SELECT (COUNT(*) AS ?n) WHERE {{ ?a <{EX}next>* ?b . ?b <{EX}next>* ?c . "
+             f"?c <{EX}next>* ?d }}")  # fmt: skip
+    with running(create_app(store, query_timeout=0.2)) as base:
+        got = httpx.get(f"{base}/sparql", params={"query": heavy}, timeout=60)
+        assert got.status_code == 503 and "limit" in got.text
+        assert (
+            httpx.get(f"{base}/sparql", params={"query": "ASK {}"}).status_code == 200
+        )
+        docs = httpx.get(f"{base}/docs")
+        assert docs.status_code == 200 and "/v1/facts/{id}/evidence" in docs.text

@@ -5,7 +5,9 @@ be bypassed: ``INSERT DATA`` goes through adoption (the same checks, the same
 write path as an import), ``DELETE DATA`` retracts the current beliefs that assert
 those triples through the policies, all of them in one atomic write or none. Any
 other update form (``DELETE/INSERT ... WHERE``, ``LOAD``, ``CLEAR``, ``DROP``, ...)
-is refused: it would rewrite the store's graphs instead of revising beliefs.
+is refused: it would rewrite the store's graphs instead of revising beliefs. The
+one exception is ``DELETE { t } WHERE { t }`` over the same ground triples, which
+means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way).
 
 rdflib parses the request (pyoxigraph exposes no update parser).
 """
@@ -62,6 +64,11 @@ def data_operations(text: str) -> list[tuple[str, list[ox.Quad]]]:
     operations = []
     for op in request.algebra:
         kind = _ALLOWED.get(op.name)
+        if kind is None and _ground_delete(op):
+            # DELETE { t } WHERE { t } with the same ground triples: DELETE DATA, as
+            # rdflib's SPARQLUpdateStore.remove writes it.
+            operations.append(("delete", _quads(op["delete"], _part(op, "withClause"))))
+            continue
         if kind is None:
             raise QueryError(
                 f"{op.name} is refused: only INSERT DATA (adopt triples as beliefs) and "
@@ -73,10 +80,52 @@ def data_operations(text: str) -> list[tuple[str, list[ox.Quad]]]:
     return operations
 
 
-def _quads(op: Any) -> list[ox.Quad]:
-    lines = [f"{s.n3()} {p.n3()} {o.n3()} ." for s, p, o in op.get("triples") or ()]
-    for graph, triples in (op.get("quads") or {}).items():
-        lines += [f"{s.n3()} {p.n3()} {o.n3()} {graph.n3()} ." for s, p, o in triples]
+def _ground_delete(op: Any) -> bool:
+    """Whether a Modify only deletes ground triples its WHERE matches exactly."""
+    from rdflib.term import Literal, URIRef
+
+    if op.name != "Modify" or "insert" in op or "using" in op or "delete" not in op:
+        return False
+    template = op["delete"]
+    if _part(template, "quads"):
+        return False
+    triples = list(_part(template, "triples") or ())
+    pattern = _bgp_triples(op["where"])
+    ground = all(
+        isinstance(term, URIRef | Literal) for triple in triples for term in triple
+    )
+    return (
+        bool(triples)
+        and ground
+        and pattern is not None
+        and set(pattern) == set(triples)
+    )
+
+
+def _part(node: Any, key: str) -> Any:
+    """A part of an rdflib algebra node, or None (its ``get`` returns the key itself)."""
+    return node[key] if key in node else None
+
+
+def _bgp_triples(node: Any) -> list[Any] | None:
+    """The triples of a WHERE made only of basic graph patterns, else None."""
+    name = getattr(node, "name", None)
+    if name == "BGP":
+        return list(_part(node, "triples") or ())
+    if name == "Join":
+        left, right = _bgp_triples(node["p1"]), _bgp_triples(node["p2"])
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _quads(op: Any, graph: Any = None) -> list[ox.Quad]:
+    with_graph = f" {graph.n3()}" if graph is not None else ""
+    lines = [
+        f"{s.n3()} {p.n3()} {o.n3()}{with_graph} ."
+        for s, p, o in _part(op, "triples") or ()
+    ]
+    for name, triples in (_part(op, "quads") or {}).items():
+        lines += [f"{s.n3()} {p.n3()} {o.n3()} {name.n3()} ." for s, p, o in triples]
     try:
         return list(ox.parse("\n".join(lines), format=ox.RdfFormat.N_QUADS))
     except SyntaxError as exc:
