@@ -223,6 +223,14 @@ def test_sparqlwrapper_and_rdflib_get_the_same_answers(
             graph.query("SELECT ?name WHERE { ?x <http://example.org/name> ?name }")
         )
     assert sorted(str(r[0]) for r in rows) == ["Ann", "Bo"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        # Time travel: the endpoint URL carries the point, the form carries the query.
+        past = SPARQLStore(f"{base}/sparql?valid_at=2023-11-20", method="POST_FORM")
+        rows = list(Graph(store=past).query(WORKS))
+    assert [str(r[0]) for r in rows] == objects(
+        store.query(WORKS, valid_at="2023-11-20")
+    )
     stored = store.query("SELECT ?name WHERE { ?x <http://example.org/name> ?name }")
     assert isinstance(stored, oms.Solutions)
     assert sorted(r["name"].value for r in stored) == ["Ann", "Bo"]
