@@ -75,12 +75,13 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
     """Return the ``/v1`` routes over ``store``; ``authorize`` maps a request to a token."""
 
     def scope(request: Request, *, write: bool = False) -> Any:
+        """The request's token; a refusal is raised, and answered by ``guarded``."""
         token = authorize(request)
         if isinstance(token, Response):
-            return token
+            raise _Refused(token)
         if write and not token.write:
-            return _error(
-                403, ErrorCode.INVALIDATION_DENIED, "this token may not write"
+            raise _Refused(
+                _error(403, ErrorCode.INVALIDATION_DENIED, "this token may not write")
             )
         return token
 
@@ -98,8 +99,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def create(request: Request) -> Response:
         token = scope(request, write=True)
-        if isinstance(token, Response):
-            return token
         item = await _grain_body(request)
         grain = (
             Grain.from_blob(item) if isinstance(item, bytes) else Grain.from_dict(item)
@@ -111,8 +110,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def listing(request: Request) -> Response:
         token = scope(request)
-        if isinstance(token, Response):
-            return token
         q = request.query_params
         limit, offset = _int(q.get("limit"), PAGE), _int(q.get("cursor"), 0)
         namespace = q.get("namespace")
@@ -137,8 +134,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def search(request: Request) -> Response:
         token = scope(request)
-        if isinstance(token, Response):
-            return token
         q = request.query_params
         text = q.get("q")
         if not text:
@@ -156,8 +151,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def one(request: Request) -> Response:
         token = scope(request)
-        if isinstance(token, Response):
-            return token
         grain = fact(token, request.path_params["id"])
         if GRAIN_TYPE in request.headers.get("accept", ""):
             return Response(grain.blob, media_type=GRAIN_TYPE)
@@ -165,8 +158,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def supersede(request: Request) -> Response:
         token = scope(request, write=True)
-        if isinstance(token, Response):
-            return token
         old = fact(token, request.path_params["id"])
         item = await _grain_body(request)
         body = item if isinstance(item, bytes) else dict(item)
@@ -178,8 +169,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def retract(request: Request) -> Response:
         token = scope(request, write=True)
-        if isinstance(token, Response):
-            return token
         grain = fact(token, request.path_params["id"])
         reason = request.query_params.get("reason")
         if not reason:
@@ -191,8 +180,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def ancestors(request: Request) -> Response:
         token = scope(request)
-        if isinstance(token, Response):
-            return token
         grain = fact(token, request.path_params["id"])
         return JSONResponse(
             {"facts": [fact_json(store, g) for g in store.ancestors(grain)]}
@@ -200,8 +187,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def evidence(request: Request) -> Response:
         token = scope(request, write=True)
-        if isinstance(token, Response):
-            return token
         grain = fact(token, request.path_params["id"])
         body = await _json_body(request)
         kind, strength, note = (
@@ -227,8 +212,6 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
 
     async def revise(request: Request) -> Response:
         token = scope(request, write=True)
-        if isinstance(token, Response):
-            return token
         old = fact(token, request.path_params["id"])
         body = await _json_body(request)
         fields, force = body.get("fields"), body.get("force", False)
@@ -270,6 +253,8 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             try:
                 response: Response = await handler(request)
                 return response
+            except _Refused as refusal:
+                return refusal.response
             except OmsError as exc:
                 return _error(_status(exc), exc.code, exc.message, exc.path)
 
@@ -288,6 +273,14 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
     ]
+
+
+class _Refused(Exception):  # noqa: N818 - an answer to give, not an error
+    """A request the token may not make: carries the response to give."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
 
 
 def _status(exc: OmsError) -> int:

@@ -306,7 +306,7 @@ class Invalidation(Questions):
             NotFoundError: not stored. PolicyError: refused by a policy
             (ERR_INVALIDATION_DENIED) or already retracted (ERR_CONFLICT).
         """
-        self._void(address, "retract", reason=reason, by=by, at=at)
+        self._void([address], "retract", reason=reason, by=by, at=at)
 
     def contradict(
         self,
@@ -322,22 +322,7 @@ class Invalidation(Questions):
             NotFoundError: not stored. PolicyError: refused by a policy
             (ERR_INVALIDATION_DENIED) or already contradicted (ERR_CONFLICT).
         """
-        self._void(address, "contradict", reason=reason, by=by, at=at)
-
-    def _void(
-        self,
-        address: str | Grain,
-        operation: str,
-        *,
-        reason: str | None,
-        by: str | None,
-        at: TimeLike,
-    ) -> None:
-        with self._lock:
-            delete, insert = self._void_change(
-                address, operation, reason=reason, by=by, at=at
-            )
-            self.backend.update(update_request(delete, insert))
+        self._void([address], "contradict", reason=reason, by=by, at=at)
 
     def retract_all(
         self,
@@ -352,6 +337,18 @@ class Invalidation(Questions):
         Raises:
             as :meth:`retract`, for the first grain refused; nothing is retracted.
         """
+        self._void(addresses, "retract", reason=reason, by=by, at=at)
+
+    def _void(
+        self,
+        addresses: Iterable[str | Grain],
+        operation: str,
+        *,
+        reason: str | None,
+        by: str | None,
+        at: TimeLike,
+    ) -> None:
+        """Retract or contradict grains in one atomic write, after every check."""
         with self._lock:
             targets = list(dict.fromkeys(self._resolve(a) for a in addresses))
             leaving = frozenset(targets)
@@ -359,7 +356,7 @@ class Invalidation(Questions):
             insert: list[Quad | Row] = []
             for address in targets:
                 removed, added = self._void_change(
-                    address, "retract", reason=reason, by=by, at=at, leaving=leaving
+                    address, operation, reason=reason, by=by, at=at, leaving=leaving
                 )
                 delete += removed
                 insert += added
