@@ -36,6 +36,7 @@ import csv
 import hmac
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,8 @@ _RDF_FORMATS = {
 }
 _QUERY_FORM = "application/x-www-form-urlencoded"
 _RDFLIB_DEFAULT = "urn:x-rdflib:default"
+# A federated query would make the server fetch whatever IRI the client names.
+_FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +158,11 @@ def create_app(
         if "update" in params:
             return await _update(store, token, params, query_timeout)
         texts = params.get("query", [])
+        if any(_FEDERATED.search(text) for text in texts):
+            return PlainTextResponse(
+                "SERVICE is refused: this endpoint does not send requests elsewhere",
+                status_code=400,
+            )
         if len(texts) != 1:
             return PlainTextResponse(
                 "give exactly one query (parameter `query`, or a body of type "

@@ -614,3 +614,13 @@ def test_a_query_over_the_time_limit_is_a_503() -> None:
         )
         docs = httpx.get(f"{base}/docs")
         assert docs.status_code == 200 and "/v1/facts/{id}/evidence" in docs.text
+
+
+def test_federated_queries_are_refused(served: tuple[str, GrainStore]) -> None:
+    base, store = served
+    federated = "SELECT * WHERE { SERVICE <http://127.0.0.1:1/sparql> { ?s ?p ?o } }"
+    got = httpx.get(f"{base}/sparql", params={"query": federated})
+    assert got.status_code == 400 and "SERVICE" in got.text
+    # In the library the failure is ours too, when the results are read.
+    with pytest.raises(oms.OmsError):
+        list(store.query(federated))  # type: ignore[arg-type]

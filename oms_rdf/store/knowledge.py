@@ -14,6 +14,7 @@ them back as blank nodes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import IO, Any
 
 import pyoxigraph as ox
@@ -96,8 +97,9 @@ class Solutions:
 
     def __iter__(self) -> Iterator[QueryRow]:
         index = self._index
-        for row in self._solutions or ():
-            yield QueryRow(index, tuple(unskolem(term) for term in row))
+        with _evaluating():
+            for row in self._solutions or ():
+                yield QueryRow(index, tuple(unskolem(term) for term in row))
 
     def close(self) -> None:
         """Let go of the underlying pyoxigraph result (it must die on its thread)."""
@@ -108,8 +110,24 @@ QueryResult = Solutions | bool | Iterator[ox.Triple]
 
 
 def _triples(triples: Iterable[ox.Triple]) -> Iterator[ox.Triple]:
-    for t in triples:
-        yield ox.Triple(unskolem(t.subject), unskolem(t.predicate), unskolem(t.object))
+    with _evaluating():
+        for t in triples:
+            yield ox.Triple(
+                unskolem(t.subject), unskolem(t.predicate), unskolem(t.object)
+            )
+
+
+@contextmanager
+def _evaluating() -> Iterator[None]:
+    """Results are computed as they are read: their failures become ours too."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise _query_error(exc) from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"SPARQL evaluation failed: {exc}", code=ErrorCode.STORE
+        ) from exc
 
 
 def run_query(
@@ -129,19 +147,27 @@ def run_query(
     }
     try:
         result = target.query(sparql, substitutions=bound, prefixes=PREFIXES, **dataset)
-    except SyntaxError as exc:
-        raise QueryError(f"not valid SPARQL: {exc}") from None
     except StoreError as exc:
-        if isinstance(exc.__cause__, SyntaxError):
-            raise QueryError(f"not valid SPARQL: {exc.__cause__}") from None
+        cause = exc.__cause__
+        if isinstance(cause, SyntaxError | RuntimeError):
+            raise _query_error(cause) from None
         raise
-    except (OSError, ValueError, RuntimeError) as exc:
+    except (SyntaxError, RuntimeError) as exc:
+        raise _query_error(exc) from None
+    except (OSError, ValueError) as exc:
         raise StoreError(f"SPARQL query failed: {exc}", code=ErrorCode.STORE) from exc
     if isinstance(result, ox.QueryBoolean):
         return bool(result)
     if isinstance(result, ox.QuerySolutions):
         return Solutions(result)
     return _triples(result)
+
+
+def _query_error(exc: Exception) -> QueryError:
+    """The query's own fault: its syntax, or what it asks (a binding it does not project)."""
+    if isinstance(exc, SyntaxError):
+        return QueryError(f"not valid SPARQL: {exc}")
+    return QueryError(f"the query cannot be answered: {exc}")
 
 
 class Snapshot:
