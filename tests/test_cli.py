@@ -254,7 +254,7 @@ def test_query_forms_time_travel_and_errors(tmp_path: Path) -> None:
     )
     assert bad.exit_code == 1 and "ERR_QUERY" in bad.output and "2:" in bad.output
     plain = run("--store", db, "export", str(tmp_path / "k.ttl"))
-    assert plain.output.strip() == "exported 2 triples"
+    assert plain.stdout.strip() == "exported 2 triples"
     assert "<http://example.org/p/alice>" in (tmp_path / "k.ttl").read_text()
 
 
