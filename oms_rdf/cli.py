@@ -23,7 +23,7 @@ from .errors import (
 )
 from .grain import Grain
 from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
-from .mapping import millis_literal
+from .mapping import TIME_FIELDS, millis_literal
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
 from .store import GrainStore, Solutions
@@ -272,15 +272,22 @@ def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
         oms-rdf --store mem.db put beliefs.jsonl
     """
     items = [item for source in sources for item in _grains_from(source)]
-    for address in _store(ctx).put_many(items):
-        click.echo(address)
+    store = _store(ctx)
+    for address in store.put_many(items):
+        grain = store.get(address)
+        said = " ".join(
+            str(grain.get(k)) if k != "object" else repr(grain.get(k))
+            for k in ("subject", "relation", "object")
+            if k in grain.fields
+        )
+        click.echo(f"{address}  {grain.type} {said}".rstrip())
 
 
 @cli.command("get")
 @click.argument("address")
 @click.pass_context
 def get_cmd(ctx: click.Context, address: str) -> None:
-    """Print a stored grain as JSON, with its index state.
+    """Print a stored grain as JSON, with its index state (times in ISO 8601 UTC).
 
     Example:
 
@@ -289,9 +296,12 @@ def get_cmd(ctx: click.Context, address: str) -> None:
     store = _store(ctx, read=True)
     grain = store.get(address)
     state = store.status(address)
-    out = {"address": grain.address, "fields": dict(grain.fields), "index": {
-        k: getattr(state, k) for k in state.__slots__ if k != "address"}}  # fmt: skip
-    click.echo(dump_json(out))
+    fields = {k: _iso(v) if k in TIME_FIELDS and type(v) is int else v
+              for k, v in grain.fields.items()}  # fmt: skip
+    index = {k: getattr(state, k) for k in state.__slots__ if k != "address"}
+    for k in ("system_to", "voided_at", "pending_erasure"):
+        index[k] = _iso(index[k])
+    click.echo(dump_json({"address": grain.address, "fields": fields, "index": index}))
 
 
 def time_options(fn: F) -> F:

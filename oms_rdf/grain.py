@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -181,7 +182,37 @@ class Grain:
         return hash(self.address)
 
     def __repr__(self) -> str:
-        return f"<Grain {self.type} {self.address[:12]}>"
+        """The type, what the grain says (subject, relation, object, confidence), its address.
+
+        >>> Belief("alice", "works_at", "Acme", 0.9, created_at=1)
+        <Grain belief alice works_at 'Acme' conf=0.9 4360a7809e2f…>
+        """
+        said = " ".join(
+            part
+            for part in (
+                self._text("subject"),
+                self._text("relation"),
+                repr(self.get("object")) if "object" in self.fields else "",
+                f"conf={self.get('confidence')}" if "confidence" in self.fields else "",
+            )
+            if part
+        )
+        return f"<Grain {self.type} {said + ' ' if said else ''}{self.address[:12]}…>"
+
+    def _repr_html_(self) -> str:
+        """A grain as a small table in a notebook: address, then its fields."""
+        cells = "".join(
+            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(repr(v))}</td></tr>"
+            for k, v in self.fields.items()
+        )
+        return (
+            f"<table><caption>{html.escape(self.type)} "
+            f"<code>{self.address}</code></caption>{cells}</table>"
+        )
+
+    def _text(self, name: str) -> str:
+        value = self.get(name)
+        return "" if value is None else str(value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Grain.from_blob, (self.blob,))

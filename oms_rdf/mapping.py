@@ -279,7 +279,7 @@ def nt_literal(text: str, datatype: str = "") -> str:
 
 
 def _nt_value(name: str, value: Any) -> str:
-    if name in _TIME_FIELDS and type(value) is int:
+    if name in TIME_FIELDS and type(value) is int:
         return _time_nt(value)
     return nt_literal(*_lexical(value))
 
@@ -504,7 +504,7 @@ def quads_to_grain(quads: Iterable[Quad]) -> Grain:
     return Grain.from_blob(data, address=address_of(node))
 
 
-_TIME_FIELDS = frozenset(
+TIME_FIELDS = frozenset(
     {
         "created_at", "valid_from", "valid_to", "system_valid_from", "system_valid_to",
         "last_accessed_at", "timestamp_ms", "deadline", "delegation_expiry",

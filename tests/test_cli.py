@@ -92,7 +92,9 @@ def test_store_commands(tmp_path: Path) -> None:
     old = {"type": "belief", "subject": "alice", "relation": "works_at", "object": "Acme",
            "confidence": 0.9, "created_at": 1_700_000_000_000}  # fmt: skip
     lines.write_text(json.dumps(old) + "\n")
-    (address,) = run("--store", db, "put", str(lines)).output.split()
+    (line,) = run("--store", db, "put", str(lines)).output.splitlines()
+    address = line.split()[0]
+    assert line == f"{address}  belief alice works_at 'Acme'"  # what was stored
     new = tmp_path / "new.json"
     new.write_text(
         json.dumps({**old, "object": "Initech", "created_at": 1_750_000_000_000})
@@ -105,8 +107,10 @@ def test_store_commands(tmp_path: Path) -> None:
     )
     assert [r["object"] for r in past] == ["Acme"]
     assert "superseded" in run("--store", db, "history", successor).output
-    got = json.loads(run("--store", db, "get", address).output)
+    got = json.loads(run("--store", db, "get", address[:10]).output)  # a prefix will do
     assert got["index"]["superseded_by"] == successor
+    assert got["fields"]["created_at"] == "2023-11-14T22:13:20.000Z"  # ISO times
+    assert got["index"]["system_to"] == "2025-06-15T15:06:40.000Z"  # 1_750_000_000_000
     csv_out = run("--store", db, "query", "SELECT ?o WHERE { ?s ?p ?o }",
                   "--format", "csv").output  # fmt: skip
     assert csv_out.splitlines() == ["o", "Initech"]
@@ -194,7 +198,7 @@ def test_evidence_and_revise(tmp_path: Path) -> None:
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"type": "belief", "subject": "a", "relation": "r", "object": "1",
                                "confidence": 0.7, "created_at": 1000, "source_type": "user_explicit"}))  # fmt: skip
-    (address,) = run("--store", db, "put", str(old)).output.split()
+    address = run("--store", db, "put", str(old)).output.split()[0]
     out = run(
         "--store", db, "evidence", address, "--kind", "refuting", "--strength", "0.85"
     ).output
@@ -217,7 +221,7 @@ def test_put_accepts_envelopes_and_refuses_junk(tmp_path: Path) -> None:
     envelope = tmp_path / "g.cose"
     envelope.write_bytes(signing.sign(grain.blob, key))
     db = str(tmp_path / "db")
-    assert run("--store", db, "put", str(envelope)).output.strip() == grain.address
+    assert run("--store", db, "put", str(envelope)).output.split()[0] == grain.address
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\xff\xfe\x00garbage")
     result = CliRunner().invoke(cli, ["--store", db, "put", str(junk)])

@@ -286,3 +286,24 @@ def test_truthy_triple_terms_equal_the_parsers(
         )
     )
     assert truthy_triple(grain, settings) == parsed
+
+
+def test_addresses_may_be_unique_prefixes() -> None:
+    store = oms.GrainStore()
+    grains = [oms.Belief("x", "y", str(i), 0.5, created_at=i) for i in range(40)]
+    store.put_many(grains)
+    g = grains[3]
+    assert store.get(g.address[:8]) == g and store.resolve(g.address[:12]) == g.address
+    assert store.status(g.address[:10]).address == g.address
+    assert [x.address for x in store.history(g.address[:9])] == [g.address]
+    with pytest.raises(oms.IntegrityError):
+        store.get(g.address[:7])  # too short to be a prefix
+    with pytest.raises(oms.IntegrityError):
+        store.get("XYZXYZXYZ")
+    absent = next(
+        p
+        for p in ("ffffffff", "eeeeeeee")
+        if not any(x.address.startswith(p) for x in grains)
+    )
+    with pytest.raises(oms.NotFoundError):
+        store.get(absent)

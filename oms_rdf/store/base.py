@@ -21,6 +21,7 @@ from ..backends import Backend, LocalBackend
 from ..codec import check_address
 from ..errors import (
     ErrorCode,
+    IntegrityError,
     NotFoundError,
     PolicyError,
     SchemaError,
@@ -167,17 +168,21 @@ class StoreBase:
         return sum(1 for _ in self.backend.quads(None, OMS.blob, None, OMS.blobs))
 
     def get(self, address: str) -> Grain:
-        """Return the grain with this address, re-verified from its blob.
+        """Return the grain with this address (or unique prefix), re-verified from its blob.
 
         Raises:
             IntegrityError: ERR_HASH_FORMAT / ERR_HASH_LENGTH for a malformed address,
                 ERR_INTEGRITY if the stored blob no longer hashes to it.
+            SchemaError: ERR_HASH_FORMAT for an ambiguous prefix.
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
-        cached = self._cache.get(address)
-        if cached is not None:
-            self._cache.move_to_end(address)
-            return cached
+        with self._lock:  # the cache is shared with writers and other readers
+            cached = self._cache.get(address)
+            if cached is not None:
+                self._cache.move_to_end(address)
+                return cached
+        if len(address) != 64:
+            address = self.resolve(address)
         check_address(address)
         quad = next(
             self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
@@ -192,14 +197,18 @@ class StoreBase:
         """Return the address of a stored grain, given it or a unique prefix (8+ hex).
 
         Raises:
-            SchemaError: ERR_HASH_FORMAT for text that is not 8 to 64 lowercase hex,
-                or a prefix several grains share (the message lists some).
+            IntegrityError: ERR_HASH_FORMAT for text that is not 8 to 64 lowercase hex.
+            SchemaError: ERR_HASH_FORMAT for a prefix several grains share (the
+                message lists some).
             NotFoundError: ERR_NOT_FOUND when no stored grain has it.
         """
         if isinstance(ref, Grain) or len(ref) == 64:
-            return self._resolve(ref)
+            address = ref.address if isinstance(ref, Grain) else check_address(ref)
+            if address not in self._cache and address not in self:
+                raise NotFoundError(f"no grain {address} in this store")
+            return address
         if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
-            raise SchemaError(
+            raise IntegrityError(
                 f"expected an address or a prefix of at least 8 lowercase hex characters, "
                 f"found {ref!r}",
                 code=ErrorCode.HASH_FORMAT,
@@ -223,16 +232,11 @@ class StoreBase:
 
     def _remember(self, grain: Grain) -> Grain:
         """Keep a decoded, verified grain in the cache (least recently used goes first)."""
-        self._cache[grain.address] = grain
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[grain.address] = grain
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
         return grain
-
-    def _resolve(self, ref: str | Grain) -> str:
-        address = ref.address if isinstance(ref, Grain) else check_address(ref)
-        if address not in self._cache and address not in self:
-            raise NotFoundError(f"no grain {address} in this store")
-        return address
 
     def status(self, address: str | Grain) -> IndexState:
         """Return the index state of a stored grain.
@@ -240,7 +244,7 @@ class StoreBase:
         Raises:
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
-        address = self._resolve(address)
+        address = self.resolve(address)
         values: dict[str, Any] = {}
         rivals: list[str] = []
         entered: set[str] = set()

@@ -168,7 +168,7 @@ class Invalidation(Questions):
             SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
         with self._lock:
-            old_address = self._resolve(old)
+            old_address = self.resolve(old)
             old_grain = self.get(old_address)
             self._require_current(old_address)
             new_grain, signature = self._successor(
@@ -350,7 +350,7 @@ class Invalidation(Questions):
     ) -> None:
         """Retract or contradict grains in one atomic write, after every check."""
         with self._lock:
-            targets = list(dict.fromkeys(self._resolve(a) for a in addresses))
+            targets = list(dict.fromkeys(self.resolve(a) for a in addresses))
             leaving = frozenset(targets)
             delete: list[Quad | Row] = []
             insert: list[Quad | Row] = []
@@ -375,7 +375,7 @@ class Invalidation(Questions):
     ) -> tuple[list[Quad | Row], list[Quad | Row]]:
         """Check a retraction or contradiction; return the quads to delete and insert."""
         when = _to_millis(at, self.clock)
-        address = self._resolve(address)
+        address = self.resolve(address)
         grain = self.get(address)
         state = self.status(address)
         if state.voided_at is not None:
@@ -460,7 +460,7 @@ class Invalidation(Questions):
             )
         when = _to_millis(at, self.clock)
         with self._lock:
-            address = self._resolve(address)
+            address = self.resolve(address)
             state = self.status(address)
             if state.verification == "contradicted":
                 raise PolicyError(

@@ -350,13 +350,13 @@ class Questions(StoreBase):
 
     def history(self, address: str | Grain) -> list[Grain]:
         """Return the supersession chain through a grain, oldest first (forks included)."""
-        address = self._resolve(address)
+        address = self.resolve(address)
         # A chain is a few grains: walking it by pattern beats the query (lookup.py).
         return self._chronological(chain_rows(self.backend, grain_iri(address)))
 
     def ancestors(self, address: str | Grain) -> list[Grain]:
         """Return the versions before a grain, first version first (not the grain itself)."""
-        address = self._resolve(address)
+        address = self.resolve(address)
         chain = []
         seen = {address}
         current = address
@@ -378,7 +378,7 @@ class Questions(StoreBase):
 
     def derived(self, address: str | Grain) -> list[Grain]:
         """Return the grains derived from a grain, transitively, oldest first."""
-        address = self._resolve(address)
+        address = self.resolve(address)
         solutions = self.backend.query(
             _QUERIES["derived"], {Variable("target"): grain_iri(address)}
         )

@@ -63,7 +63,7 @@ class Revising(Invalidation):
         """
         when = _to_millis(at, self.clock)
         with self._lock:
-            address = self._resolve(address)
+            address = self.resolve(address)
             grain = self.get(address)
             state = self.status(address)
             if not state.is_current:
@@ -113,7 +113,7 @@ class Revising(Invalidation):
 
     def effective_confidence(self, address: str | Grain) -> float:
         """The grain's confidence as the store reports it: adjusted by earned evidence."""
-        address = self._resolve(address)
+        address = self.resolve(address)
         state = self.status(address)
         if state.effective_confidence is not None:
             return state.effective_confidence
@@ -141,7 +141,7 @@ class Revising(Invalidation):
             PolicyError: ERR_INVALIDATION_DENIED when the tiers refuse, or ``force``
                 comes from a DID the store does not authorize; as :meth:`supersede`.
         """
-        old_grain = self.get(self._resolve(old))
+        old_grain = self.get(self.resolve(old))
         fields = new if not isinstance(new, Grain | bytes) else self._grain(new).fields
         if force:
             if by is None or by not in self.authorized:
