@@ -272,3 +272,28 @@ def test_an_iri_subject_that_is_not_nfc_is_refused_not_changed() -> None:
         store.import_(io.BytesIO(source), format="turtle")
     assert "cannot be kept exactly" in str(info.value)
     assert {str(q) for q in store.backend.quads()} == before
+
+
+@pytest.mark.parametrize("target", ["empty", "non-empty"])
+def test_a_grain_node_without_its_blob_is_refused(target: str) -> None:
+    source = GrainStore()
+    source.put(oms.Belief("alice", "knows", "bob", 0.9, created_at=1_700_000_000_000))
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    orphan = "<nih:sha-256;" + "cd" * 32 + ">"
+    crafted = (
+        out.getvalue()
+        + (
+            f'{orphan} <https://w3id.org/oms-rdf/ns#subjectText> "alice" .\n'
+            f"{orphan} <http://www.w3.org/1999/02/22-rdf-syntax-ns#subject> "
+            "<https://w3id.org/oms-rdf/id/entity/shared/alice> .\n"
+        ).encode()
+    )
+    store = GrainStore()
+    if target == "non-empty":
+        store.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+    before = {str(q) for q in store.backend.quads()}
+    with pytest.raises(oms.DecodeError, match="without its blob"):
+        store.import_(io.BytesIO(crafted), format="nquads")
+    assert {str(q) for q in store.backend.quads()} == before
+    assert store.beliefs("alice") == []  # and nothing half-written answers

@@ -261,8 +261,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     if known[node]:
                         existing_index.setdefault(node, set()).add(_row_of(quad))
                 elif isinstance(graph, ox.DefaultGraph):
-                    if quad.predicate == OMS.systemFrom:
-                        described.add(node)
+                    described.add(node)
                 elif graph == OMS.audit:
                     refuse(quad, "the audit log describes operations, not grains")
             elif s == OMS.settings and quad.predicate == OMS.baseIri:
@@ -282,8 +281,10 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
             code=ErrorCode.CONFLICT,
         )
     for node in described - with_blob:
+        if known[node]:
+            continue  # stored already: its quads in the source are not written
         _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
-                      DecodeError("no blob in graph oms:blobs"))  # fmt: skip
+                      DecodeError("a grain node without its blob in graph oms:blobs"))  # fmt: skip
         bad.add(node)
     for node, quad in indexed.items():
         if node not in with_blob and not known[node]:
