@@ -272,6 +272,8 @@ def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
         oms-rdf --store mem.db put beliefs.jsonl
     """
     items = [item for source in sources for item in _grains_from(source)]
+    if not items:
+        raise DecodeError(f"no grain in {', '.join(sources)}: nothing was stored")
     store = _store(ctx)
     for address in store.put_many(items):
         grain = store.get(address)
@@ -560,6 +562,7 @@ def keygen_cmd(output: str, seed: str | None) -> None:
     key = generate_key(raw)
     path = Path(output)
     path.touch(mode=0o600)
+    path.chmod(0o600)  # touch() leaves an existing file's mode as it was
     path.write_text(key.private_bytes().hex() + "\n")
     click.echo(key.did)
 

@@ -315,3 +315,19 @@ def test_search_command(tmp_path: Path) -> None:
     run("--store", db, "put", str(source))
     out = json.loads(run("--store", db, "search", "token", "--json").output)
     assert [row["subject"] for row in out] == ["rate limiter"]
+
+
+def test_keygen_tightens_an_existing_file_and_empty_put_is_an_error(
+    tmp_path: Path,
+) -> None:
+    key = tmp_path / "agent.key"
+    key.write_text("old")
+    key.chmod(0o644)
+    assert run("keygen", "-o", str(key)).exit_code == 0
+    assert key.stat().st_mode & 0o777 == 0o600
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    result = CliRunner().invoke(
+        cli, ["--store", str(tmp_path / "db"), "put", str(empty)]
+    )
+    assert result.exit_code == 1 and "no grain" in result.output

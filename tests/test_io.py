@@ -525,3 +525,22 @@ def test_our_turtle_adopted_elsewhere_gives_the_same_beliefs() -> None:
     assert bob["object"] == "http://example.org/carol" and "namespace" not in bob.fields
     buffer.seek(0)
     assert again.import_(buffer, format="turtle").added == 0  # already believed
+
+
+def test_jsonl_carries_a_signed_grain_with_its_envelope() -> None:
+    from oms_rdf import signing
+
+    key = signing.generate_key(bytes(range(32)))
+    grain = oms.Belief(
+        "alice", "role", "admin", 0.9, created_at=1_700_000_000_000, signed=True
+    )
+    source = GrainStore()
+    source.put(signing.sign(grain.blob, key))
+    buffer = io.BytesIO()
+    source.export(buffer, format="jsonl")
+    assert b'"$envelope"' in buffer.getvalue()
+    target = GrainStore()
+    buffer.seek(0)
+    assert target.import_(buffer, format="jsonl").added == 1
+    assert target.get(grain.address).blob == grain.blob  # the same grain, still signed
+    assert target.status(grain.address).signed_by == key.did

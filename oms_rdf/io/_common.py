@@ -156,27 +156,34 @@ def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
     index = value.pop(INDEX_KEY, None)
     if index is not None and not isinstance(index, dict):
         raise DecodeError(f"{INDEX_KEY} must be a JSON object, not {index!r}")
-    if set(value) == {"$blob"}:
-        blob = value["$blob"]
-        try:
-            return base64.b64decode(blob, validate=True), index
-        except (TypeError, ValueError):
-            raise DecodeError(f"$blob must be base64 text, not {blob!r}") from None
+    for key in ("$blob", "$envelope"):  # a blob, or a signed grain's COSE_Sign1
+        if set(value) == {key}:
+            data = value[key]
+            try:
+                return base64.b64decode(data, validate=True), index
+            except (TypeError, ValueError):
+                raise DecodeError(f"{key} must be base64 text, not {data!r}") from None
     return value, index
 
 
-def dumps_jsonl(grain: Grain, index: Mapping[str, Any] | None = None) -> str:
+def dumps_jsonl(
+    grain: Grain, index: Mapping[str, Any] | None = None, envelope: bytes | None = None
+) -> str:
     """Return a grain as one JSON line with full names; bytes as ``{"$base64": ...}``.
 
     A grain whose header the fields do not determine (an application type byte, a
     foreign writer's header hints), or that carries index-layer fields a foreign
     writer put in its blob, is written as ``{"$blob": "<base64>"}`` so that
-    its bytes, and so its address, survive. ``index`` (the grain's index state as
-    a ``.mg`` manifest entry) goes under ``"$index"``, so an import brings nothing
-    back as current that was not.
+    its bytes, and so its address, survive. A signed grain is written as its
+    COSE_Sign1 envelope, ``{"$envelope": "<base64>"}``, so that it comes back
+    signed and verified. ``index`` (the grain's index state as a ``.mg`` manifest
+    entry) goes under ``"$index"``, so an import brings nothing back as current
+    that was not.
     """
     line: dict[str, Any]
-    if (
+    if envelope is not None:
+        line = {"$envelope": base64.b64encode(envelope).decode()}
+    elif (
         expected_header(grain) != grain.blob[:9]
         or INDEX_FIELDS.keys() & grain.fields.keys()
     ):

@@ -81,7 +81,9 @@ def export(
             states = _manifest(store)
             for blob in _blobs(store):
                 grain = Grain.from_blob(blob)
-                line = dumps_jsonl(grain, states.get(grain.address))
+                line = dumps_jsonl(
+                    grain, states.get(grain.address), _envelope(store, grain)
+                )
                 out.write(line.encode() + b"\n")
                 count += 1
             return count
@@ -149,6 +151,15 @@ def _with_reifiers(
             if quads
             else ox.Triple(row["g"], reifies, triple)
         )
+
+
+def _envelope(store: GrainStore, grain: Grain) -> bytes | None:
+    """The COSE_Sign1 envelope a signed grain arrived in, as the store keeps it."""
+    if not grain.signed:
+        return None
+    node = ox.NamedNode(NIH_PREFIX + grain.address)
+    quad = next(store.backend.quads(node, OMS.envelope, None, OMS.blobs), None)
+    return None if quad is None else base64.b64decode(_text(quad.object))
 
 
 def _blobs(store: GrainStore) -> Iterator[bytes]:

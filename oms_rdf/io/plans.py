@@ -56,6 +56,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     bad: set[int] = set()
     fresh: set[str] = set()
     states: dict[str, list[Row]] = {}  # index state carried by the lines ("$index")
+    signatures: dict[str, Any] = {}  # envelopes of signed grains ("$envelope")
 
     def grains(check: bool) -> Iterator[Grain]:
         with reopen() as raw:
@@ -67,7 +68,9 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                     continue
                 try:
                     fields, entry = loads_json_grain(line)
-                    grain = store._grain(fields)
+                    grain, signature = store._accept(fields)
+                    if signature is not None:
+                        signatures[grain.address] = signature
                     if check and entry is not None:
                         states[grain.address] = _state_from_manifest(
                             grain.address, entry
@@ -88,7 +91,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     def rows() -> Iterator[Row]:
         for grain in _unique(grains(check=False), fresh):
-            yield from store._new_rows(grain)
+            yield from store._new_rows(grain, signatures.get(grain.address))
             yield from states.get(grain.address, ())
 
     yield rows
