@@ -449,6 +449,11 @@ _TRIGGER_NEEDS = {"schedule": "cron", "once": "at_ms", "memory": "predicate"}
 
 
 def _trigger(g: Mapping[str, Any]) -> None:
+    # §6.14: `enabled` is always emitted. The encoder writes it when it is not
+    # given; a blob without it is refused rather than re-encoded with it, which
+    # would change its address (the round trip is the law).
+    if "enabled" not in g:
+        raise _fail("a trigger always carries `enabled` (spec §6.14)", "$.enabled")
     kind = g["kind"]
     if kind in ("interval", "polling") and not g.get("interval_secs", 0) > 0:
         raise _fail(

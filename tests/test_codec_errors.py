@@ -357,3 +357,21 @@ def test_flipped_byte_never_verifies_and_never_escapes(index: int, xor: int) -> 
         oms.decode(bytes(bad))
     except OmsError:
         pass
+
+
+def test_a_trigger_without_enabled_is_refused_not_rewritten() -> None:
+    # §6.14: `enabled` is always emitted. Accepting a blob without it would make
+    # its re-encoding (which writes it) a different grain.
+    import msgpack
+
+    from tests.helpers import raw_blob
+
+    given = oms.encode({"type": "trigger", "kind": "manual", "workflow": "a" * 64,
+                        "created_at": 1768471200000})  # fmt: skip
+    assert oms.decode(given)["enabled"] is True  # the encoder writes it
+    wire = msgpack.unpackb(given[9:], raw=False)
+    del wire["tena"]
+    blob = raw_blob(wire, type_byte=given[2])
+    with pytest.raises(SchemaError) as info:
+        oms.decode(blob)
+    assert info.value.path == "$.enabled"
