@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 import threading
 import time
@@ -624,3 +625,22 @@ def test_federated_queries_are_refused(served: tuple[str, GrainStore]) -> None:
     # In the library the failure is ours too, when the results are read.
     with pytest.raises(oms.OmsError):
         list(store.query(federated))  # type: ignore[arg-type]
+
+
+def test_token_files(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from oms_rdf.server import Token, load_tokens
+
+    path = Path(str(tmp_path)) / "tokens.json"
+    path.write_text(json.dumps({READER: {"namespaces": ["crm"]},
+                                ADMIN: {"namespaces": "*", "write": True}}))  # fmt: skip
+    assert load_tokens(path) == {
+        READER: Token(namespaces=("crm",)),
+        ADMIN: Token(namespaces=None, write=True),
+    }
+    for bad in ({"short": {"namespaces": "*"}}, {READER: {"namespaces": []}},
+                {READER: {"namespaces": ["crm"], "write": "yes"}}, ["not", "a", "map"]):  # fmt: skip
+        path.write_text(json.dumps(bad))
+        with pytest.raises(oms.SchemaError):
+            load_tokens(path)
