@@ -434,19 +434,6 @@ def relation_pattern(
     return RDF.predicate, relation_term(text, settings)
 
 
-def truthy_row(
-    grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
-) -> Row | None:
-    """Return the knowledge quad a belief asserts (default graph: ``oms:current``).
-
-    None for grains that are not beliefs.
-    """
-    if grain.type_byte != BELIEF_BYTE:
-        return None
-    s, p, o, g = belief_terms(grain.fields, settings)
-    return str(s), str(p), str(o), _G_CURRENT if g is None else str(g)
-
-
 def knowledge_row(rows: list[Row]) -> Row | None:
     """Return the knowledge quad of a belief from its :func:`grain_rows`, or None.
 

@@ -22,10 +22,11 @@ import oms_rdf as oms
 from oms_rdf.mapping import (
     MappingSettings,
     entity_iri,
+    grain_rows,
     grain_to_quads,
+    knowledge_row,
     quads_to_grain,
     relation_iri,
-    truthy_row,
     truthy_triple,
 )
 from oms_rdf.vocab import OMS, RDF
@@ -278,7 +279,7 @@ def test_truthy_triple_terms_equal_the_parsers(
     # must be the ones the N-Triples parser reads from the same row.
     settings = MappingSettings(entity_relations=("knows",) if entity else ())
     grain = oms.Belief(subject, "knows", obj, 0.5, created_at=1_700_000_000_000)
-    row = truthy_row(grain, settings)
+    row = knowledge_row(grain_rows(grain, settings))
     assert row is not None
     parsed = next(
         ox.parse(

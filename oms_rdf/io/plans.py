@@ -41,15 +41,6 @@ from ._common import (
 )
 
 
-def _grain_rows(
-    store: GrainStore, grains: Iterator[Grain], fresh: set[str] | None = None
-) -> Iterator[Row]:
-    for grain in grains:
-        if fresh is not None and grain.address not in fresh:
-            continue
-        yield from store._new_rows(grain)
-
-
 @contextmanager
 def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
                 skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
