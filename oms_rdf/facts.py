@@ -124,9 +124,9 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             q.get("subject"), q.get("relation"), namespace=namespace, status=status,
             valid_at=q.get("valid_at"), as_of=q.get("as_of"),
         )  # fmt: skip
-        grains = [g for g in grains if visible(token, g)]
-        page = grains[offset : offset + limit]
-        more = offset + limit < len(grains)
+        seen = [g for g in grains if visible(token, g)]
+        page = seen[offset : offset + limit]
+        more = offset + limit < len(seen)
         return JSONResponse({
             "facts": [fact_json(store, g) for g in page],
             "next_cursor": str(offset + limit) if more else None,

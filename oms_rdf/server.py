@@ -32,7 +32,6 @@ by default). Starlette and uvicorn come with the ``[server]`` extra.
 
 from __future__ import annotations
 
-import csv
 import hmac
 import io
 import json
@@ -42,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
-from xml.sax.saxutils import escape, quoteattr
 
 import anyio
 import pyoxigraph as ox
@@ -53,6 +51,7 @@ from starlette.routing import Route
 
 from .errors import OmsError, PolicyError, QueryError, SchemaError
 from .facts import fact_routes
+from .results import SOLUTION_TYPES, write_boolean, write_solutions
 from .store import GrainStore, Solutions
 from .times import to_millis
 
@@ -67,12 +66,7 @@ __all__ = [
 
 # Media types by answer kind, the first being the default.
 RESULT_TYPES = {
-    "solutions": (
-        "application/sparql-results+json",
-        "application/sparql-results+xml",
-        "text/csv",
-        "text/tab-separated-values",
-    ),
+    "solutions": SOLUTION_TYPES,
     "graph": ("text/turtle", "application/n-triples", "application/ld+json"),
 }
 _RDF_FORMATS = {
@@ -321,8 +315,9 @@ def serialize_results(result: Any, accept: str) -> tuple[bytes, str]:
     if kind == "graph":
         return _rdf(result, media), media
     if isinstance(result, bool):
-        return _boolean(result, media), media
-    return _solutions(result, media), media
+        return write_boolean(result, media), media
+    names = [v.value for v in result.variables]
+    return write_solutions(names, result, media), media
 
 
 # --- request handling -----------------------------------------------------------
@@ -412,91 +407,6 @@ def _rdf(triples: Iterable[ox.Triple], media: str) -> bytes:
     out = io.BytesIO()
     ox.serialize(triples, out, format=_RDF_FORMATS[media])
     return out.getvalue()
-
-
-def _boolean(value: bool, media: str) -> bytes:
-    if media.endswith("json"):
-        return json.dumps({"head": {}, "boolean": value}).encode()
-    if media.endswith("xml"):
-        return (
-            '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">'
-            f"<head/><boolean>{'true' if value else 'false'}</boolean></sparql>\n"
-        ).encode()
-    return f"_askResult\n{'true' if value else 'false'}\n".encode()
-
-
-def _solutions(result: Solutions, media: str) -> bytes:
-    names = [v.value for v in result.variables]
-    rows = [list(row) for row in result]
-    if media.endswith("json"):
-        bindings = [
-            {n: _json_term(t) for n, t in zip(names, row, strict=True) if t is not None}
-            for row in rows
-        ]
-        body = {"head": {"vars": names}, "results": {"bindings": bindings}}
-        return json.dumps(body, ensure_ascii=False).encode()
-    if media.endswith("xml"):
-        return _xml(names, rows).encode()
-    if media == "text/csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow(names)
-        writer.writerows([[_csv_term(t) for t in row] for row in rows])
-        return out.getvalue().encode()
-    lines = ["\t".join(f"?{n}" for n in names)]
-    lines += ["\t".join("" if t is None else str(t) for t in row) for row in rows]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def _json_term(term: Any) -> dict[str, str]:
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        out = {"type": "literal", "value": term.value}
-        if term.language:
-            out["xml:lang"] = term.language
-        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
-            out["datatype"] = term.datatype.value
-        return out
-    return {"type": "triple", "value": str(term)}
-
-
-def _csv_term(term: Any) -> str:
-    if term is None:
-        return ""
-    if isinstance(term, ox.BlankNode):
-        return f"_:{term.value}"
-    return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
-
-
-def _xml(names: list[str], rows: list[list[Any]]) -> str:
-    parts = [
-        '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">',
-        "<head>",
-        *(f"<variable name={quoteattr(n)}/>" for n in names),
-        "</head><results>",
-    ]
-    for row in rows:
-        parts.append("<result>")
-        for name, term in zip(names, row, strict=True):
-            if term is None:
-                continue
-            if isinstance(term, ox.NamedNode):
-                value = f"<uri>{escape(term.value)}</uri>"
-            elif isinstance(term, ox.BlankNode):
-                value = f"<bnode>{escape(term.value)}</bnode>"
-            elif isinstance(term, ox.Literal) and term.language:
-                value = f"<literal xml:lang={quoteattr(term.language)}>{escape(term.value)}</literal>"
-            elif isinstance(term, ox.Literal):
-                value = f"<literal datatype={quoteattr(term.datatype.value)}>{escape(term.value)}</literal>"
-            else:
-                value = f"<literal>{escape(str(term))}</literal>"
-            parts.append(f"<binding name={quoteattr(name)}>{value}</binding>")
-        parts.append("</result>")
-    parts.append("</results></sparql>\n")
-    return "".join(parts)
 
 
 _PAGE = """<!doctype html>

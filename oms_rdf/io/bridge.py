@@ -30,6 +30,15 @@ def rdflib_dataset(quads: Iterable[ox.Quad]) -> rdflib.Dataset:
     return dataset
 
 
+def rdflib_graph(triples: Iterable[ox.Triple]) -> rdflib.Graph:
+    """Return triples as an ``rdflib.Graph`` (a copy), through N-Triples."""
+    import rdflib
+
+    buffer = _io.BytesIO()
+    ox.serialize(triples, buffer, format=ox.RdfFormat.N_TRIPLES)
+    return rdflib.Graph().parse(data=buffer.getvalue(), format="nt")
+
+
 def to_rdflib(store: GrainStore, *, grains: bool = False) -> rdflib.Dataset:
     """Return the knowledge held now as an ``rdflib.Dataset`` (a copy).
 

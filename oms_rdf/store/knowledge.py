@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, StoreError
+from ..results import media_type, write_solutions
+from ..tables import SHOWN, frame, html_table, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS
+
+if TYPE_CHECKING:  # pandas is optional
+    import pandas
 
 __all__ = [
     "PREFIXES",
@@ -30,6 +35,7 @@ __all__ = [
     "QueryRow",
     "Snapshot",
     "Solutions",
+    "Triples",
     "run_query",
 ]
 
@@ -88,33 +94,145 @@ class QueryRow:
 
 
 class Solutions:
-    """The rows of a SELECT query, read once, with blank nodes given back."""
+    """The rows of a SELECT query, with blank nodes given back.
 
-    def __init__(self, solutions: Any) -> None:
+    Rows stream as they are read. :meth:`rows`, :meth:`frame`, :meth:`serialize`
+    and the notebook table read them all once and keep them, so the answer can
+    then be read again.
+    """
+
+    def __init__(
+        self, solutions: Any, prefixes: Mapping[str, str] | None = None
+    ) -> None:
         self._solutions = solutions
         self.variables: list[ox.Variable] = list(solutions.variables)
         self._index = {v.value: i for i, v in enumerate(self.variables)}
+        self._kept: list[QueryRow] | None = None
+        self._prefixes = dict(prefixes or {})
 
     def __iter__(self) -> Iterator[QueryRow]:
+        if self._kept is not None:
+            yield from self._kept
+            return
         index = self._index
         with _evaluating():
             for row in self._solutions or ():
                 yield QueryRow(index, tuple(unskolem(term) for term in row))
+
+    def rows(self) -> list[QueryRow]:
+        """Every row, read once and kept."""
+        if self._kept is None:
+            self._kept = list(self)
+            self._solutions = None
+        return self._kept
+
+    def frame(self, *, compact: bool = False) -> pandas.DataFrame:
+        """The rows as a pandas DataFrame with typed columns (:mod:`oms_rdf.tables`).
+
+        With ``compact``, IRIs are written ``prefix:local`` with the query's own
+        ``PREFIX`` declarations and the prefixes every query may use.
+        """
+        names = [v.value for v in self.variables]
+        return frame(names, self.rows(), self._prefixes if compact else None)
+
+    def serialize(
+        self, output: IO[bytes] | None = None, format: str = "json"
+    ) -> bytes | None:
+        """Write the rows as SPARQL results: ``json``, ``xml``, ``csv`` or ``tsv``.
+
+        Returns the bytes when no ``output`` is given.
+        """
+        body = write_solutions(
+            [v.value for v in self.variables], self.rows(), media_type(format)
+        )
+        if output is None:
+            return body
+        output.write(body)
+        return None
+
+    def _repr_html_(self) -> str:
+        names = [v.value for v in self.variables]
+        rows = self.rows()
+        cells = [[_shown(t) for t in row] for row in rows[:SHOWN]]
+        return html_table(names, cells, total=len(rows))
 
     def close(self) -> None:
         """Let go of the underlying pyoxigraph result (it must die on its thread)."""
         self._solutions = None
 
 
-QueryResult = Solutions | bool | Iterator[ox.Triple]
+def _shown(term: Any) -> str:
+    if term is None:
+        return ""
+    if isinstance(term, ox.BlankNode):
+        return f"_:{term.value}"
+    return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
 
 
-def _triples(triples: Iterable[ox.Triple]) -> Iterator[ox.Triple]:
-    with _evaluating():
-        for t in triples:
-            yield ox.Triple(
-                unskolem(t.subject), unskolem(t.predicate), unskolem(t.object)
-            )
+class Triples:
+    """The triples a CONSTRUCT or DESCRIBE query builds, with blank nodes given back.
+
+    Iterating streams them (once); :meth:`to_rdflib`, :meth:`serialize`,
+    :meth:`frame` and the notebook table read them all once and keep them.
+    """
+
+    def __init__(self, triples: Iterable[ox.Triple]) -> None:
+        self._triples: Iterable[ox.Triple] | None = triples
+        self._kept: list[ox.Triple] | None = None
+
+    def __iter__(self) -> Iterator[ox.Triple]:
+        if self._kept is not None:
+            yield from self._kept
+            return
+        with _evaluating():
+            for t in self._triples or ():
+                yield ox.Triple(
+                    unskolem(t.subject), unskolem(t.predicate), unskolem(t.object)
+                )
+
+    def triples(self) -> list[ox.Triple]:
+        """Every triple, read once and kept."""
+        if self._kept is None:
+            self._kept = list(self)
+            self._triples = None
+        return self._kept
+
+    def serialize(
+        self,
+        output: IO[bytes] | None = None,
+        format: ox.RdfFormat = ox.RdfFormat.TURTLE,
+    ) -> bytes | None:
+        """Write the triples in an RDF format (Turtle by default).
+
+        Returns the bytes when no ``output`` is given.
+        """
+        return ox.serialize(self.triples(), output, format=format)
+
+    def to_rdflib(self) -> Any:
+        """Return the triples as an ``rdflib.Graph`` (a copy)."""
+        from ..io.bridge import rdflib_graph  # rdflib lives at the io edge
+
+        return rdflib_graph(self.triples())
+
+    def frame(self, *, prefixes: Mapping[str, str] | None = None) -> pandas.DataFrame:
+        """The triples as a DataFrame of ``subject``, ``predicate`` and ``object``."""
+        rows = [(t.subject, t.predicate, t.object) for t in self.triples()]
+        return frame(["subject", "predicate", "object"], rows, prefixes)
+
+    def _repr_html_(self) -> str:
+        kept = self.triples()
+        cells = [
+            [_shown(t.subject), _shown(t.predicate), _shown(t.object)]
+            for t in kept[:SHOWN]
+        ]
+        return html_table(["subject", "predicate", "object"], cells, total=len(kept))
+
+    def close(self) -> None:
+        """Let go of the underlying pyoxigraph result (it must die on its thread)."""
+        self._triples = None
+
+
+QueryResult = Solutions | bool | Triples
 
 
 @contextmanager
@@ -159,8 +277,8 @@ def run_query(
     if isinstance(result, ox.QueryBoolean):
         return bool(result)
     if isinstance(result, ox.QuerySolutions):
-        return Solutions(result)
-    return _triples(result)
+        return Solutions(result, PREFIXES | query_prefixes(sparql))
+    return Triples(result)
 
 
 def _query_error(exc: Exception) -> QueryError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 from pyoxigraph import (
@@ -26,18 +26,24 @@ from ..mapping import (
     relation_pattern,
     subject_pattern,
 )
+from ..tables import GrainList, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS, RDF
 from ._common import _QUERIES, STATUSES, TimeLike, _term, _to_millis, texts_query
 from .base import StoreBase
 from .knowledge import (
+    PREFIXES,
     RESERVED_GRAPHS,
     QueryResult,
     Snapshot,
+    Triples,
     check_dataset_args,
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
+
+if TYPE_CHECKING:  # pandas is optional
+    import pandas
 from .search import SearchIndex, search_texts
 
 
@@ -53,7 +59,7 @@ class Questions(StoreBase):
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
         status: str | None = None,
-    ) -> list[Grain]:
+    ) -> GrainList:
         """Return the beliefs true at ``valid_at`` as known at ``as_of``.
 
         Both default to now (design §5). "What did we believe at T" about the world
@@ -87,7 +93,9 @@ class Questions(StoreBase):
         # times faster than the query, with the same answer (see lookup.py).
         rows = subject_rows(self.backend, self.settings, subject, relation, namespace,
                             valid_at=valid, as_of=known)  # fmt: skip
-        return [self._grain_of(address_of(r.node), r.blob) for r in rows]
+        return GrainList(
+            (self._grain_of(address_of(r.node), r.blob) for r in rows), self.status
+        )
 
     def _beliefs_query(
         self,
@@ -96,7 +104,7 @@ class Questions(StoreBase):
         namespace: str | None,
         valid: int,
         known: int,
-    ) -> list[Grain]:
+    ) -> GrainList:
         """:meth:`beliefs` by the general query ``beliefs.rq``."""
         texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
         bindings[Variable("asOf")] = millis_literal(known)
@@ -187,6 +195,43 @@ class Questions(StoreBase):
             },
         )
 
+    def frame(
+        self,
+        sparql: str,
+        /,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | Sequence[str] | None = None,
+        grains: bool = False,
+        substitutions: Mapping[str | Variable, Any] | None = None,
+        compact: bool = False,
+    ) -> pandas.DataFrame:
+        """Run a query as :meth:`query` does and return its answer as a DataFrame.
+
+        A SELECT gives one typed column per variable (numbers, aware datetimes,
+        booleans, IRIs as text; unbound is missing; see :mod:`oms_rdf.tables`), a
+        CONSTRUCT or DESCRIBE the columns ``subject``, ``predicate`` and ``object``.
+        With ``compact``, IRIs are written ``prefix:local`` with the query's own
+        prefixes and those every query may use. Needs pandas (``[notebooks]``).
+
+        Raises:
+            QueryError: ERR_QUERY for an ASK query (its answer is not a table), and
+                as :meth:`query`.
+        """
+        result = self.query(sparql, valid_at=valid_at, as_of=as_of, namespace=namespace,
+                            grains=grains, substitutions=substitutions)  # fmt: skip
+        if isinstance(result, bool):
+            raise QueryError(
+                f"an ASK query answers {str(result).lower()}, not a table; "
+                "use query() for it"
+            )
+        if isinstance(result, Triples):
+            return result.frame(
+                prefixes=(PREFIXES | query_prefixes(sparql)) if compact else None
+            )
+        return result.frame(compact=compact)
+
     def knowledge_graphs(self) -> list[Any]:
         """Return the names of the adopted named graphs that hold knowledge now."""
         return [g for g in self.backend.named_graphs() if g not in RESERVED_GRAPHS]
@@ -265,7 +310,7 @@ class Questions(StoreBase):
         graph = ox.DefaultGraph() if g is None else unskolem(g)
         return ox.Quad(unskolem(s), p, unskolem(o), graph)
 
-    def _current_beliefs(self, namespace: str | None) -> list[Grain]:
+    def _current_beliefs(self, namespace: str | None) -> GrainList:
         texts, bindings = _bound_texts(None, None, namespace)
         query = texts_query("current_beliefs", texts)
         return self._grains(self.backend.query(query, bindings))
@@ -281,7 +326,7 @@ class Questions(StoreBase):
         limit: int = 10,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
-    ) -> list[Grain]:
+    ) -> GrainList:
         """Return the beliefs whose subject, relation or object best match ``text``.
 
         Ranked by BM25 over the words of the three texts. With no time, only the
@@ -318,7 +363,7 @@ class Questions(StoreBase):
             found.append(grain)
             if len(found) == limit:
                 break
-        return found
+        return GrainList(found, self.status)
 
     def reindex(self) -> None:
         """Rebuild the search index from the grain layer (done on the next search)."""
@@ -348,13 +393,13 @@ class Questions(StoreBase):
         rows = list(self.backend.query(_QUERIES["beliefs_count"], bindings))
         return int(rows[0]["count"].value) if rows else 0
 
-    def history(self, address: str | Grain) -> list[Grain]:
+    def history(self, address: str | Grain) -> GrainList:
         """Return the supersession chain through a grain, oldest first (forks included)."""
         address = self.resolve(address)
         # A chain is a few grains: walking it by pattern beats the query (lookup.py).
         return self._chronological(chain_rows(self.backend, grain_iri(address)))
 
-    def ancestors(self, address: str | Grain) -> list[Grain]:
+    def ancestors(self, address: str | Grain) -> GrainList:
         """Return the versions before a grain, first version first (not the grain itself)."""
         address = self.resolve(address)
         chain = []
@@ -374,9 +419,9 @@ class Questions(StoreBase):
                 break  # a cycle in imported index state; stop rather than loop
             seen.add(current)
             chain.append(self.get(current))
-        return chain[::-1]
+        return GrainList(chain[::-1], self.status)
 
-    def derived(self, address: str | Grain) -> list[Grain]:
+    def derived(self, address: str | Grain) -> GrainList:
         """Return the grains derived from a grain, transitively, oldest first."""
         address = self.resolve(address)
         solutions = self.backend.query(
@@ -384,23 +429,28 @@ class Questions(StoreBase):
         )
         return self._chronological(_triples(solutions))
 
-    def _chronological(self, rows: Iterable[tuple[Any, Any, Any]]) -> list[Grain]:
+    def _chronological(self, rows: Iterable[tuple[Any, Any, Any]]) -> GrainList:
         """The grains of ``(?g, ?sf, ?blob)`` rows, oldest system time first."""
         # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
         ordered = sorted(
             (literal_value(start), address_of(node), blob) for node, start, blob in rows
         )
-        return [self._grain_of(address, blob) for _, address, blob in ordered]
+        return GrainList(
+            (self._grain_of(address, blob) for _, address, blob in ordered), self.status
+        )
 
-    def _grains(self, solutions: QuerySolutions) -> list[Grain]:
+    def _grains(self, solutions: QuerySolutions) -> GrainList:
         """The grains of query solutions; a projected ``?blob`` spares a lookup."""
         names = {v.value for v in solutions.variables}
-        return [
-            self._grain_of(
-                address_of(row["g"]), row["blob"] if "blob" in names else None
-            )
-            for row in solutions
-        ]
+        return GrainList(
+            (
+                self._grain_of(
+                    address_of(row["g"]), row["blob"] if "blob" in names else None
+                )
+                for row in solutions
+            ),
+            self.status,
+        )
 
     def _grain_of(self, address: str, blob: Any) -> Grain:
         """A grain from a query row: its projected blob spares a lookup."""
