@@ -26,12 +26,14 @@ from .errors import (
 from .grain import Belief, Grain
 from .mapping import MappingSettings, grain_to_quads, quads_to_grain
 from .store import (
+    EvidenceEvent,
     EvidenceResult,
     GrainStore,
     IndexState,
     QueryRow,
     Snapshot,
     Solutions,
+    Triples,
 )
 
 __version__ = "0.1.0"
@@ -42,6 +44,7 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "ErrorCode",
+    "EvidenceEvent",
     "EvidenceResult",
     "Grain",
     "GrainStore",
@@ -58,6 +61,7 @@ __all__ = [
     "Snapshot",
     "Solutions",
     "StoreError",
+    "Triples",
     "__version__",
     "content_address",
     "decode",

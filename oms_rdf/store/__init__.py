@@ -24,17 +24,19 @@ from __future__ import annotations
 from typing import Any
 
 from ._common import IndexState, update_request
-from .knowledge import QueryRow, Snapshot, Solutions
-from .revising import EvidenceResult
+from .knowledge import QueryRow, Snapshot, Solutions, Triples
+from .revising import EvidenceEvent, EvidenceResult
 from .writes import Writes
 
 __all__ = [
+    "EvidenceEvent",
     "EvidenceResult",
     "GrainStore",
     "IndexState",
     "QueryRow",
     "Snapshot",
     "Solutions",
+    "Triples",
     "update_request",
 ]
 

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
 from ..errors import ErrorCode, PolicyError
 from ..grain import Grain
-from ..mapping import grain_iri, millis_literal
+from ..mapping import grain_iri, literal_value, millis_literal
 from ..revision import LOWER, UPPER, SprtState
 from ..signing import SigningKey
 from ..vocab import OMS, RDF, XSD
 from ._common import GrainLike, TimeLike, _to_millis, update_request
 from .invalidation import Invalidation
 
-__all__ = ["EvidenceResult", "Revising"]
+__all__ = ["EvidenceEvent", "EvidenceResult", "Revising"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +31,20 @@ class EvidenceResult:
     upper: float = UPPER  # promote at or above
     lower: float = LOWER  # demote at or below
     changed: bool = False  # this observation moved the status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceEvent:
+    """One recorded observation, and the grain's test just after it."""
+
+    at: int  # epoch ms
+    kind: str  # supporting | refuting
+    strength: float
+    log_ratio: float
+    status: str  # accumulating | promoted | demoted
+    effective_confidence: float
+    note: str | None = None
+    by: str | None = None
 
 
 def _double(value: float) -> Literal:
@@ -110,6 +125,44 @@ class Revising(Invalidation):
             effective_confidence=effective,
             changed=after.status != before.status,
         )
+
+    def evidence_log(self, address: str | Grain) -> list[EvidenceEvent]:
+        """Return the observations recorded for a grain, oldest first, each with the
+        log ratio, status and effective confidence the grain had just after it.
+
+        Observations made in the same millisecond are put in the order their
+        recorded log ratios follow one from the other.
+        """
+        address = self.resolve(address)
+        confidence = self.get(address).get("confidence", 0.5)
+        idx = OMS.index
+        events = []
+        for q in self.backend.quads(None, OMS.evidenceFor, grain_iri(address), idx):
+            values: dict[Any, Any] = {
+                p.predicate: p.object
+                for p in self.backend.quads(q.subject, None, None, idx)
+            }
+            events.append({
+                "at": literal_value(values[OMS.at]), "kind": values[OMS.evidenceKind].value,
+                "strength": float(values[OMS.strength].value),
+                "log_ratio": float(values[OMS.logRatio].value),
+                "note": values[OMS.note].value if OMS.note in values else None,
+                "by": values[OMS.actor].value if OMS.actor in values else None,
+            })  # fmt: skip
+        events.sort(key=lambda e: e["at"])
+        log, state = [], SprtState()
+        while events:
+            tied = [e for e in events if e["at"] == events[0]["at"]]
+            after = {id(e): state.observe(e["kind"], e["strength"]) for e in tied}
+            event = min(
+                tied, key=lambda e: abs(after[id(e)].log_ratio - e["log_ratio"])
+            )
+            events.remove(event)
+            state = after[id(event)]
+            log.append(EvidenceEvent(**event | {
+                "status": state.status, "effective_confidence": state.effective(confidence),
+            }))  # fmt: skip
+        return log
 
     def effective_confidence(self, address: str | Grain) -> float:
         """The grain's confidence as the store reports it: adjusted by earned evidence."""
