@@ -1,0 +1,131 @@
+"""The pictures: built, with labelled axes fitted to the data, and alt text that says what they show."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from matplotlib.dates import num2date
+
+from oms_rdf import Belief, GrainStore, NotFoundError, plot
+
+DAY = 86_400_000
+T0 = 1_600_000_000_000  # 2020-09-13
+
+
+def _story() -> tuple[GrainStore, list[str]]:
+    """alice works at Acme, then Initech; a wrong Hooli line is retracted."""
+    store = GrainStore(clock=lambda: T0 + 1000 * DAY)
+    acme = store.put(
+        Belief(
+            "alice", "works_at", "Acme", 0.9, created_at=T0, valid_from=T0 - 300 * DAY
+        )
+    )
+    initech = store.supersede(acme, Belief("alice", "works_at", "Initech", 0.9,
+                                           created_at=T0 + 400 * DAY, valid_from=T0 + 380 * DAY))  # fmt: skip
+    hooli = store.put(Belief("alice", "works_at", "Hooli", 0.4, created_at=T0 + 500 * DAY,
+                             valid_from=T0 + 450 * DAY, valid_to=T0 + 480 * DAY))  # fmt: skip
+    store.retract(hooli, reason="wrong person", at=T0 + 600 * DAY)
+    return store, [acme, initech, hooli]
+
+
+def test_timeline_fits_its_axes_to_the_data_and_now() -> None:
+    store, _ = _story()
+    chart = plot.timeline(store, "alice", "works_at")
+    ax = chart.figure.axes[0]
+    assert ax.get_xlabel() == "valid time (when it was true)"
+    assert ax.get_ylabel() == "system time (when we knew it)"
+    left, right = (num2date(x).timestamp() * 1000 for x in ax.get_xlim())
+    bottom, top = (num2date(y).timestamp() * 1000 for y in ax.get_ylim())
+    assert left < T0 - 300 * DAY and right > T0 + 1000 * DAY  # earliest valid_from, now
+    assert bottom < T0 and top > T0 + 1000 * DAY
+    assert right - left < 2 * (1300 * DAY)  # fitted, not padded far beyond the data
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"current", "superseded", "retracted"} <= set(legend)
+    labels = {t.get_text() for t in ax.texts}
+    assert {"Acme", "Initech", "Hooli"} <= labels
+
+
+def test_timeline_alt_text_tells_the_story() -> None:
+    store, _ = _story()
+    lines = plot.timeline(store, "alice", "works_at").alt.splitlines()
+    assert (
+        lines[0]
+        == "Timeline of alice works_at: 3 versions, valid time against system time."
+    )
+    assert lines[1].startswith(
+        "Acme: superseded, true from 2019-11-18 open-ended, known from 2020-09-13 until 2021-10-18"
+    )
+    assert lines[2].startswith("Initech: current") and lines[2].endswith("still held.")
+    assert lines[3].startswith(
+        "Hooli: retracted, true from 2021-12-07 until 2022-01-06"
+    )
+
+
+def test_timeline_of_nothing_is_not_found() -> None:
+    with pytest.raises(NotFoundError):
+        plot.timeline(GrainStore(), "nobody", "works_at")
+
+
+def test_entity_graph_of_a_neighbourhood_stays_legible_at_fifty_nodes() -> None:
+    store = GrainStore()
+    store.put_many(Belief(f"person-{i}", "knows", f"person-{i + 1}", 0.8, created_at=T0 + i)
+                   for i in range(70))  # fmt: skip
+    store.put_many(Belief("person-0", "likes", f"thing-{i}", 0.8, created_at=T0 + 100 + i)
+                   for i in range(3))  # fmt: skip
+    chart = plot.entity_graph(store, "person-0", hops=100, limit=50)
+    ax = chart.figure.axes[0]
+    assert ax.get_title() == "Entity graph around person-0: 50 of 74 nodes, 49 edges"
+    labels = [t.get_text() for t in ax.texts]
+    assert len(labels) == 50 and "person-0" in labels and "thing-2" in labels
+    # person-0, three things, person-1 to person-46: the farthest are left out
+    assert "person-46" in labels and "person-47" not in labels
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["knows", "likes"]
+    assert ax.get_xlabel()
+    width, height = chart.figure.get_size_inches()
+    assert width >= 10  # room for fifty labels
+    assert chart.alt.startswith(
+        "Entity graph around person-0: 50 nodes and 49 edges (of 74 nodes)."
+    )
+
+
+def test_entity_graph_of_a_query_result() -> None:
+    store = GrainStore()
+    store.import_(io.BytesIO(b"<http://e.org/a> <http://e.org/p> <http://e.org/b> .\n"
+                             b"<http://e.org/b> <http://e.org/q> \"text\" .\n"), format="ntriples")  # fmt: skip
+    result = store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")
+    chart = plot.entity_graph(result)
+    assert {t.get_text() for t in chart.figure.axes[0].texts} == {"a", "b", "text"}
+    rows = store.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }")
+    assert "3 nodes and 2 edges" in plot.entity_graph(rows).alt
+
+
+def test_confidence_follows_the_evidence() -> None:
+    store = GrainStore()
+    address = store.put(Belief("a", "r", "x", 0.7, created_at=T0))
+    for day in (1, 2):
+        store.evidence(address, "supporting", 0.9, at=T0 + day * DAY)
+    store.evidence(address, "refuting", 0.9, at=T0 + 3 * DAY)
+    chart = plot.confidence(store, address)
+    ax = chart.figure.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (
+        "time of the evidence",
+        "effective confidence",
+    )
+    step = ax.get_lines()[0]
+    assert list(step.get_ydata()) == pytest.approx([0.7, 0.7, 0.8, 0.8])
+    assert [t.get_text() for t in ax.texts] == ["promoted"]
+    assert (
+        chart.alt.splitlines()[2] == "2020-09-15: supporting (0.9) -> 0.80, promoted."
+    )
+
+
+def test_a_chart_shows_in_a_notebook_with_its_alt_text() -> None:
+    store, _ = _story()
+    chart = plot.timeline(store, "alice", "works_at")
+    data, metadata = chart._repr_mimebundle_()
+    assert metadata["image/png"]["alt"] == chart.alt
+    assert data["text/html"].startswith('<img src="data:image/png;base64,')
+    assert 'alt="Timeline of alice works_at' in data["text/html"]
+    assert chart.png().startswith(b"\x89PNG")
