@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from . import plot
 from .codec import content_address, decode, encode, verify
 from .errors import (
     ConflictWarning,
@@ -67,6 +68,7 @@ __all__ = [
     "decode",
     "encode",
     "grain_to_quads",
+    "plot",
     "quads_to_grain",
     "verify",
 ]
