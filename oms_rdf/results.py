@@ -21,7 +21,13 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
 
-__all__ = ["SOLUTION_TYPES", "media_type", "write_boolean", "write_solutions"]
+__all__ = [
+    "SOLUTION_TYPES",
+    "media_type",
+    "term_text",
+    "write_boolean",
+    "write_solutions",
+]
 
 # The result formats, the first being the default.
 SOLUTION_TYPES = (
@@ -78,7 +84,7 @@ def write_solutions(
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow(names)
-        writer.writerows([[_csv_term(t) for t in row] for row in table])
+        writer.writerows([[term_text(t) for t in row] for row in table])
         return out.getvalue().encode()
     lines = ["\t".join(f"?{n}" for n in names)]
     lines += ["\t".join("" if t is None else str(t) for t in row) for row in table]
@@ -100,7 +106,8 @@ def _json_term(term: Any) -> dict[str, str]:
     return {"type": "triple", "value": str(term)}
 
 
-def _csv_term(term: Any) -> str:
+def term_text(term: Any) -> str:
+    """A term as a cell of text: a value, ``_:label`` for a blank node, empty if unbound."""
     if term is None:
         return ""
     if isinstance(term, ox.BlankNode):

@@ -83,7 +83,7 @@ def test_entity_graph_of_a_neighbourhood_stays_legible_at_fifty_nodes() -> None:
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["knows", "likes"]
     assert ax.get_xlabel()
-    width, height = chart.figure.get_size_inches()
+    width, _ = chart.figure.get_size_inches()
     assert width >= 10  # room for fifty labels
     assert chart.alt.startswith(
         "Entity graph around person-0: 50 nodes and 49 edges (of 74 nodes)."

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, StoreError
-from ..results import media_type, write_solutions
+from ..results import media_type, term_text, write_solutions
 from ..tables import SHOWN, frame, html_table, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS
@@ -153,20 +153,12 @@ class Solutions:
     def _repr_html_(self) -> str:
         names = [v.value for v in self.variables]
         rows = self.rows()
-        cells = [[_shown(t) for t in row] for row in rows[:SHOWN]]
+        cells = [[term_text(t) for t in row] for row in rows[:SHOWN]]
         return html_table(names, cells, total=len(rows))
 
     def close(self) -> None:
         """Let go of the underlying pyoxigraph result (it must die on its thread)."""
         self._solutions = None
-
-
-def _shown(term: Any) -> str:
-    if term is None:
-        return ""
-    if isinstance(term, ox.BlankNode):
-        return f"_:{term.value}"
-    return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
 
 
 class Triples:
@@ -222,7 +214,7 @@ class Triples:
     def _repr_html_(self) -> str:
         kept = self.triples()
         cells = [
-            [_shown(t.subject), _shown(t.predicate), _shown(t.object)]
+            [term_text(t.subject), term_text(t.predicate), term_text(t.object)]
             for t in kept[:SHOWN]
         ]
         return html_table(["subject", "predicate", "object"], cells, total=len(kept))
