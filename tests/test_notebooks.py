@@ -49,6 +49,29 @@ def test_notebook_runs(path: Path) -> None:
         if o.output_type == "error"
     ]
     assert not errors
+    images = [
+        o
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {})
+    ]
+    if path.name.startswith("02"):
+        assert len(images) >= 3  # timeline, entity graph, confidence
+    for image in images:  # every figure says in words what it shows
+        assert image.get("metadata", {}).get("image/png", {}).get("alt", "").strip()
+
+
+def test_the_notebooks_extra_gives_a_working_jupyter_lab() -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    jupyter = shutil.which("jupyter", path=str(Path(sys.executable).parent))
+    assert jupyter is not None, "install the [notebooks] extra"
+    done = subprocess.run(
+        [jupyter, "lab", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip()[0].isdigit()
 
 
 def test_sample_data_is_what_the_script_makes() -> None:
