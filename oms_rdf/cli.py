@@ -33,16 +33,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Group(click.Group):
-    """Turns every OmsError into one line ``error: ERR_X: message`` and exit 1."""
+    """Turns every OmsError, and every file the system cannot open or write, into one
+    line ``error: …`` and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except OmsError as exc:
+        except (OmsError, OSError) as exc:
             if ctx.params.get("traceback"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {_said(exc)}", err=True)
             ctx.exit(1)
+
+
+def _said(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:  # a missing file, a directory, …
+        name = (
+            exc.filename2 if exc.filename2 is not None else exc.filename
+        )  # rename: the target
+        where = f": {name}" if name is not None else ""
+        return f"{exc.strerror}{where}"
+    return str(exc)
 
 
 @click.group(cls=_Group)
@@ -99,6 +110,11 @@ def _grains_from(source: str) -> list[Any]:
         ) from None
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise DecodeError(
+            f"{source} nests JSON arrays or objects too deeply to be a grain",
+            path=source,
+        ) from None
     except json.JSONDecodeError:
         lines = [
             (n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
@@ -106,6 +122,17 @@ def _grains_from(source: str) -> list[Any]:
         return [_json_grain(line, f"{source}:{n}") for n, line in lines]
     items = value if isinstance(value, list) else [value]
     return [_json_grain(json.dumps(item), source) for item in items]
+
+
+def _text_of(path: str) -> str:
+    """A query file's text, which must be UTF-8 (as SPARQL text is)."""
+    try:
+        return _read(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"a query file is UTF-8 text; byte {exc.start} of {path} is not",
+            path=path,
+        ) from None
 
 
 def _json_grain(text: str, where: str) -> Any:
@@ -464,7 +491,7 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str, valid_at: str | None,
 
         oms-rdf --store mem.db query "SELECT ?s ?o WHERE { ?s ?p ?o }" --valid-at 2024-01-01
     """
-    text = _read(sparql[1:]).decode() if sparql.startswith("@") else sparql
+    text = _text_of(sparql[1:]) if sparql.startswith("@") else sparql
     result = _store(ctx, read=True).query(text, valid_at=_time(valid_at), as_of=_time(as_of),
                                namespace=namespace, grains=grains)  # fmt: skip
     if isinstance(result, bool):

@@ -331,3 +331,39 @@ def test_keygen_tightens_an_existing_file_and_empty_put_is_an_error(
         cli, ["--store", str(tmp_path / "db"), "put", str(empty)]
     )
     assert result.exit_code == 1 and "no grain" in result.output
+
+
+def _one_line_error(args: list[str], expected: str) -> None:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0]
+
+
+def test_files_that_cannot_be_read_or_written_are_one_line_errors(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "db")
+    grain = tmp_path / "g.json"
+    grain.write_text(json.dumps(V1["input"]))
+    (tmp_path / "adir").mkdir()
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    query = tmp_path / "bad.rq"
+    query.write_bytes(b"SELECT \xff")
+    missing = str(tmp_path / "missing.ttl")
+    nowhere = str(tmp_path / "nodir" / "x")
+    _one_line_error(["--store", store, "import", missing], "No such file or directory")
+    _one_line_error(["--store", store, "import", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
+    _one_line_error(["--store", store, "export", nowhere + ".ttl"], "No such file or directory")  # fmt: skip
+    _one_line_error(["--store", store, "export", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
+    _one_line_error(["keygen", "-o", nowhere + ".pem"], "No such file or directory")
+    _one_line_error(["encode", str(grain), "-o", nowhere + ".bin"], "No such file or directory")  # fmt: skip
+    _one_line_error(["--store", store, "put", str(deep)], "ERR_CORRUPT")
+    _one_line_error(["query", f"@{query}"], "byte 7 of")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "db") == [
+        "adir",
+        "bad.rq",
+        "deep.json",
+        "g.json",
+    ]  # fmt: skip  (no half-written file left behind)
