@@ -375,3 +375,21 @@ def test_a_trigger_without_enabled_is_refused_not_rewritten() -> None:
     with pytest.raises(SchemaError) as info:
         oms.decode(blob)
     assert info.value.path == "$.enabled"
+
+
+@pytest.mark.parametrize("type_byte", [0x00, 0x01, 0x0D])
+def test_an_unknown_type_needs_an_application_type_byte(type_byte: int) -> None:
+    # Only 0x0e-0xff can carry a type this codec does not know: a blob with any other
+    # byte could never be written back, so its address would change on re-encoding.
+    blob = raw_blob({"ca": 1768471200000, "t": "mystery", "x": 1}, type_byte=type_byte)
+    with pytest.raises(DecodeError) as caught:
+        oms.decode(blob)
+    assert caught.value.code is ErrorCode.CORRUPT and caught.value.path == "header[2]"
+    with pytest.raises(DecodeError):
+        oms.Grain.from_blob(blob)
+
+
+@pytest.mark.parametrize("type_byte", [0x0E, 0xEF, 0xF0, 0xFF])
+def test_an_unknown_type_with_an_application_byte_round_trips(type_byte: int) -> None:
+    blob = raw_blob({"ca": 1768471200000, "t": "mystery", "x": 1}, type_byte=type_byte)
+    assert oms.encode(oms.decode(blob), type_byte=type_byte) == blob

@@ -219,7 +219,9 @@ def _decode_type(wire: Mapping[str, Any], header: Header) -> GrainType | None:
         )
     gtype = type_for_name(name)
     by_byte = type_for_byte(header.type_byte)
-    if gtype is not by_byte:
+    # An unknown type needs an application byte (0x0e-0xff): 0x00 is no type at all,
+    # and a grain no encoder can write back would change its address on re-encoding.
+    if gtype is not by_byte or (gtype is None and header.type_byte < 0x0E):
         expected = f"0x{gtype.byte:02x}" if gtype else "0x0e-0xff"
         raise DecodeError(
             f"header type byte 0x{header.type_byte:02x} does not match type {name!r} "
