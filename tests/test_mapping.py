@@ -308,3 +308,13 @@ def test_addresses_may_be_unique_prefixes() -> None:
     )
     with pytest.raises(oms.NotFoundError):
         store.get(absent)
+
+
+def test_a_signed_grain_comes_back_from_its_quads() -> None:
+    # The signed flag is header bit 0, which no field determines: the blob carries it.
+    from oms_rdf import Belief, grain_to_quads, quads_to_grain
+
+    grain = Belief("a", "r", "o", 0.5, signed=True, created_at=1_700_000_000_000)
+    unsigned = Belief("a", "r", "o", 0.5, created_at=1_700_000_000_000)
+    assert grain.signed and grain.address != unsigned.address
+    assert quads_to_grain(grain_to_quads(grain)).blob == grain.blob
