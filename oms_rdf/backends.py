@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 import pyoxigraph as ox
 
-from .errors import ErrorCode, StoreError
+from .errors import DecodeError, ErrorCode, StoreError
 
 __all__ = ["Backend", "LocalBackend"]
 
@@ -136,19 +137,18 @@ class LocalBackend:
             raise StoreError(f"dump failed: {exc}") from exc
 
     def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+        """Load atomically. Raises DecodeError for data that does not parse and
+        StoreError for a failure of the store itself (disk full, I/O)."""
         self._writable()
-        try:
+        with _load_errors("load"):
             self.store.load(data, fmt)
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise StoreError(f"load failed: {exc}") from exc
 
-    def bulk_load(self, data: bytes, fmt: ox.RdfFormat) -> None:
-        """Load with RocksDB's bulk loader: fast, *not* atomic (the store guards it)."""
+    def bulk_load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+        """Load with RocksDB's bulk loader: fast, *not* atomic (the store's journal
+        guards it); errors as :meth:`load`."""
         self._writable()
-        try:
+        with _load_errors("bulk load"):
             self.store.bulk_load(data, fmt)
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise StoreError(f"bulk load failed: {exc}") from exc
 
     def flush(self) -> None:
         """Write buffered changes of an on-disk store."""
@@ -157,6 +157,22 @@ class LocalBackend:
 
     def __len__(self) -> int:
         return len(self.store)
+
+
+@contextmanager
+def _load_errors(what: str) -> Iterator[None]:
+    """Tell the source's faults from the store's: only the first is the data's."""
+    try:
+        yield
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else None
+        raise DecodeError(
+            f"{what}: not valid RDF: {exc}", code=ErrorCode.CORRUPT, path=where
+        ) from exc
+    except ValueError as exc:  # an unsupported format, or bytes that are not UTF-8
+        raise DecodeError(f"{what}: {exc}", code=ErrorCode.CORRUPT) from exc
+    except OSError as exc:
+        raise StoreError(f"{what} failed in the store: {exc}") from exc
 
 
 def _open_read_only(path: str, attempts: int = 6) -> ox.Store:

@@ -56,7 +56,7 @@ PROV = Namespace(
 CLASSES = (
     "Grain", "Belief", "Event", "State", "Workflow", "Action", "Observation", "Goal",
     "Reasoning", "Consensus", "Consent", "Skill", "Recommendation", "Trigger",
-    "AuditEvent", "Status", "VerificationStatus", "Evidence",
+    "AuditEvent", "Status", "VerificationStatus", "Evidence", "Journal",
 )  # fmt: skip
 # Properties of the grain projection (default graph).
 GRAIN_PROPERTIES = (
@@ -83,10 +83,12 @@ INDEX_PROPERTIES = (
     "evidenceFor", "evidenceKind", "strength", "note", "logRatio", "sprtStatus", "sprtEntered",
     "effectiveConfidence", "conflictsWith",
 )  # fmt: skip
+# The journal of a write in progress (store/journal.py); never exported.
+JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
 INDIVIDUALS = (
     "active", "superseded", "retracted",
     "unverified", "verified", "contradicted", "disputed",
-    "blobs", "index", "current", "audit", "settings", "statusScheme", "msgpack",
+    "blobs", "index", "current", "audit", "settings", "journal", "statusScheme", "msgpack",
 )  # fmt: skip
 
 OMS = Namespace(
@@ -95,6 +97,7 @@ OMS = Namespace(
     + GRAIN_PROPERTIES
     + tuple(RELATED_PROPERTIES.values())
     + INDEX_PROPERTIES
+    + JOURNAL_PROPERTIES
     + INDIVIDUALS,
 )
 

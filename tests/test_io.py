@@ -286,7 +286,7 @@ def test_interrupted_import_is_rolled_back(
 ) -> None:
     buffer = io.BytesIO()
     store.export(buffer, format="trig")
-    monkeypatch.setattr(oms_io.importing, "CHUNK_ROWS", 50)  # many small atomic steps
+    monkeypatch.setattr(oms.store.journal, "CHUNK_ROWS", 50)  # many small atomic steps
     target = GrainStore(backend=FailingBackend(fail_at=6))
     target.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
     before = snapshot(target)

@@ -206,22 +206,6 @@ def test_first_put_many_on_disk_uses_the_guarded_bulk_loader(tmp_path: Any) -> N
     assert len(oms.GrainStore(path)) == 51
 
 
-def test_interrupted_bulk_load_is_refused_on_reopen(tmp_path: Any) -> None:
-    import gc
-
-    from oms_rdf.store._common import LOADING
-    from oms_rdf.vocab import OMS
-
-    path = tmp_path / "crashed"
-    store = oms.GrainStore(path)
-    # What a crash between the mark and its removal leaves behind:
-    store.backend.add([ox.Quad(OMS.settings, OMS.note, ox.Literal(LOADING), OMS.index)])
-    del store
-    gc.collect()
-    with pytest.raises(oms.StoreError, match="interrupted"):
-        oms.GrainStore(path)
-
-
 def test_a_tampered_stored_blob_fails_on_read() -> None:
     store = oms.GrainStore()
     grain = oms.Belief("s", "r", "o", 0.5, created_at=0)

@@ -231,7 +231,7 @@ def plan_adoption(
 
     def rows() -> Iterator[Row]:
         for grain in fresh():
-            yield from store._new_rows(grain)
+            yield from store.rows_for(grain)
 
     yield rows
 

@@ -59,7 +59,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                     continue
                 try:
                     fields, entry = loads_json_grain(line)
-                    grain, signature = store._accept(fields)
+                    grain, signature = store.accept(fields)
                     if signature is not None:
                         signatures[grain.address] = signature
                     if check and entry is not None:
@@ -82,7 +82,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     def rows() -> Iterator[Row]:
         for grain in _unique(grains(check=False), fresh):
-            yield from store._new_rows(grain, signatures.get(grain.address))
+            yield from store.rows_for(grain, signatures.get(grain.address))
             yield from states.get(grain.address, ())
 
     yield rows
@@ -123,7 +123,7 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
             for blob in read_mg(raw).blobs():
                 grain = Grain.from_blob(blob)
                 if grain.address in fresh:
-                    yield from store._new_rows(grain)
+                    yield from store.rows_for(grain)
         for address, state in states.items():
             if address in fresh:
                 yield from state

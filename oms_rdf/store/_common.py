@@ -30,7 +30,6 @@ from ..vocab import OMS, XSD
 GrainLike = Grain | Mapping[str, Any] | bytes
 TimeLike = int | datetime | date | str | None
 DEFAULT = DefaultGraph()
-LOADING = "bulk load in progress"  # oms:note on oms:settings while it runs
 CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
 STATUSES = ("active", "superseded", "retracted")
 VERIFICATIONS = ("unverified", "verified", "disputed", "contradicted")

@@ -6,7 +6,8 @@ import base64
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,13 @@ from ._common import (
     _P_SIGNED_BY,
     _QUERIES,
     CACHE_SIZE,
-    LOADING,
     GrainLike,
     IndexState,
     Signature,
     _same_claim,
     _value,
-    update_request,
 )
+from .journal import Journal, recover
 from .search import SearchIndex, search_texts
 
 _G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
@@ -104,18 +104,14 @@ class StoreBase:
         # decoding the same blob again (supersede reads a grain several times).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
         self._search: SearchIndex | None = None  # built on the first search
+        if not read_only:
+            recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
 
     def _settings(
         self, base_iri: str | None, relations: frozenset[str]
     ) -> MappingSettings:
         node = OMS.settings
-        if next(self.backend.quads(node, OMS.note, Literal(LOADING), OMS.index), None):
-            raise StoreError(
-                "this store's first bulk load was interrupted, so it is incomplete; "
-                "delete it and load the grains again",
-                code=ErrorCode.STORE,
-            )
         stored_base = [
             _value(q.object)
             for q in self.backend.quads(node, OMS.baseIri, None, OMS.index)
@@ -288,9 +284,9 @@ class StoreBase:
         )
 
     def _grain(self, item: GrainLike) -> Grain:
-        return self._accept(item)[0]
+        return self.accept(item)[0]
 
-    def _accept(self, item: GrainLike) -> tuple[Grain, Signature | None]:
+    def accept(self, item: GrainLike) -> tuple[Grain, Signature | None]:
         """A grain from what a caller gave, and its verified signature if it came signed.
 
         Raises:
@@ -328,7 +324,7 @@ class StoreBase:
             )
         return grain, signature
 
-    def _new_rows(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
+    def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its signature and its knowledge triple."""
         rows = grain_rows(grain, self.settings)
         node = f"<{NIH_PREFIX}{grain.address}>"
@@ -355,34 +351,31 @@ class StoreBase:
         """Add rows in one atomic load of N-Quads text."""
         self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
 
-    def _load_first(self, rows: list[Row]) -> None:
-        """Add the first grains of an empty on-disk store with the bulk loader.
+    @contextmanager
+    def bulk(self) -> Iterator[Journal]:
+        """Hold the store for one write too large for a transaction, all or nothing.
 
-        RocksDB's bulk loader is several times faster than a transaction but not
-        atomic, so the store is marked as loading first (atomically): a failure
-        puts the store back exactly as it was (it held no grain), and a crash
-        leaves the mark, which makes reopening refuse the incomplete store.
+        The public write path of imports and bulk loads: inside the block, write
+        rows from :meth:`rows_for` (after :meth:`accept` and :meth:`check_new`)
+        with ``journal.write``, then end with ``journal.finish(audit_rows)``. A
+        block left by an exception, or without ``finish``, is undone; a crash is
+        undone when the store is next opened (see :mod:`.journal`).
         """
-        bulk = getattr(self.backend, "bulk_load", None)
-        if (
-            bulk is None
-            or getattr(self.backend, "path", None) is None
-            or not self.is_empty()
-        ):
-            self._load(rows)
-            return
-        before = list(self.backend.quads())
-        mark = Quad(OMS.settings, OMS.note, Literal(LOADING), OMS.index)
-        self.backend.add([mark])
-        try:
-            bulk(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
-        except BaseException:
-            self.backend.update("CLEAR ALL")
-            self.backend.add(before)
-            raise
-        self.backend.update(update_request([mark], []))
+        with self._lock:
+            journal = Journal.begin(self.backend)
+            try:
+                yield journal
+                if not journal.finished:
+                    raise StoreError("a bulk write ended without finish()")
+            except BaseException:
+                if not journal.finished:
+                    journal.undo()
+                raise
+            finally:
+                self._cache.clear()  # grains may have come in as quads
+                self._search = None
 
-    def _audit(
+    def audit_rows(
         self,
         operation: str,
         *,
@@ -415,7 +408,7 @@ class StoreBase:
         rows += [(node, _P_NEEDS_REVIEW, nt_literal(note), g) for note in review]
         return rows
 
-    def _check_put(
+    def check_new(
         self,
         grain: Grain,
         batch: Mapping[str, Grain] | None = None,

@@ -251,9 +251,9 @@ class Invalidation(Questions):
                 raise PolicyError(
                     "signer= needs a mapping or a Grain to sign", code=ErrorCode.SCHEMA
                 )
-            return self._accept(new)
+            return self.accept(new)
         if signer is None:
-            return self._accept(grain)
+            return self.accept(grain)
         return grain, Signature(sign(grain.blob, signer), signer.did)
 
     def _write_supersession(
@@ -270,8 +270,8 @@ class Invalidation(Questions):
         old_address = old_grain.address
         insert: list[Quad | Row] = []
         if new_grain.address not in self:
-            self._check_put(new_grain, exempt=old_address)
-            insert += self._new_rows(new_grain, signature)
+            self.check_new(new_grain, exempt=old_address)
+            insert += self.rows_for(new_grain, signature)
         # The index change as N-Triples rows, like the new grain's own rows.
         node, idx = str(grain_iri(old_address)), _G_INDEX
         delete: list[Quad | Row] = [
@@ -288,7 +288,7 @@ class Invalidation(Questions):
             insert.append((node, _P_INITIATOR, nt_literal(by), idx))
         if reason:
             insert.append((node, _P_REASON, nt_literal(reason), idx))
-        insert += self._audit("supersede", target=old_address, result=new_grain.address,
+        insert += self.audit_rows("supersede", target=old_address, result=new_grain.address,
                               actor=by, reason=reason, review=review)  # fmt: skip
         self.backend.update(update_request(delete, insert))
 
@@ -422,7 +422,7 @@ class Invalidation(Questions):
                 insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
             if by is not None:
                 insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
-        insert += self._audit(
+        insert += self.audit_rows(
             operation,
             target=address,
             actor=by,
@@ -480,7 +480,7 @@ class Invalidation(Questions):
             insert: list[Quad | Row] = [
                 Quad(node, OMS.verificationStatus, getattr(OMS, status), OMS.index)
             ]
-            insert += self._audit(
+            insert += self.audit_rows(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
             self.backend.update(update_request(delete, insert))

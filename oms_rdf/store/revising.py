@@ -208,7 +208,7 @@ class Revising(Invalidation):
             )
             with self._lock:
                 tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"
-                self._load(self._audit("revise(force)", target=old_grain.address, result=address,
+                self._load(self.audit_rows("revise(force)", target=old_grain.address, result=address,
                                              actor=by, reason=f"entrenchment overridden: {tiers}"))  # fmt: skip
             return address
         self.entrenchment.check(old_grain.fields, fields)

@@ -48,18 +48,18 @@ class Writes(Revising):
                 protected grain with the same subject, relation and namespace: that
                 is a supersession, which must go through :meth:`supersede`.
         """
-        grain, signature = self._accept(item)
+        grain, signature = self.accept(item)
         with self._lock:
             if grain.address in self:
                 return grain.address
-            self._check_put(grain)
+            self.check_new(grain)
             rivals = self._rivals(grain)
             if rivals and self._auto_revised(grain, rivals):
                 return grain.address
-            rows = self._new_rows(grain, signature)
+            rows = self.rows_for(grain, signature)
             delete, extra = self._dispute(grain, rivals)
             extra += self._withdrawal(grain)
-            rows += _rows(self._audit("put", target=grain.address))
+            rows += _rows(self.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
                 self.backend.update(
@@ -82,7 +82,7 @@ class Writes(Revising):
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
         """
-        accepted = [self._accept(item) for item in items]
+        accepted = [self.accept(item) for item in items]
         with self._lock:
             rows: list[Row] = []
             delete: list[Row] = []
@@ -99,8 +99,8 @@ class Writes(Revising):
             earlier: list[Grain] = []
             with _progress(fresh, progress) as iterator:
                 for grain, signature in iterator:
-                    self._check_put(grain, batch)
-                    rows.extend(self._new_rows(grain, signature))
+                    self.check_new(grain, batch)
+                    rows.extend(self.rows_for(grain, signature))
                     if self.functional_relations or grain.type_byte == CONSENT_BYTE:
                         removed, added = self._dispute(
                             grain, self._rivals(grain, earlier)
@@ -108,7 +108,14 @@ class Writes(Revising):
                         delete += removed
                         extra += added + self._withdrawal(grain)
                         earlier.append(grain)
-            rows += _rows(self._audit("put_many", count=len(fresh)))
+            audit = _rows(self.audit_rows("put_many", count=len(fresh)))
+            if empty and not extra:
+                # Too large for one transaction, perhaps: journalled, bulk-loaded on disk.
+                with self.bulk() as journal:
+                    journal.write(rows)
+                    journal.finish(audit, rebuild=False)  # the rows hold the knowledge
+                return [g.address for g, _ in accepted]
+            rows += audit
             if extra:
                 # Verification marks of grains new in this batch are replaced in the
                 # rows; those of stored grains are deleted by the same update.
@@ -117,7 +124,7 @@ class Writes(Revising):
                 stored = [d for d in delete if d not in new_rows]
                 self.backend.update(update_request(stored, [*rows, *extra]))
             else:
-                self._load_first(rows)
+                self._load(rows)
         return [g.address for g, _ in accepted]
 
     # --- conflicts on functional relations --------------------------------------
@@ -193,7 +200,7 @@ class Writes(Revising):
             ),
             stacklevel=4,
         )
-        insert += self._audit(
+        insert += self.audit_rows(
             "conflict", target=grain.address, reason=f"conflicts with {names}"
         )
         return delete, insert
@@ -240,7 +247,7 @@ class Writes(Revising):
                 )
                 marked += 1
         reason = f"{marked} grains pending erasure, {held} held"
-        return quads + self._audit(
+        return quads + self.audit_rows(
             "consent_withdrawn", target=grain.address, reason=reason, count=marked
         )
 

@@ -1,0 +1,210 @@
+"""Writes too large for one transaction, made all or nothing by a journal.
+
+``put``, ``supersede`` and a ``put_many`` into a store that holds grains are one
+backend call each, so they are atomic by themselves. An import, or a bulk load
+into an empty on-disk store, goes in chunks, and a crash between two chunks would
+leave part of it. The journal, kept on node ``oms:journal`` in graph
+``oms:index``, closes that gap:
+
+- Into a store that holds no grain, the journal keeps the store's few quads as
+  they were (its settings and audit), as N-Quads text. Undoing is one update that
+  clears everything and writes them back. So the chunks may go through RocksDB's
+  bulk loader, which is fast but not atomic.
+- Into a store that holds grains, each chunk records, in the same transaction,
+  the grain nodes it creates and the other quads it adds. Undoing deletes those
+  grains (their quads in every graph, and their knowledge triples) and those
+  quads, then rebuilds the knowledge. Its cost grows with what was written, not
+  with the store.
+
+The update that ends the write removes the journal, adds the audit event and
+rebuilds the knowledge layer, all in one transaction. Opening a store that still
+has a journal undoes the interrupted write first (:func:`recover`), so a crash at
+any point leaves the store as before the write, or with all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..backends import Backend
+from ..errors import StoreError
+from ..mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
+from ..vocab import OMS, RDF
+from ._common import _row, load_query, update_request
+
+Item = Row | ox.Quad
+
+JOURNAL = OMS.journal
+_INDEX = OMS.index
+_G_INDEX = str(OMS.index)
+_J = str(JOURNAL)
+_P_ADDED, _P_QUAD = str(OMS.journalGrain), str(OMS.journalQuad)
+# Knowledge triples are not journalled: undoing a grain deletes its triple, and
+# the rebuild puts back any that another grain still asserts.
+_GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), _G_INDEX, str(OMS.audit)})
+CHUNK_ROWS = 200_000  # rows per atomic step: bounds a transaction's memory
+_UNDO_BATCH = 500  # grain nodes deleted per update while undoing
+_REBUILD = load_query("rebuild_current")
+
+
+class Journal:
+    """One large write in progress; see the module docstring.
+
+    Use :meth:`begin`, then :meth:`write` as often as needed, then :meth:`finish`;
+    on failure, :meth:`undo`.
+    """
+
+    def __init__(self, backend: Backend, *, empty: bool) -> None:
+        self.backend = backend
+        self.empty = empty  # the store held no grain when the write began
+        self._seen: dict[str, bool] = {}  # grain node -> created by this write
+        self.finished = False
+        self.written = 0  # rows written so far
+
+    @classmethod
+    def begin(cls, backend: Backend) -> Journal:
+        """Open the journal (one atomic write) and return it."""
+        empty = next(backend.quads(None, OMS.blob, None, OMS.blobs), None) is None
+        marks = [ox.Quad(JOURNAL, RDF.type, OMS.Journal, _INDEX)]
+        if empty:
+            before = rows_to_nquads(_row(q) for q in backend.quads())
+            marks.append(
+                ox.Quad(JOURNAL, OMS.journalBefore, ox.Literal(before), _INDEX)
+            )
+        backend.add(marks)
+        return cls(backend, empty=empty)
+
+    def write(self, items: Iterable[Item]) -> None:
+        """Write rows or quads, in chunks of ``CHUNK_ROWS``."""
+        chunk: list[Row] = []
+        for item in items:
+            chunk.append(item if isinstance(item, tuple) else _row(item))
+            if len(chunk) >= CHUNK_ROWS:
+                self._chunk(chunk)
+                chunk = []
+        if chunk:
+            self._chunk(chunk)
+
+    def _chunk(self, rows: list[Row]) -> None:
+        """Write one chunk; its journal entries go in the same transaction."""
+        self.written += len(rows)
+        if self.empty:
+            bulk = getattr(self.backend, "bulk_load", None)
+            if bulk is not None and getattr(self.backend, "path", None) is not None:
+                bulk(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
+                return
+        else:
+            rows += list(self._entries(rows))
+        self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
+
+    def load(self, data: Iterable[bytes] | bytes, fmt: ox.RdfFormat) -> None:
+        """Load serialised quads natively; only into a store that held no grain."""
+        if not self.empty:
+            raise ValueError("a native load needs a store that held no grain")
+        bulk = getattr(self.backend, "bulk_load", None)
+        if bulk is not None and getattr(self.backend, "path", None) is not None:
+            bulk(data, fmt)
+        else:
+            self.backend.load(data, fmt)  # type: ignore[arg-type]
+
+    def _entries(self, rows: list[Row]) -> Iterator[Row]:
+        """Journal rows naming what these rows add to a store that holds grains."""
+        for row in rows:
+            s, _p, _o, g = row
+            if g not in _GRAIN_GRAPHS:
+                continue
+            if s.startswith(f"<{NIH_PREFIX}"):
+                created = self._seen.get(s)
+                if created is None:
+                    node = ox.NamedNode(s[1:-1])
+                    stored = self.backend.quads(node, OMS.blob, None, OMS.blobs)
+                    created = self._seen[s] = next(stored, None) is None
+                    if created:
+                        yield (_J, _P_ADDED, s, _G_INDEX)
+                if created:
+                    continue
+            if not _stored(self.backend, row):
+                yield (_J, _P_QUAD, nt_literal(rows_to_nquads([row])), _G_INDEX)
+
+    def finish(self, rows: Sequence[Item] = (), *, rebuild: bool = True) -> None:
+        """End the write in one transaction: drop the journal, add ``rows`` (the
+        audit) and, unless the rows written carried it, rebuild the knowledge."""
+        end = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
+        # Oxigraph takes a prologue (PREFIX) only at the start of a request.
+        parts = [_REBUILD if rebuild else "", end, update_request([], list(rows))]
+        self.backend.update(" ;\n".join(part for part in parts if part))
+        self.finished = True
+
+    def undo(self) -> None:
+        """Put the store back as it was before the write, and close the journal."""
+        undo(self.backend)
+        self.finished = True
+
+    def rewind(self) -> None:
+        """Put the store back as it was before the write; the journal stays open."""
+        marks = list(self.backend.quads(JOURNAL, None, None, _INDEX))
+        undo(self.backend)
+        self.backend.add(m for m in marks if m.predicate != OMS.journalGrain)
+        self._seen.clear()
+        self.written = 0
+
+
+def recover(backend: Backend) -> bool:
+    """Undo a write that a crash interrupted; return whether there was one."""
+    if next(backend.quads(JOURNAL, None, None, _INDEX), None) is None:
+        return False
+    undo(backend)
+    return True
+
+
+def undo(backend: Backend) -> None:
+    """Undo the journalled write; each step may be repeated after a crash."""
+    before = next(backend.quads(JOURNAL, OMS.journalBefore, None, _INDEX), None)
+    if before is not None:
+        quads = _parse(before.object)
+        insert = update_request([], quads)
+        backend.update("CLEAR ALL" + (f" ;\n{insert}" if insert else ""))
+        return
+    nodes = [q.object for q in backend.quads(JOURNAL, OMS.journalGrain, None, _INDEX)]
+    for start in range(0, len(nodes), _UNDO_BATCH):
+        batch = nodes[start : start + _UNDO_BATCH]
+        backend.update(_forget_grains(" ".join(str(n) for n in batch)))
+    for entry in list(backend.quads(JOURNAL, OMS.journalQuad, None, _INDEX)):
+        added = _parse(entry.object)
+        backend.update(update_request([*added, entry], []))
+    end = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
+    backend.update(f"{_REBUILD} ;\n{end}")
+
+
+def _forget_grains(values: str) -> str:
+    """One update deleting grains, their knowledge triples and their journal rows."""
+    return f"""PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
+PREFIX oms: <https://w3id.org/oms-rdf/ns#>
+DELETE {{ GRAPH ?kg {{ ?s ?p ?o }} }} WHERE {{
+  VALUES ?g {{ {values} }}
+  ?g rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o .
+  OPTIONAL {{ ?g oms:graph ?named }}
+  BIND (COALESCE(?named, oms:current) AS ?kg)
+}} ;
+DELETE {{ ?g ?p ?o }} WHERE {{ VALUES ?g {{ {values} }} ?g ?p ?o }} ;
+DELETE {{ GRAPH ?x {{ ?g ?p ?o }} }} WHERE {{ VALUES ?g {{ {values} }} GRAPH ?x {{ ?g ?p ?o }} }} ;
+DELETE {{ GRAPH oms:index {{ oms:journal oms:journalGrain ?g }} }}
+WHERE {{ VALUES ?g {{ {values} }} }}"""
+
+
+def _parse(text: Any) -> list[ox.Quad]:
+    """The quads of a journal literal (N-Quads text)."""
+    if not isinstance(text, ox.Literal):
+        raise StoreError(f"a journal entry must be N-Quads text, found {text}")
+    return list(ox.parse(text.value.encode(), ox.RdfFormat.N_QUADS))
+
+
+def _stored(backend: Backend, row: Row) -> bool:
+    q = next(ox.parse(rows_to_nquads([row]).encode(), ox.RdfFormat.N_QUADS))
+    return (
+        next(backend.quads(q.subject, q.predicate, q.object, q.graph_name), None)
+        is not None
+    )
