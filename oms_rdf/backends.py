@@ -150,13 +150,40 @@ class LocalBackend:
         with _load_errors("bulk load"):
             self.store.bulk_load(data, fmt)
 
+    def optimize(self) -> None:
+        """Compact an on-disk store (RocksDB), as it would do later by itself."""
+        if self.path is not None:
+            self._writable()
+            try:
+                self.store.optimize()
+            except OSError as exc:
+                raise StoreError(f"compaction failed: {exc}") from exc
+
     def flush(self) -> None:
         """Write buffered changes of an on-disk store."""
         if self.path is not None:
             self.store.flush()
 
+    def close(self) -> None:
+        """Flush and release the store (an on-disk store can then be reopened)."""
+        self.flush()
+        self.store = _Closed(self.path)  # type: ignore[assignment]
+
     def __len__(self) -> int:
         return len(self.store)
+
+
+class _Closed:
+    """Stands for the pyoxigraph store after close(): every use is a clear error."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(f"the store at {self.path or 'memory'} is closed")
+
+    def __len__(self) -> int:
+        raise StoreError(f"the store at {self.path or 'memory'} is closed")
 
 
 @contextmanager

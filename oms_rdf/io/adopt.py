@@ -45,10 +45,12 @@ __all__ = ["SourceInfo", "adopted_grain", "file_base", "plan_adoption", "scan"]
 
 
 class SourceInfo:
-    """What a first read of a source tells: its digest, and whether it is our export."""
+    """What a first read of a source tells: its digest, whether it is our export,
+    and whether its bytes mention a journal (then it never takes the fast restore,
+    whose checks come after the load)."""
 
-    def __init__(self, digest: str, ours: bool) -> None:
-        self.digest, self.ours = digest, ours
+    def __init__(self, digest: str, ours: bool, journal: bool = False) -> None:
+        self.digest, self.ours, self.journal = digest, ours, journal
 
 
 def scan(
@@ -56,9 +58,13 @@ def scan(
 ) -> SourceInfo:
     """Read a source once: the SHA-256 of its bytes, and whether it carries grains."""
     digest = hashlib.sha256()
+    journal, tail = False, b""
     with reopen() as raw:
         while chunk := raw.read(1 << 20):
             digest.update(chunk)
+            journal = journal or b"journal" in tail + chunk[:8]
+            journal = journal or b"journal" in chunk
+            tail = chunk[-8:]
     # Ours: blobs in graph oms:blobs, or a grain layer flattened into one graph
     # (the turtle/ntriples export with grains=True).
     blobs = OMS.blobs if fmt.supports_datasets else ox.DefaultGraph()
@@ -67,7 +73,7 @@ def scan(
             q.predicate == OMS.blob and q.graph_name == blobs
             for q in parse_source(raw, fmt, base_iri)
         )
-    return SourceInfo(digest.hexdigest(), ours)
+    return SourceInfo(digest.hexdigest(), ours, journal)
 
 
 class _Labels:

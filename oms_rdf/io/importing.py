@@ -86,6 +86,7 @@ def import_(
                                      base_iri=base)  # fmt: skip
             elif (
                 journal.empty
+                and not source.journal
                 and rdf.supports_datasets
                 and size <= FAST_RESTORE_LIMIT
                 and _restore_into_empty(store, journal, reopen, rdf, report, progress)
@@ -123,7 +124,7 @@ def _restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[]
     except (OmsError, ValueError):
         journal.rewind()
         return False
-    report.quads = len(store.backend) - before
+    report.quads = journal.written = len(store.backend) - before
     journal.finish(store.audit_rows("import", count=report.added))
     return True
 

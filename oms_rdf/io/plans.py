@@ -24,6 +24,7 @@ from ..mapping import (
     rows_to_nquads,
 )
 from ..store import GrainStore
+from ..store.journal import JOURNAL
 from ..vocab import INDEX_PROPERTIES, OMS
 from ._common import (
     _VERIFICATION_IN,
@@ -258,6 +259,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     described.add(node)
                 elif graph == OMS.audit:
                     refuse(quad, "the audit log describes operations, not grains")
+            elif s == JOURNAL:
+                refuse(quad, "the journal belongs to a write in progress in this store")
             elif s == OMS.settings and quad.predicate == OMS.baseIri:
                 settings_base = _text(quad.object)
             elif isinstance(graph, ox.DefaultGraph) or graph == blob_graph:

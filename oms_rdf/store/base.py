@@ -64,6 +64,7 @@ from ._common import (
 from .journal import Journal, recover
 from .search import SearchIndex, search_texts
 
+COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
 _G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
 _P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
 _P_RESULT, _P_ACTOR, _P_REASON = str(OMS.result), str(OMS.actor), str(OMS.reason)
@@ -374,6 +375,15 @@ class StoreBase:
             finally:
                 self._cache.clear()  # grains may have come in as quads
                 self._search = None
+            if journal.written >= COMPACT_AFTER:
+                self.optimize()  # now, rather than in the middle of the next command
+
+    def optimize(self) -> None:
+        """Compact an on-disk store; bulk writes of ``COMPACT_AFTER`` rows do it."""
+        optimize = getattr(self.backend, "optimize", None)
+        if optimize is not None:
+            with self._lock:
+                optimize()
 
     def audit_rows(
         self,
@@ -448,6 +458,20 @@ class StoreBase:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
         with self._lock:
             self.backend.update(_QUERIES["rebuild_current"])
+
+    def close(self) -> None:
+        """Make every write durable and release the store; later calls raise StoreError."""
+        with self._lock:
+            close = getattr(self.backend, "close", None)
+            if close is not None:
+                close()
+            self._cache.clear()
+
+    def __enter__(self) -> StoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def flush(self) -> None:
         """Make every write of an on-disk store durable."""

@@ -162,7 +162,13 @@ def recover(backend: Backend) -> bool:
 
 def undo(backend: Backend) -> None:
     """Undo the journalled write; each step may be repeated after a crash."""
-    before = next(backend.quads(JOURNAL, OMS.journalBefore, None, _INDEX), None)
+    befores = list(backend.quads(JOURNAL, OMS.journalBefore, None, _INDEX))
+    if len(befores) > 1:  # only a write of ours makes a journal, with one state
+        raise StoreError(
+            f"the journal of an interrupted write holds {len(befores)} earlier states, "
+            "not one; it cannot be undone safely (was it written by an import?)"
+        )
+    before = befores[0] if befores else None
     if before is not None:
         quads = _parse(before.object)
         insert = update_request([], quads)

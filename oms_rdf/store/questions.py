@@ -91,11 +91,14 @@ class Questions(StoreBase):
             return self._beliefs_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
         # times faster than the query, with the same answer (see lookup.py).
-        rows = subject_rows(self.backend, self.settings, subject, relation, namespace,
-                            valid_at=valid, as_of=known)  # fmt: skip
-        return GrainList(
-            (self._grain_of(address_of(r.node), r.blob) for r in rows), self.status
-        )
+        # Several pattern reads: under the writers' lock, so that they all see the
+        # store before a write or after it, never between (a torn read).
+        with self._lock:
+            rows = subject_rows(self.backend, self.settings, subject, relation,
+                                namespace, valid_at=valid, as_of=known)  # fmt: skip
+            return GrainList(
+                [self._grain_of(address_of(r.node), r.blob) for r in rows], self.status
+            )
 
     def _beliefs_query(
         self,
@@ -397,7 +400,8 @@ class Questions(StoreBase):
         """Return the supersession chain through a grain, oldest first (forks included)."""
         address = self.resolve(address)
         # A chain is a few grains: walking it by pattern beats the query (lookup.py).
-        return self._chronological(chain_rows(self.backend, grain_iri(address)))
+        with self._lock:  # one view of the chain (see beliefs)
+            return self._chronological(chain_rows(self.backend, grain_iri(address)))
 
     def ancestors(self, address: str | Grain) -> GrainList:
         """Return the versions before a grain, first version first (not the grain itself)."""

@@ -1,0 +1,88 @@
+"""Threads sharing one store: no torn read, no lost update, one successor per grain."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import oms_rdf as oms
+
+
+@pytest.fixture(params=["memory", "disk"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> oms.GrainStore:
+    return oms.GrainStore(None if request.param == "memory" else tmp_path / "store")
+
+
+def test_a_reader_never_sees_a_subject_between_two_versions(
+    store: oms.GrainStore,
+) -> None:
+    """alice always has exactly one current belief; a reader must always see one."""
+    current = store.put(oms.Belief("alice", "works_at", "v0", 0.9, created_at=1))
+    seen: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append(len(store.beliefs("alice", as_of=10**12)))
+            time.sleep(
+                0.0005
+            )  # a pause, as between requests: Python locks are not fair
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for i in range(1, 200):
+            new = oms.Belief("alice", "works_at", f"v{i}", 0.9, created_at=1 + i)
+            current = store.supersede(current, new)
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join()
+    assert len(seen) > 50
+    assert set(seen) == {1}, f"{seen.count(0)} of {len(seen)} reads saw no belief"
+    assert [g.address for g in store.beliefs("alice", as_of=10**12)] == [current]
+
+
+def test_racing_supersessions_leave_one_successor_and_lose_no_put(
+    store: oms.GrainStore,
+) -> None:
+    rounds, threads = 60, 3
+    heads = [
+        store.put(oms.Belief(f"s{r}", "r", "first", 0.9, created_at=1))
+        for r in range(rounds)
+    ]
+    barrier = threading.Barrier(threads)
+    wins: list[list[str]] = [[] for _ in range(rounds)]
+    refused: list[str] = []
+    puts: list[str] = []
+
+    def work(worker: int) -> None:
+        for r, head in enumerate(heads):
+            barrier.wait()
+            new = oms.Belief(f"s{r}", "r", f"by {worker}", 0.9, created_at=2)
+            try:
+                wins[r].append(store.supersede(head, new))
+            except oms.OmsError as exc:
+                refused.append(type(exc).__name__)
+            puts.append(
+                store.put(oms.Belief(f"w{worker}", "r", str(r), 0.5, created_at=r))
+            )
+
+    pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    for r, head in enumerate(heads):
+        assert len(wins[r]) == 1, f"round {r}: {len(wins[r])} winners"
+        assert store.status(head).superseded_by == wins[r][0]
+        assert [g.address for g in store.beliefs(f"s{r}", as_of=10**12)] == wins[r]
+    assert len(refused) == rounds * (threads - 1)
+    assert set(refused) <= {"PolicyError", "StoreError"}, set(refused)
+    assert (
+        all(address in store for address in puts) and len(set(puts)) == rounds * threads
+    )

@@ -1,0 +1,148 @@
+"""SIGKILL at random points: every grain is wholly present or absent afterwards.
+
+A child process runs a first ``put_many`` into an empty on-disk store (bulk
+loader), supersessions, an import of JSON Lines and of N-Quads into the store
+that now holds grains, and a second ``put_many``, in small chunks so that a kill
+lands between chunks as often as inside one. The parent kills it with SIGKILL
+after a random delay, opens the store (which undoes an interrupted write), and
+checks it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.mapping import address_of
+from oms_rdf.store.journal import JOURNAL
+from oms_rdf.vocab import OMS, RDF
+
+TRIALS = 24
+CHILD = """
+import sys, oms_rdf as oms, oms_rdf.store.journal as journal
+journal.CHUNK_ROWS = 400  # many chunks: many points between two of them
+data, path = sys.argv[1], sys.argv[2]
+store = oms.GrainStore(path)
+def phase(name):
+    print(name, flush=True)
+batches = [[oms.Belief("s", "r", f"{b}-{i}", 0.5, created_at=i) for i in range(300)]
+           for b in range(2)]
+phase("put_many")
+store.put_many(batches[0])
+phase("supersede")
+old = store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1))
+store.supersede(old, oms.Belief("alice", "works_at", "Initech", 0.9, created_at=2))
+phase("import jsonl")
+store.import_(data + "/a.jsonl")
+phase("import nquads")
+store.import_(data + "/b.nq")
+phase("put_many 2")
+store.put_many(batches[1])
+phase("done")
+"""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("sources")
+    for name, fmt, subject in (("a.jsonl", "jsonl", "a"), ("b.nq", "nquads", "b")):
+        source = oms.GrainStore()
+        source.put_many(
+            [oms.Belief(subject, "r", str(i), 0.5, created_at=i) for i in range(400)]
+        )
+        source.export(folder / name, format=fmt, grains=True)
+    return folder
+
+
+def addresses_in(path: Path) -> set[str]:
+    """The grains an export holds (every format here has them in oms:blobs)."""
+    found = set()
+    if path.suffix == ".jsonl":
+        for line in path.read_text().splitlines():
+            found.add(oms.Grain.from_dict(json.loads(line)).address)  # no bytes fields
+        return found
+    for quad in ox.parse(path=str(path), format=ox.RdfFormat.N_QUADS):
+        if quad.predicate == OMS.blob:
+            found.add(address_of(quad.subject))  # type: ignore[arg-type]
+    return found
+
+
+def check(store: oms.GrainStore, groups: list[set[str]]) -> None:
+    backend = store.backend
+    assert next(backend.quads(JOURNAL, None, None, None), None) is None
+    blobs = {
+        address_of(q.subject) for q in backend.quads(None, OMS.blob, None, OMS.blobs)
+    }  # type: ignore[arg-type]
+    described = {
+        address_of(q.subject)  # type: ignore[arg-type]
+        for q in backend.quads(None, None, None, ox.DefaultGraph())
+    }
+    indexed = {
+        address_of(q.subject)  # type: ignore[arg-type]
+        for q in backend.quads(None, None, None, OMS.index)
+        if q.subject.value.startswith("nih:")
+    }
+    # Wholly present or absent: fields and blob together, no index state for a ghost.
+    assert described == blobs
+    assert indexed <= blobs
+    for address in blobs:
+        assert next(backend.quads(None, RDF.type, None, ox.DefaultGraph()), None)
+        store.get(address)  # the blob verifies
+    for group in groups:  # each write is all or nothing
+        assert len(group & blobs) in (0, len(group))
+    # The knowledge layer is what the grains and the index make it.
+    current = {str(q) for q in backend.quads(None, None, None, OMS.current)}
+    store.rebuild_current()
+    assert {str(q) for q in backend.quads(None, None, None, OMS.current)} == current
+    store.beliefs("alice")
+    store.history(next(iter(blobs))) if blobs else None
+
+
+def test_sigkill_at_random_points_leaves_every_write_whole_or_absent(
+    data: Path, tmp_path: Path
+) -> None:
+    rng = random.Random(20261201)
+    groups = [
+        {
+            oms.Belief("s", "r", f"{b}-{i}", 0.5, created_at=i).address
+            for i in range(300)
+        }
+        for b in range(2)
+    ]
+    groups += [addresses_in(data / "a.jsonl"), addresses_in(data / "b.nq")]
+    phases: list[str] = []
+    # The child's own run time sets the range of the kill points.
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", CHILD, str(data), str(tmp_path / "timing")],
+                   check=True, capture_output=True)  # fmt: skip
+    span = time.monotonic() - start
+    for trial in range(TRIALS):
+        path = tmp_path / f"store-{trial}"
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(data), str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        time.sleep(rng.uniform(0.3, 1.0) * span)
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate()
+        reached = out.decode().split("\n")
+        phases.append([p for p in reached if p][-1] if any(reached) else "start")
+        store = oms.GrainStore(path)
+        try:
+            check(store, groups)
+        finally:
+            store.close()
+    # The kills landed in several phases, not all before or after the work.
+    assert len(set(phases) - {"start", "done"}) >= 3, phases

@@ -1,0 +1,136 @@
+"""Large writes are all or nothing: the journal undoes an interrupted one on open."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.store.journal import JOURNAL, Journal
+from oms_rdf.vocab import OMS
+
+TURTLE = b"""@prefix ex: <http://example.org/> .
+ex:alice ex:knows ex:bob ; ex:name "Alice" .
+"""
+
+
+def quads(store: oms.GrainStore) -> set[str]:
+    return {str(q) for q in store.backend.quads()}
+
+
+def reopen(store: oms.GrainStore, path: Path) -> oms.GrainStore:
+    """Close the store with its write unfinished, as a crash would, and open it again."""
+    store.close()
+    return oms.GrainStore(path)
+
+
+def grains(start: int, n: int, subject: str = "s") -> list[oms.Belief]:
+    return [
+        oms.Belief(subject, "r", f"o{i}", 0.5, created_at=i)
+        for i in range(start, start + n)
+    ]
+
+
+def half_written(
+    store: oms.GrainStore, new: list[oms.Belief], extra: list[Any]
+) -> None:
+    """Write part of a large write and stop, as a crash between chunks would."""
+    journal = Journal.begin(store.backend)
+    rows = [row for grain in new for row in store.rows_for(grain)]
+    journal.write(rows[: len(rows) // 2])  # a grain cut in two, its blob unwritten
+    journal.write(extra)
+    assert next(store.backend.quads(JOURNAL, None, None, OMS.index), None) is not None
+
+
+def test_an_interrupted_write_into_a_store_with_grains_is_undone_on_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path)
+    old = store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1))
+    store.supersede(old, oms.Belief("alice", "works_at", "Initech", 0.9, created_at=2))
+    store.import_(io.BytesIO(TURTLE), format="turtle", base_iri="http://example.org/")
+    before = quads(store)
+    # New grains, one asserting a triple an adopted grain holds already, plus an
+    # audit event and a mark on a stored grain: all must go, and nothing else.
+    same = oms.Belief("http://example.org/alice", "http://example.org/knows",
+                      "http://example.org/bob", 0.4, created_at=3)  # fmt: skip
+    extra = [
+        ox.Quad(
+            ox.NamedNode("urn:uuid:1"), OMS.operation, ox.Literal("import"), OMS.audit
+        ),
+        ox.Quad(
+            ox.NamedNode(f"nih:sha-256;{old}"),
+            OMS.needsReview,
+            ox.Literal("x"),
+            OMS.index,
+        ),
+    ]
+    half_written(store, [*grains(10, 40), same], extra)
+    assert quads(store) != before
+    store = reopen(store, path)
+    assert quads(store) == before
+    assert [g["object"] for g in store.beliefs("alice")] == ["Initech"]
+
+
+def test_an_interrupted_first_load_into_an_empty_store_is_undone_on_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, base_iri="https://example.org/kb/")
+    before = quads(store)
+    half_written(store, grains(0, 60), [])
+    store = reopen(store, path)
+    assert quads(store) == before
+    assert store.is_empty() and store.settings.base_iri == "https://example.org/kb/"
+
+
+def test_a_failed_bulk_write_is_undone_at_once(tmp_path: Path) -> None:
+    store = oms.GrainStore(tmp_path / "store")
+    store.put(oms.Belief("alice", "likes", "tea", 0.5, created_at=1))
+    before = quads(store)
+    with pytest.raises(RuntimeError, match="boom"), store.bulk() as journal:
+        journal.write(row for g in grains(0, 30) for row in store.rows_for(g))
+        raise RuntimeError("boom")
+    assert quads(store) == before
+    with pytest.raises(oms.StoreError, match="without finish"), store.bulk() as journal:
+        journal.write(row for g in grains(0, 30) for row in store.rows_for(g))
+    assert quads(store) == before
+
+
+def test_an_import_may_not_carry_a_journal(tmp_path: Path) -> None:
+    """A crafted journal in an export would make the next open delete grains."""
+    source = oms.GrainStore()
+    source.put(oms.Belief("alice", "likes", "tea", 0.5, created_at=1))
+    victim = oms.GrainStore(tmp_path / "store")
+    kept = victim.put(oms.Belief("bob", "likes", "coffee", 0.5, created_at=1))
+    buffer = io.BytesIO()
+    source.export(buffer, format="nquads", grains=True)
+    crafted = (
+        buffer.getvalue()
+        + (
+            f"<{JOURNAL.value}> <{OMS.journalGrain.value}> <nih:sha-256;{kept}> <{OMS.index.value}> .\n"
+        ).encode()
+    )
+    for target in (victim, oms.GrainStore(tmp_path / "empty")):
+        before = quads(target)
+        with pytest.raises(oms.StoreError, match="journal") as info:
+            target.import_(io.BytesIO(crafted), format="nquads")
+        assert info.value.code == oms.ErrorCode.CONFLICT
+        assert quads(target) == before
+
+
+def test_two_earlier_states_in_a_journal_are_refused_not_guessed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path)
+    Journal.begin(store.backend)
+    store.backend.add([ox.Quad(JOURNAL, OMS.journalBefore, ox.Literal(""), OMS.index)])
+    store.close()
+    with pytest.raises(oms.StoreError, match="2 earlier states"):
+        oms.GrainStore(path)
