@@ -29,7 +29,7 @@ from ._common import (
     format_for,
 )
 from .adopt import file_base, plan_adoption, scan
-from .plans import _plan_dataset, _plan_jsonl, _plan_mg
+from .plans import _plan_dataset, _plan_jsonl, _plan_mg, _Policies
 
 FAST_RESTORE_LIMIT = 1 << 30
 
@@ -141,10 +141,19 @@ def _check_restored(store: GrainStore) -> int:
             code=ErrorCode.CONFLICT,
         )
     count = 0
+    policies = _Policies(store)
     for quad in store.backend.quads(None, OMS.blob, None, OMS.blobs):
         address = _text(quad.subject).removeprefix(NIH_PREFIX)
-        Grain.from_blob(base64.b64decode(_text(quad.object)), address=address)
+        policies.see(
+            Grain.from_blob(base64.b64decode(_text(quad.object)), address=address)
+        )
         count += 1
+    closed = {
+        _text(q.subject).removeprefix(NIH_PREFIX)
+        for q in store.backend.quads(None, OMS.systemTo, None, OMS.index)
+    }
+    for _grain, error in policies.refused(closed.__contains__):
+        raise error  # the general path names the grain
     described = sum(
         1 for _ in store.backend.quads(None, OMS.systemFrom, None, ox.DefaultGraph())
     )

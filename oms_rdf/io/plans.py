@@ -23,6 +23,7 @@ from ..mapping import (
     nt_literal,
     rows_to_nquads,
 )
+from ..policy import is_protected
 from ..store import GrainStore
 from ..store.journal import JOURNAL
 from ..vocab import INDEX_PROPERTIES, OMS
@@ -40,6 +41,8 @@ from ._common import (
     loads_json_grain,
     parse_source,
 )
+
+_P_SYSTEM_TO = str(OMS.systemTo)
 
 
 @contextmanager
@@ -73,12 +76,17 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                     continue
                 yield grain
 
+    policies = _Policies(store)
     for grain in grains(check=True):
         if grain.address not in store and grain.address not in fresh:
             fresh.add(grain.address)
+            policies.see(grain)
     for address, state in states.items():
         if address not in fresh:
             _check_same_state(store, address, state)
+    for grain, exc in policies.refused(_closed(states)):
+        fresh.discard(grain.address)
+        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
     report.added = len(fresh)
 
     def rows() -> Iterator[Row]:
@@ -87,6 +95,46 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
             yield from states.get(grain.address, ())
 
     yield rows
+
+
+class _Policies:
+    """What ``put`` checks of each new grain, checked of an import's new grains.
+
+    A grain whose ``derived_from`` names a current protected belief with the
+    same claim is a supersession in disguise (``GrainStore.check_new``). The
+    parent may be stored, or new in the same import and current after it; only
+    protected new beliefs and new grains with parents are kept for the check.
+    """
+
+    def __init__(self, store: GrainStore) -> None:
+        self.store, self.now = store, store.clock()
+        self.protected: dict[str, Grain] = {}
+        self.children: list[Grain] = []
+
+    def see(self, grain: Grain) -> None:
+        if grain.type_byte != 0x01:
+            return
+        if is_protected(grain.get("invalidation_policy"), self.now):
+            self.protected[grain.address] = grain
+        if grain.get("derived_from"):
+            self.children.append(grain)
+
+    def refused(
+        self, closed: Callable[[str], bool]
+    ) -> Iterator[tuple[Grain, OmsError]]:
+        """The new grains put would refuse, each with its error; ``closed`` tells
+        the new grains the import brings in already superseded or retracted."""
+        current = {a: g for a, g in self.protected.items() if not closed(a)}
+        for grain in self.children:
+            try:
+                self.store.check_new(grain, current)
+            except OmsError as exc:
+                yield grain, exc
+
+
+def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
+    """Whether the index rows an import brings close a grain (oms:systemTo)."""
+    return lambda address: any(r[1] == _P_SYSTEM_TO for r in states.get(address, ()))
 
 
 def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
@@ -101,17 +149,26 @@ def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
 def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
              skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     fresh: set[str] = set()
+    policies = _Policies(store)
     with reopen() as raw:
         reader = read_mg(raw, progress=progress)
         for blob in reader.blobs():
             grain = Grain.from_blob(blob)
             if grain.address not in store:
                 fresh.add(grain.address)
+                policies.see(grain)
         manifest = reader.manifest
     states = {
         addr: _state_from_manifest(addr, entry) for addr, entry in manifest.items()
     }
+    refused = set()
+    for grain, exc in policies.refused(_closed(states)):
+        refused.add(grain.address)
+        fresh.discard(grain.address)
+        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
     for address, state in states.items():
+        if address in refused:
+            continue
         if address not in fresh and address in store:
             _check_same_state(store, address, state)
         elif address not in fresh:
@@ -223,6 +280,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     settings_base = None
     described: set[str] = set()
     present: set[str] = set()  # quads not about a grain that the store already has
+    closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
+    policies = _Policies(store)
 
     def refuse(quad: ox.Quad, why: str) -> None:
         raise StoreError(
@@ -242,9 +301,11 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 if graph == blob_graph and quad.predicate == OMS.blob:
                     with_blob.add(node)
                     try:
-                        Grain.from_blob(
+                        grain = Grain.from_blob(
                             base64.b64decode(_text(quad.object)), address=address_of(s)
                         )
+                        if not known[node]:
+                            policies.see(grain)
                     except (OmsError, ValueError) as exc:
                         bad.add(node)
                         err = (
@@ -253,6 +314,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         _fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
                 elif graph == index_graph:
                     indexed.setdefault(node, quad)
+                    if quad.predicate == OMS.systemTo:
+                        closed.add(node)
                     if known[node]:
                         existing_index.setdefault(node, set()).add(_row_of(quad))
                 elif isinstance(graph, ox.DefaultGraph):
@@ -286,6 +349,9 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     for node, quad in indexed.items():
         if node not in with_blob and not known[node]:
             refuse(quad, "index state for a grain neither in the source nor the store")
+    for grain, error in policies.refused(lambda a: f"{NIH_PREFIX}{a}" in closed):
+        bad.add(f"{NIH_PREFIX}{grain.address}")
+        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
     for node, state in existing_index.items():
         if node not in bad:
             _check_same_state(store, address_of(ox.NamedNode(node)), list(state))

@@ -1,0 +1,88 @@
+"""Every way in runs put's policy checks: an import cannot supersede a locked grain."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.mapping import rows_to_nquads
+
+FORMATS = ["jsonl", "mg", "trig", "nquads"]
+LOCKED = oms.Belief("agent", "rule", "never delete backups", 1.0, created_at=1,
+                    invalidation_policy={"mode": "locked"})  # fmt: skip
+# The same claim, derived from the locked grain: what put refuses as a
+# supersession in disguise.
+CHILD = oms.Belief("agent", "rule", "delete backups freely", 1.0, created_at=2,
+                   derived_from=[LOCKED.address])  # fmt: skip
+
+
+def quads(store: oms.GrainStore) -> set[str]:
+    return {str(q) for q in store.backend.quads()}
+
+
+def export(store: oms.GrainStore, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    store.export(buffer, format=fmt, grains=True)
+    return buffer.getvalue()
+
+
+def test_put_refuses_the_child_itself() -> None:
+    store = oms.GrainStore()
+    store.put(LOCKED)
+    with pytest.raises(oms.PolicyError) as info:
+        store.put(CHILD)
+    assert info.value.code == oms.ErrorCode.INVALIDATION_DENIED
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_import_cannot_supersede_a_stored_locked_grain(fmt: str) -> None:
+    source = oms.GrainStore()
+    source.put(CHILD)  # the parent is not here, so nothing refuses it
+    victim = oms.GrainStore()
+    victim.put(LOCKED)
+    before = quads(victim)
+    with pytest.raises(oms.PolicyError) as info:
+        victim.import_(io.BytesIO(export(source, fmt)), format=fmt)
+    assert info.value.code == oms.ErrorCode.INVALIDATION_DENIED
+    assert CHILD.address[:12] in str(info.value)
+    assert quads(victim) == before
+    assert [g.address for g in victim.beliefs("agent")] == [LOCKED.address]
+    report = victim.import_(
+        io.BytesIO(export(source, fmt)), format=fmt, skip_invalid=True
+    )
+    assert report.added == 0 and len(report.skipped) == 1
+    assert [g.address for g in victim.beliefs("agent")] == [LOCKED.address]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_import_holding_both_is_refused_even_into_an_empty_store(fmt: str) -> None:
+    source = oms.GrainStore()
+    # Written past the checks, as a crafted file would be.
+    source.backend.load(
+        rows_to_nquads([*source.rows_for(LOCKED), *source.rows_for(CHILD)]).encode(),
+        oms.backends.ox.RdfFormat.N_QUADS,  # type: ignore[attr-defined]
+    )
+    target = oms.GrainStore()
+    before = quads(target)
+    with pytest.raises(oms.PolicyError):
+        target.import_(io.BytesIO(export(source, fmt)), format=fmt)
+    assert quads(target) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_recorded_supersession_of_a_protected_grain_still_restores(fmt: str) -> None:
+    """An authorised override of a soft-locked grain is history: it comes back whole."""
+    did = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+    soft = oms.Belief("agent", "rule", "keep logs", 1.0, created_at=1,
+                      invalidation_policy={"mode": "soft_locked"})  # fmt: skip
+    child = oms.Belief("agent", "rule", "keep logs a year", 1.0, created_at=2,
+                       derived_from=[soft.address])  # fmt: skip
+    source = oms.GrainStore(authorized=[did])
+    source.put(soft)
+    new = source.revise(soft, child, force=True, by=did, justification="owner")
+    target = oms.GrainStore()
+    target.import_(io.BytesIO(export(source, fmt)), format=fmt)
+    assert [g.address for g in target.beliefs("agent", as_of=10**13)] == [new]
+    assert target.status(soft).superseded_by == new
