@@ -12,10 +12,8 @@ import pyoxigraph as ox
 from ..container import write_mg
 from ..errors import ErrorCode, StoreError
 from ..grain import Grain
-from ..mapping import (
-    NIH_PREFIX,
-)
-from ..store import GrainStore
+from ..mapping import NIH_PREFIX, literal_value
+from ..store import GrainStore, IndexState
 from ..store._common import TimeLike
 from ..vocab import OMS
 from ._common import (
@@ -74,8 +72,9 @@ def export(
     with _open(dest, "wb") as out:
         if fmt == "mg":
             return write_mg(
-                _blobs(store), out, manifest=_manifest(store), deduplicated=True
-            )
+                _blobs(store), out, manifest=_manifest(store, envelopes=True),
+                deduplicated=True,
+            )  # fmt: skip
         if fmt == "jsonl":
             count = 0
             states = _manifest(store)
@@ -167,13 +166,26 @@ def _blobs(store: GrainStore) -> Iterator[bytes]:
         yield base64.b64decode(_text(q.object))
 
 
-def _manifest(store: GrainStore) -> dict[str, dict[str, Any]]:
-    """Index state of every grain whose state is not the default (spec §11.7)."""
+def _manifest(
+    store: GrainStore, *, envelopes: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Index state of every grain whose state is not the default (spec §11.7).
+
+    With ``envelopes`` (``.mg``, whose blobs are bare), a signed grain's COSE_Sign1
+    envelope goes in its entry as ``oms_rdf:envelope``, so that it comes back
+    signed and verified.
+    """
     subjects = (
         _text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
     )
     nodes = {s for s in subjects if s.startswith(NIH_PREFIX)}
     manifest: dict[str, dict[str, Any]] = {}
+    if envelopes:
+        for quad in store.backend.quads(None, OMS.envelope, None, OMS.blobs):
+            envelope = base64.b64decode(_text(quad.object))
+            manifest[_text(quad.subject).removeprefix(NIH_PREFIX)] = {
+                "oms_rdf:envelope": envelope
+            }
     for node in nodes:
         state = store.status(node.removeprefix(NIH_PREFIX))
         entry: dict[str, Any] = {}
@@ -196,6 +208,48 @@ def _manifest(store: GrainStore) -> dict[str, dict[str, Any]]:
         ):
             if value is not None:
                 entry[key] = value
+        entry.update(_evidence_entry(store, state))
         if entry:
-            manifest[state.address] = entry
+            manifest.setdefault(state.address, {}).update(entry)
     return manifest
+
+
+def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
+    """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure marks.
+
+    Spec §11.3 lets an exporter add local fields; these keep what the store has
+    learnt about a grain when it travels as ``.mg`` or JSON Lines.
+    """
+    entry: dict[str, Any] = {}
+    if state.log_ratio:
+        entry["oms_rdf:lr"] = state.log_ratio
+    if state.sprt_status != "accumulating":
+        entry["oms_rdf:sprt"] = state.sprt_status
+    if state.sprt_entered:
+        entry["oms_rdf:entered"] = sorted(state.sprt_entered)
+    if state.effective_confidence is not None:
+        entry["oms_rdf:ec"] = state.effective_confidence
+    if state.conflicts_with:
+        entry["oms_rdf:conflicts"] = list(state.conflicts_with)
+    if state.pending_erasure is not None:
+        entry["oms_rdf:pe"] = state.pending_erasure
+    events = []
+    node = ox.NamedNode(NIH_PREFIX + state.address)
+    for quad in store.backend.quads(None, OMS.evidenceFor, node, OMS.index):
+        event: dict[str, Any] = {"id": _text(quad.subject)}
+        for q in store.backend.quads(quad.subject, None, None, OMS.index):
+            key = _EVIDENCE_KEYS.get(q.predicate.value)
+            if key is not None:
+                event[key] = literal_value(q.object)  # type: ignore[arg-type]
+        events.append(event)
+    if events:
+        entry["oms_rdf:evidence"] = sorted(
+            events, key=lambda e: (e.get("at", 0), e["id"])
+        )
+    return entry
+
+
+_EVIDENCE_KEYS = {
+    OMS.evidenceKind.value: "kind", OMS.strength.value: "strength", OMS.at.value: "at",
+    OMS.logRatio.value: "lr", OMS.note.value: "note", OMS.actor.value: "by",
+}  # fmt: skip

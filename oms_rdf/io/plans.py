@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io as _io
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
@@ -12,7 +13,7 @@ import pyoxigraph as ox
 
 from ..codec import check_address
 from ..container import read_mg
-from ..errors import DecodeError, ErrorCode, OmsError, StoreError
+from ..errors import DecodeError, ErrorCode, OmsError, SignatureError, StoreError
 from ..grain import Grain
 from ..mapping import (
     NIH_PREFIX,
@@ -26,7 +27,7 @@ from ..mapping import (
 from ..policy import is_protected
 from ..store import GrainStore
 from ..store.journal import JOURNAL
-from ..vocab import INDEX_PROPERTIES, OMS
+from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from ._common import (
     _VERIFICATION_IN,
     VOIDED_KEY,
@@ -43,6 +44,7 @@ from ._common import (
 )
 
 _P_SYSTEM_TO = str(OMS.systemTo)
+XSD_DOUBLE = XSD.double.value
 
 
 @contextmanager
@@ -149,6 +151,7 @@ def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
 def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
              skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     fresh: set[str] = set()
+    flagged: set[str] = set()  # new grains whose signed flag is set
     policies = _Policies(store)
     with reopen() as raw:
         reader = read_mg(raw, progress=progress)
@@ -157,15 +160,39 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
             if grain.address not in store:
                 fresh.add(grain.address)
                 policies.see(grain)
+                if grain.signed:
+                    flagged.add(grain.address)
         manifest = reader.manifest
     states = {
         addr: _state_from_manifest(addr, entry) for addr, entry in manifest.items()
     }
     refused = set()
-    for grain, exc in policies.refused(_closed(states)):
+    # A signed grain travels with its envelope; verified here as put verifies it.
+    signatures: dict[str, Any] = {}
+    for address in sorted(flagged):
+        try:
+            envelope = manifest.get(address, {}).get("oms_rdf:envelope")
+            if not isinstance(envelope, bytes):
+                raise SignatureError(
+                    "the grain's signed flag (header bit 0) is set but the manifest "
+                    "holds no COSE_Sign1 envelope for it (oms_rdf:envelope)",
+                    code=ErrorCode.SIGNED_MISMATCH,
+                )
+            signed, signature = store.accept(envelope)
+            if signed.address != address:
+                raise SignatureError(
+                    f"the envelope in the manifest signs {signed.address[:12]}…",
+                    code=ErrorCode.SIGNATURE,
+                )
+            signatures[address] = signature
+        except OmsError as exc:
+            refused.add(address)
+            fresh.discard(address)
+            _fail_or_skip(report, skip, f"grain {address[:12]}…", exc)
+    for grain, error in policies.refused(_closed(states)):
         refused.add(grain.address)
         fresh.discard(grain.address)
-        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
+        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
     for address, state in states.items():
         if address in refused:
             continue
@@ -181,7 +208,7 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
             for blob in read_mg(raw).blobs():
                 grain = Grain.from_blob(blob)
                 if grain.address in fresh:
-                    yield from store.rows_for(grain)
+                    yield from store.rows_for(grain, signatures.get(grain.address))
         for address, state in states.items():
             if address in fresh:
                 yield from state
@@ -224,18 +251,105 @@ def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
                       ("iinit", OMS.invalidationInitiator)):  # fmt: skip
         if isinstance(entry.get(key), str):
             rows.append((node, str(prop), nt_literal(entry[key]), idx))
-    return rows
+    return rows + _evidence_rows(address, entry)
+
+
+def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
+    """Index rows for the local ``oms_rdf:`` fields an export adds (see export.py).
+
+    Each value is checked for its type and written as a typed term, never pasted.
+    """
+    node, idx = grain_iri(address), OMS.index
+    quads: list[ox.Quad] = []
+
+    def field(key: str, kinds: type | tuple[type, ...]) -> Any:
+        value = entry.get(key)
+        if value is not None and (
+            not isinstance(value, kinds) or isinstance(value, bool)
+        ):
+            raise DecodeError(f"{key} of {address[:12]}… must be {kinds}, not {value!r}",
+                              path=f"manifest {address[:12]}… {key}")  # fmt: skip
+        return value
+
+    for key, prop in (
+        ("oms_rdf:lr", OMS.logRatio),
+        ("oms_rdf:ec", OMS.effectiveConfidence),
+    ):
+        if (value := field(key, (int, float))) is not None:
+            quads.append(ox.Quad(node, prop, _double(value), idx))
+    if (status := field("oms_rdf:sprt", str)) is not None:
+        quads.append(
+            ox.Quad(node, OMS.sprtStatus, ox.Literal(_one_of(status, _SPRT)), idx)
+        )
+    for status in field("oms_rdf:entered", list) or ():
+        quads.append(
+            ox.Quad(node, OMS.sprtEntered, ox.Literal(_one_of(status, _SPRT)), idx)
+        )
+    for rival in field("oms_rdf:conflicts", list) or ():
+        rival = check_address(rival if isinstance(rival, str) else repr(rival))
+        quads.append(ox.Quad(node, OMS.conflictsWith, grain_iri(rival), idx))
+    if (marked := field("oms_rdf:pe", int)) is not None:
+        quads.append(ox.Quad(node, OMS.pendingErasure, millis_literal(marked), idx))
+    for event in field("oms_rdf:evidence", list) or ():
+        quads += _evidence_event(node, event, address)
+    return [_row_of(q) for q in quads]
+
+
+_SPRT = ("accumulating", "promoted", "demoted")
+_EVIDENCE_KINDS = ("supporting", "refuting")
+
+
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise DecodeError(f"expected one of {list(allowed)}, found {value!r}")
+    return str(value)
+
+
+def _double(value: float) -> ox.Literal:
+    return ox.Literal(repr(float(value)), datatype=ox.NamedNode(XSD_DOUBLE))
+
+
+def _evidence_event(node: ox.NamedNode, event: Any, address: str) -> list[ox.Quad]:
+    """The quads of one recorded observation, from its manifest map."""
+    where = f"manifest {address[:12]}… oms_rdf:evidence"
+    if not isinstance(event, Mapping) or not isinstance(event.get("id"), str):
+        raise DecodeError("an evidence event must be a map with an id", path=where)
+    try:
+        iri = f"urn:uuid:{uuid.UUID(event['id'].removeprefix('urn:uuid:'))}"
+        kind = _one_of(event.get("kind"), _EVIDENCE_KINDS)
+        strength, at = float(event["strength"]), int(event["at"])
+        log_ratio = float(event["lr"])
+    except (KeyError, TypeError, ValueError, OmsError) as exc:
+        raise DecodeError(f"a malformed evidence event: {exc}", path=where) from None
+    subject, idx = ox.NamedNode(iri), OMS.index
+    quads = [
+        ox.Quad(subject, RDF.type, OMS.Evidence, idx),
+        ox.Quad(subject, OMS.evidenceFor, node, idx),
+        ox.Quad(subject, OMS.evidenceKind, ox.Literal(kind), idx),
+        ox.Quad(subject, OMS.strength, _double(strength), idx),
+        ox.Quad(subject, OMS.at, millis_literal(at), idx),
+        ox.Quad(subject, OMS.logRatio, _double(log_ratio), idx),
+    ]
+    for key, prop in (("note", OMS.note), ("by", OMS.actor)):
+        if isinstance(event.get(key), str):
+            quads.append(ox.Quad(subject, prop, ox.Literal(event[key]), idx))
+    return quads
 
 
 def _check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
     # Compare as stored: Oxigraph keeps literals in canonical form ("…00Z", not
     # "…00.000Z"), so both sides go through a store before comparing.
     given = ox.Store()
-    given.load(rows_to_nquads(rows).encode(), format=ox.RdfFormat.N_QUADS)
+    node = f"<{NIH_PREFIX}{address}>"  # the grain's own rows; events are other nodes
+    own = [row for row in rows if row[0] == node]
+    given.load(rows_to_nquads(own).encode(), format=ox.RdfFormat.N_QUADS)
+    # The signer is read from the envelope, which the grain's bytes pin down.
     have = {
-        str(q) for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
+        str(q)
+        for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
+        if q.predicate != OMS.signedBy
     }
-    if {str(q) for q in given} != have:
+    if {str(q) for q in given if q.predicate != OMS.signedBy} != have:
         raise StoreError(
             f"grain {address[:12]}… is already in the store with another index state; "
             "importing would change its history",

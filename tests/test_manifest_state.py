@@ -1,0 +1,121 @@
+"""`.mg` and JSON Lines carry what the store learnt: evidence, disputes, signatures."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.container import read_mg, write_mg
+from oms_rdf.signing import generate_key, sign
+
+NOW = 1_800_000_000_000
+
+
+def index_quads(store: oms.GrainStore) -> set[str]:
+    """The index layer and the envelopes, without the audit log."""
+    return {
+        str(q)
+        for graph in (oms.vocab.OMS.index, oms.vocab.OMS.blobs)
+        for q in store.backend.quads(None, None, None, graph)
+    }
+
+
+def learnt() -> tuple[oms.GrainStore, str, str]:
+    store = oms.GrainStore(clock=lambda: NOW, functional_relations=["lives_in"])
+    tea = store.put(oms.Belief("alice", "likes", "tea", 0.6, created_at=1))
+    for i, kind in enumerate(["supporting"] * 4 + ["refuting"]):
+        store.evidence(
+            tea, kind, 0.9, note=f"seen {i}", at=NOW - 1000 + i, by="did:web:a"
+        )
+    store.put(oms.Belief("bob", "lives_in", "Paris", 0.7, created_at=1))
+    with pytest.warns(oms.ConflictWarning):
+        store.put(oms.Belief("bob", "lives_in", "Rome", 0.7, created_at=2))
+    key = generate_key(bytes(32))
+    signed = oms.Grain.from_dict(
+        {"type": "belief", "subject": "carol", "relation": "owns", "object": "a key",
+         "confidence": 0.9, "created_at": 3}, signed=True)  # fmt: skip
+    store.put(sign(signed.blob, key))
+    return store, tea, signed.address
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl"])
+def test_evidence_disputes_and_signatures_come_back(fmt: str) -> None:
+    store, tea, signed = learnt()
+    buffer = io.BytesIO()
+    store.export(buffer, format=fmt)
+    again = oms.GrainStore(clock=lambda: NOW)
+    again.import_(io.BytesIO(buffer.getvalue()), format=fmt)
+    assert index_quads(again) == index_quads(store)
+    assert again.evidence_log(tea) == store.evidence_log(tea)
+    assert again.status(tea).sprt_status == "promoted"
+    assert again.status(signed).signed_by == store.status(signed).signed_by is not None
+    assert again.conflicts() == store.conflicts()
+    # Importing the same file again changes nothing and raises nothing.
+    before = index_quads(again)
+    assert again.import_(io.BytesIO(buffer.getvalue()), format=fmt).added == 0
+    assert index_quads(again) == before
+
+
+def test_a_signed_flag_grain_without_its_envelope_is_refused_from_mg() -> None:
+    store, _tea, signed = learnt()
+    buffer = io.BytesIO()
+    store.export(buffer, format="mg")
+    buffer.seek(0)
+    reader = read_mg(buffer)
+    blobs = list(reader.blobs())
+    manifest: dict[str, Any] = {a: dict(e) for a, e in reader.manifest.items()}
+    del manifest[signed]["oms_rdf:envelope"]
+    stripped = io.BytesIO()
+    write_mg(blobs, stripped, manifest={a: e for a, e in manifest.items() if e})
+    target = oms.GrainStore()
+    with pytest.raises(oms.SignatureError) as info:
+        target.import_(io.BytesIO(stripped.getvalue()), format="mg")
+    assert info.value.code == oms.ErrorCode.SIGNED_MISMATCH
+    assert target.is_empty()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"oms_rdf:lr": "1 ; DROP"},
+        {"oms_rdf:sprt": "winning"},
+        {"oms_rdf:conflicts": ["> <urn:x> <urn:y> ."]},
+        {
+            "oms_rdf:evidence": [
+                {
+                    "id": "urn:uuid:x> <a:b> <c:d",
+                    "kind": "supporting",
+                    "strength": 0.9,
+                    "at": 1,
+                    "lr": 0.1,
+                }
+            ]
+        },
+        {
+            "oms_rdf:evidence": [
+                {
+                    "id": "urn:uuid:12345678-1234-5678-1234-567812345678",
+                    "kind": "supporting",
+                    "strength": "lots",
+                    "at": 1,
+                    "lr": 0,
+                }
+            ]
+        },
+    ],
+)
+def test_a_malformed_local_field_is_refused_and_nothing_is_written(
+    bad: dict[str, Any],
+) -> None:
+    grain = oms.Belief("alice", "likes", "tea", 0.6, created_at=1)
+    buffer = io.BytesIO()
+    write_mg([grain.blob], buffer, manifest={grain.address: bad})
+    target = oms.GrainStore()
+    before = {str(q) for q in target.backend.quads()}
+    with pytest.raises((oms.DecodeError, oms.IntegrityError)) as info:
+        target.import_(io.BytesIO(buffer.getvalue()), format="mg")
+    assert info.value.code in (oms.ErrorCode.CORRUPT, oms.ErrorCode.HASH_LENGTH)
+    assert {str(q) for q in target.backend.quads()} == before
