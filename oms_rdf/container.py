@@ -51,6 +51,10 @@ FLAG_FIELD_MAP = 0x08
 FLAG_MANIFEST = 0x10
 CODEC_NONE, CODEC_ZSTD = 0x00, 0x01
 _CHUNK = 1 << 20
+_ZSTD_STEP = 256  # compressed bytes fed to the decompressor at a time
+# The largest last grain of a compressed container (the spec recommends 1 MB for
+# extended devices); it bounds the decompressed region.
+LAST_GRAIN_LIMIT = 16 << 20
 
 
 def write_mg(
@@ -177,7 +181,11 @@ class MgReader:
                     f"compression codec 0x{codec:02x} is not supported (only zstd)",
                     path="header[9]",
                 )
-            region = _ZstdRegion(stream)
+            # Offsets are into the region, so it can hold no more than the last
+            # offset and one last grain: a bigger output is a decompression bomb.
+            region = _ZstdRegion(
+                stream, (offsets[-1] if offsets else 0) + LAST_GRAIN_LIMIT
+            )
             start = 0
         if offsets and offsets[0] != start:
             raise DecodeError(
@@ -241,8 +249,10 @@ class _HashingReader:
         self.offset = 0
 
     def _fill(self, n: int) -> None:
+        # Chunks of a fixed size: a count or length read from the file asks for
+        # at most what the file holds, never an allocation of its own size.
         while len(self.pending) < n + FOOTER_SIZE:
-            chunk = self.source.read(max(_CHUNK, n))
+            chunk = self.source.read(_CHUNK)
             if not chunk:
                 break
             if self.progress is not None:
@@ -296,7 +306,7 @@ class _ZstdRegion:
     is held in memory; the bytes after the frame (the manifest) are kept aside.
     """
 
-    def __init__(self, stream: _HashingReader) -> None:
+    def __init__(self, stream: _HashingReader, limit: int) -> None:
         try:
             import zstandard
         except ImportError as exc:
@@ -305,6 +315,7 @@ class _ZstdRegion:
             ) from exc
         inflater = zstandard.ZstdDecompressor().decompressobj()
         out = bytearray()
+        rest = b""  # bytes of the last chunk after the frame, never fed to it
         try:
             while not inflater.eof:
                 chunk = stream.read(_CHUNK)
@@ -312,12 +323,24 @@ class _ZstdRegion:
                     raise DecodeError(
                         "compressed grain region is truncated", code=ErrorCode.TOO_SHORT
                     )
-                out += inflater.decompress(chunk)
+                # Small steps: one step of a bomb expands at most ~128 KB per byte.
+                for at in range(0, len(chunk), _ZSTD_STEP):
+                    out += inflater.decompress(chunk[at : at + _ZSTD_STEP])
+                    if len(out) > limit:
+                        raise DecodeError(
+                            f"the compressed grain region expands past {limit} bytes, "
+                            "more than its offsets and one last grain of "
+                            f"{LAST_GRAIN_LIMIT} bytes can use",
+                            path="grain region",
+                        )
+                    if inflater.eof:
+                        rest = chunk[at + _ZSTD_STEP :]
+                        break
         except zstandard.ZstdError as exc:
             raise DecodeError(
                 f"compressed grain region is not valid zstd: {exc}"
             ) from exc
-        self.leftover: bytes = inflater.unused_data
+        self.leftover: bytes = inflater.unused_data + rest
         self.region = bytes(out)
         self.position = 0
 
@@ -338,7 +361,10 @@ class _ZstdRegion:
 
 def _split_grain(data: bytes, index: int, offset: int) -> bytes:
     """Return the grain at the start of ``data``: 9 header bytes and one map."""
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    # The buffer may hold the last grain and a large manifest after it.
+    unpacker = msgpack.Unpacker(
+        raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1)
+    )
     unpacker.feed(data[9:])
     try:
         unpacker.skip()

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.container import read_frames, read_mg, write_frames, write_mg
+from oms_rdf.errors import DecodeError, ErrorCode
+from oms_rdf.grain import Belief
 from tests.strategies import grains
 
 BLOBS = [
@@ -136,3 +138,59 @@ def test_wire_truncation_is_refused(cut: int) -> None:
     write_frames(BLOBS[:2], out)
     with pytest.raises(oms.DecodeError):
         list(read_frames(io.BytesIO(out.getvalue()[:-cut])))
+
+
+def _container(header_flags: int, count: int, body: bytes) -> bytes:
+    """A container around ``body`` with a valid footer, so only the body can be at fault."""
+    header = (
+        b"MG\x01"
+        + bytes([header_flags])
+        + count.to_bytes(4, "big")
+        + b"\x01\x01"
+        + bytes(6)
+    )
+    data = header + body
+    return data + hashlib.sha256(data).digest()
+
+
+def test_a_huge_grain_count_in_a_tiny_file_fails_fast_without_allocating() -> None:
+    import resource
+
+    data = _container(0, 0xFFFFFFFF, bytes(40))  # 88 bytes claiming 4 billion grains
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DecodeError) as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == ErrorCode.TOO_SHORT
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 64 * 1024, f"reading 88 bytes grew the process by {grown_kb} KB"
+
+
+def test_a_zstd_bomb_is_refused_before_it_expands() -> None:
+    import resource
+
+    import zstandard
+
+    packer = zstandard.ZstdCompressor(level=19).compressobj()
+    zeros = bytes(1 << 20)
+    bomb = b"".join(packer.compress(zeros) for _ in range(1024)) + packer.flush()
+    assert len(bomb) < 64 * 1024  # 1 GiB of zeros, made without holding it
+    data = _container(0x04, 1, (0).to_bytes(4, "big") + bomb)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DecodeError, match="expands past") as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == ErrorCode.CORRUPT
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 256 * 1024, f"the bomb grew the process by {grown_kb} KB"
+
+
+def test_a_manifest_larger_than_msgpacks_default_buffer_is_read() -> None:
+    """800k entries make a manifest past msgpack's 100 MiB default buffer."""
+    grains = [Belief("s", "r", str(i), 0.5, created_at=i) for i in range(3)]
+    note = "x" * (101 << 20)  # one entry as large as 800k ordinary ones
+    manifest = {grains[-1].address: {"ireason": note}}
+    buffer = io.BytesIO()
+    write_mg([g.blob for g in grains], buffer, manifest=manifest)
+    buffer.seek(0)
+    reader = read_mg(buffer)
+    assert list(reader.blobs()) == [g.blob for g in grains]
+    assert reader.manifest[grains[-1].address]["ireason"] == note
