@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
@@ -320,12 +321,40 @@ def test_auto_revise_disputes_a_lower_tier() -> None:
         clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
     )
     a = store.put(job("Acme", T0, "user_explicit"))
-    with pytest.warns(ConflictWarning):
+    with pytest.warns(ConflictWarning, match="auto-revision refused: entrenchment tier"):
         b = store.put(job("Initech", T0 + DAY, "llm_generated"))
     assert (
         store.status(a).status == "active"
         and store.status(b).verification == "disputed"
     )
+    assert "auto-revision refused: entrenchment tier" in conflict_reason(store, b)
+
+
+def conflict_reason(store: GrainStore, address: str) -> str:
+    """The reason of the audit event that recorded a dispute about ``address``."""
+    [reason] = [
+        str(row["reason"].value)
+        for row in store.query(
+            "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?t ?reason WHERE { GRAPH "
+            "oms:audit { ?e oms:operation 'conflict' ; oms:target ?t ; oms:reason ?reason } }",
+            grains=True,
+        )
+        if row["t"] == ox.NamedNode(f"nih:sha-256;{address}")
+    ]
+    return reason
+
+
+def test_auto_revise_records_why_a_protected_rival_stays() -> None:
+    store = GrainStore(
+        clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
+    )
+    # Same tier, but under a hold: supersede refuses, so the dispute says why.
+    hold = {"mode": "hold", "authorized_by": "legal"}
+    a = store.put(job("Acme", T0, "user_explicit", invalidation_policy=hold))
+    with pytest.warns(ConflictWarning, match="ERR_INVALIDATION_DENIED"):
+        b = store.put(job("Initech", T0 + DAY, "user_explicit"))
+    assert store.status(a).is_current and store.status(b).verification == "disputed"
+    assert "auto-revision refused: ERR_INVALIDATION_DENIED" in conflict_reason(store, b)
 
 
 def test_past_jobs_do_not_conflict() -> None:

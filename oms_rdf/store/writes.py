@@ -54,10 +54,11 @@ class Writes(Revising):
                 return grain.address
             self.check_new(grain)
             rivals = self._rivals(grain)
-            if rivals and self._auto_revised(grain, rivals):
-                return grain.address
+            refusal = self._auto_revise(grain, rivals) if rivals else None
+            if refusal == "":
+                return grain.address  # superseded its one rival
             rows = self.rows_for(grain, signature)
-            delete, extra = self._dispute(grain, rivals)
+            delete, extra = self._dispute(grain, rivals, refusal)
             extra += self._withdrawal(grain)
             rows += _rows(self.audit_rows("put", target=grain.address))
             if extra:
@@ -151,25 +152,36 @@ class Writes(Revising):
             for i in conflicts(grain.fields, [g.fields for g in candidates])
         ]
 
-    def _auto_revised(self, grain: Grain, rivals: list[Grain]) -> bool:
-        """Supersede the one rival when the store auto-revises and the rules allow."""
-        if not self.auto_revise or len(rivals) != 1:
-            return False
+    def _auto_revise(self, grain: Grain, rivals: list[Grain]) -> str | None:
+        """Supersede the one rival when the store auto-revises and the rules allow.
+
+        Returns "" when it did; otherwise why not (recorded with the dispute), or
+        None when the store does not auto-revise.
+        """
+        if not self.auto_revise:
+            return None
+        if len(rivals) != 1:
+            return f"auto-revision refused: {len(rivals)} current rivals, not one"
         rival = rivals[0]
-        if self.entrenchment.tier(grain.fields) < self.entrenchment.tier(rival.fields):
-            return False
+        mine, theirs = (self.entrenchment.tier(g.fields) for g in (grain, rival))
+        if mine < theirs:
+            return (
+                f"auto-revision refused: entrenchment tier {mine} is below the "
+                f"rival's {theirs}"
+            )
         try:
             self.supersede(
                 rival, grain, justification="auto-revision of a functional relation"
             )
-        except PolicyError:
-            return False  # protected, or older than the rival: record a dispute instead
-        return True
+        except PolicyError as exc:  # protected, or older than the rival
+            return f"auto-revision refused: {exc.code}: {exc.message}"
+        return ""
 
     def _dispute(
-        self, grain: Grain, rivals: list[Grain]
+        self, grain: Grain, rivals: list[Grain], refusal: str | None = None
     ) -> tuple[list[Row], list[Quad | Row]]:
-        """Mark a belief and its rivals disputed and linked, and warn.
+        """Mark a belief and its rivals disputed and linked, and warn; ``refusal``
+        says why auto-revision did not settle it (in the warning and the audit).
 
         Returns the verification rows to remove and the quads to add.
         """
@@ -193,15 +205,16 @@ class Writes(Revising):
                 )
                 insert.append(Quad(other, verification, OMS.disputed, idx))
         names = ", ".join(f"{r['object']!r} ({r.address[:12]}…)" for r in rivals)
+        why = "" if refusal is None else f"; {refusal}"
         warnings.warn(
             ConflictWarning(
                 f"{grain['subject']} {grain['relation']} {grain['object']!r} conflicts with "
-                f"{names}; both are marked disputed (functional relation)"
+                f"{names}; both are marked disputed (functional relation){why}"
             ),
             stacklevel=4,
         )
         insert += self.audit_rows(
-            "conflict", target=grain.address, reason=f"conflicts with {names}"
+            "conflict", target=grain.address, reason=f"conflicts with {names}{why}"
         )
         return delete, insert
 
