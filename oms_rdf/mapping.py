@@ -313,7 +313,10 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
     belief = grain.type_byte == BELIEF_BYTE
     rows: list[Row] = [(node, _P_TYPE, _CLASS_NT.get(grain.type_byte, _GRAIN_NT), "")]
     add = rows.append
-    for name, value in fields.items():
+    # By name: the quads are a function of the grain, not of the order its fields
+    # were given in (a grain made from a dict keeps that order; one read from a
+    # blob has the blob's).
+    for name, value in sorted(fields.items()):
         if name in _SKIPPED:
             continue
         if belief and name in _BELIEF_TERMS:

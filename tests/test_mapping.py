@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
 from typing import Any
 
 import pyoxigraph as ox
@@ -124,8 +126,28 @@ def test_percent_encoding_rule() -> None:
 
 
 def test_mapping_is_deterministic() -> None:
-    g = oms.Belief("a", "b", "c", 0.5, created_at=0, context={"k": [1, 2.0]})
-    assert [str(q) for q in grain_to_quads(g)] == [str(q) for q in grain_to_quads(g)]
+    """The same quads in the same order from another process (another hash seed)
+    and from the fields given in another order."""
+    import subprocess
+    import sys
+
+    fields = {"type": "belief", "subject": "a", "relation": "b", "object": "c",
+              "confidence": 0.5, "created_at": 0, "structural_tags": ["x", "y", "z"],
+              "context": {"k": [1, 2.0], "j": "v"}}  # fmt: skip
+    here = [str(q) for q in grain_to_quads(oms.Grain.from_dict(fields))]
+    shuffled = dict(reversed(list(fields.items())))
+    assert [str(q) for q in grain_to_quads(oms.Grain.from_dict(shuffled))] == here
+    program = (
+        "import json, sys, oms_rdf as oms\n"
+        "from oms_rdf.mapping import grain_to_quads\n"
+        "g = oms.Grain.from_dict(json.loads(sys.argv[1]))\n"
+        "print(json.dumps([str(q) for q in grain_to_quads(g)]))"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", program, json.dumps(fields)],
+                             capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout  # fmt: skip
+        assert json.loads(out) == here
 
 
 def test_store_reopens_from_disk(tmp_path: Any) -> None:

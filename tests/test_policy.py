@@ -57,9 +57,12 @@ def refused(
 
 def test_open_and_absent_policies_allow(store: GrainStore) -> None:
     a = store.put(belief("a", invalidation_policy={"mode": "open"}))
-    store.supersede(a, belief("b", T0 + DAY))
+    b = store.supersede(a, belief("b", T0 + DAY))
+    assert store.status(a).superseded_by == b and store.status(b).is_current
     c = store.put(belief("c", subject="other"))
     store.contradict(c)
+    assert store.status(c).verification == "contradicted"
+    assert not store.status(c).is_current
 
 
 def test_soft_locked(store: GrainStore) -> None:
@@ -102,7 +105,8 @@ def test_timed(store: GrainStore, clock: Clock) -> None:
     )
     refused(store, lambda: store.supersede(a, belief("b", T0 + DAY)), "locked")
     clock.now = until * 1000  # the lock ends at locked_until exactly
-    store.supersede(a, belief("b", T0 + DAY))
+    b = store.supersede(a, belief("b", T0 + DAY))
+    assert store.status(a).superseded_by == b
 
 
 def test_timed_with_locked_fallback(store: GrainStore, clock: Clock) -> None:

@@ -321,7 +321,9 @@ def test_auto_revise_disputes_a_lower_tier() -> None:
         clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
     )
     a = store.put(job("Acme", T0, "user_explicit"))
-    with pytest.warns(ConflictWarning, match="auto-revision refused: entrenchment tier"):
+    with pytest.warns(
+        ConflictWarning, match="auto-revision refused: entrenchment tier"
+    ):
         b = store.put(job("Initech", T0 + DAY, "llm_generated"))
     assert (
         store.status(a).status == "active"

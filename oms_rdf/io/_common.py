@@ -102,7 +102,7 @@ class ImportReport:
 
     added: int = 0
     believed: int = 0  # adopted triples the namespace already believed
-    quads: int = 0
+    quads: int = 0  # quads of the grains written (the audit event not counted)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
 
 

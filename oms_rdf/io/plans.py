@@ -58,13 +58,11 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     def grains(check: bool) -> Iterator[Grain]:
         with reopen() as raw:
             stream = _io.BufferedReader(_Counting(raw, progress if check else None))
-            for number, line in enumerate(
-                _io.TextIOWrapper(stream, encoding="utf-8"), 1
-            ):
-                if not line.strip() or number in bad:
+            for number, data in enumerate(stream, 1):  # bytes: a bad line is named
+                if not data.strip() or number in bad:
                     continue
                 try:
-                    fields, entry = loads_json_grain(line)
+                    fields, entry = loads_json_grain(_utf8(data))
                     grain, signature = store.accept(fields)
                     if signature is not None:
                         signatures[grain.address] = signature
@@ -137,6 +135,15 @@ class _Policies:
 def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
     """Whether the index rows an import brings close a grain (oms:systemTo)."""
     return lambda address: any(r[1] == _P_SYSTEM_TO for r in states.get(address, ()))
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"not UTF-8: byte {data[exc.start]:#04x} at column {exc.start + 1}"
+        ) from None
 
 
 def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
