@@ -9,7 +9,7 @@ from typing import Any
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from pyoxigraph import (
     BlankNode,
@@ -284,7 +284,10 @@ def test_truthy_triple_terms_equal_the_parsers(
     # The store builds the s p o terms without a parser when it can; the terms
     # must be the ones the N-Triples parser reads from the same row.
     settings = MappingSettings(entity_relations=("knows",) if entity else ())
-    grain = oms.Belief(subject, "knows", obj, 0.5, created_at=1_700_000_000_000)
+    try:
+        grain = oms.Belief(subject, "knows", obj, 0.5, created_at=1_700_000_000_000)
+    except oms.EncodeError:
+        assume(False)  # text the codec refuses (a leading BOM): no grain to map
     row = knowledge_row(grain_rows(grain, settings))
     assert row is not None
     parsed = next(
