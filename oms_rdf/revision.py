@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
 
-from .errors import ErrorCode, PolicyError
+from .errors import ErrorCode, PolicyError, SchemaError
 
 __all__ = [
     "ALPHA",
@@ -69,10 +69,11 @@ class SprtState:
         """Return the state after one observation.
 
         Raises:
-            PolicyError: ERR_RANGE for a strength outside [0.5, 1] or an unknown kind.
+            SchemaError: ERR_RANGE for a strength outside [0.5, 1], ERR_SCHEMA for an
+                unknown kind (both are ValueErrors).
         """
         if kind not in ("supporting", "refuting"):
-            raise PolicyError(
+            raise SchemaError(
                 f"evidence kind is 'supporting' or 'refuting'; found {kind!r}",
                 code=ErrorCode.SCHEMA,
             )
@@ -81,7 +82,7 @@ class SprtState:
             or isinstance(strength, bool)
             or not 0.5 <= strength <= 1.0
         ):
-            raise PolicyError(
+            raise SchemaError(
                 f"strength must be in [0.5, 1.0]; found {strength!r}. A {kind} observation "
                 f"weaker than 0.5 points the other way: record it as "
                 f"{'refuting' if kind == 'supporting' else 'supporting'} with strength 1 - s",

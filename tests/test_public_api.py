@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import io
 import pkgutil
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import oms_rdf
+import oms_rdf as oms
 from oms_rdf.errors import SPEC_CODES, ErrorCode, OmsError
 
 ROOT = Path(__file__).parent.parent
@@ -123,3 +125,25 @@ def test_mypy_is_clean() -> None:
         [_tool("mypy"), "oms_rdf"], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_bad_arguments_are_value_errors_with_the_spec_code() -> None:
+    """A caller's mistake is an OmsError and a ValueError, whatever it concerns."""
+    store = oms.GrainStore()
+    grain = store.put(oms.Belief("alice", "likes", "tea", 0.6, created_at=1))
+    mistakes = {
+        "status": lambda: store.beliefs(status="archived"),
+        "verification": lambda: store.set_verification(grain, "probably"),
+        "evidence kind": lambda: store.evidence(grain, "neutral"),
+        "strength": lambda: store.evidence(grain, "supporting", 0.2),
+        "format": lambda: store.export(io.BytesIO(), format="xlsx"),
+        "snapshot of grains": lambda: store.export(
+            io.BytesIO(), format="jsonl", valid_at=1
+        ),
+        "time": lambda: store.beliefs("alice", valid_at="yesterday"),
+    }
+    for what, mistake in mistakes.items():
+        with pytest.raises(ValueError) as info:
+            mistake()
+        assert isinstance(info.value, oms.OmsError), what
+        assert info.value.code in (oms.ErrorCode.SCHEMA, oms.ErrorCode.RANGE), what

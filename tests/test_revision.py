@@ -430,3 +430,19 @@ def test_disclosed_views_are_not_stored() -> None:
     view = signing.disclose(grain.fields, grain.address, ["user_id"])
     with pytest.raises(oms.SchemaError):
         GrainStore().put(view)
+
+
+def test_evidence_is_recorded_but_moves_no_locked_grain() -> None:
+    """An axiom keeps its stated confidence; the observations stay on record."""
+    store = GrainStore(clock=lambda: T0)
+    locked = store.put(job("Acme", T0, invalidation_policy={"mode": "locked"}))
+    free = store.put({**job("Acme", T0), "subject": "bob"})
+    for address in (locked, free):
+        for _ in range(6):
+            store.evidence(address, "refuting", 0.9, at=T0)
+    assert store.status(free).sprt_status == "demoted"
+    assert store.status(free).effective_confidence < 0.9
+    state = store.status(locked)
+    assert state.sprt_status == "demoted" and len(store.evidence_log(locked)) == 6
+    assert state.effective_confidence == 0.9  # its stated confidence
+    assert [g.address for g in store.beliefs("alice")] == [locked]

@@ -15,7 +15,7 @@ from typing import IO, Any, Literal, cast, get_args
 
 import pyoxigraph as ox
 
-from ..errors import DecodeError, ErrorCode, OmsError, StoreError
+from ..errors import DecodeError, ErrorCode, OmsError, SchemaError, StoreError
 from ..grain import Grain
 from ..mapping import (
     Row,
@@ -82,14 +82,14 @@ def format_for(path: str | os.PathLike[str], given: str | None = None) -> str:
     """Return the format named, or the one a file name's suffix implies."""
     if given is not None:
         if given not in FORMATS:
-            raise StoreError(
+            raise SchemaError(
                 f"unknown format {given!r}; one of {', '.join(FORMATS)}",
                 code=ErrorCode.SCHEMA,
             )
         return given
     suffix = Path(path).suffix.lower()
     if suffix not in _BY_SUFFIX:
-        raise StoreError(
+        raise SchemaError(
             f"cannot tell the format of {path}; give one of {', '.join(FORMATS)}",
             code=ErrorCode.SCHEMA,
         )

@@ -10,7 +10,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..container import write_mg
-from ..errors import ErrorCode, StoreError
+from ..errors import ErrorCode, SchemaError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX, literal_value
 from ..store import GrainStore, IndexState
@@ -54,7 +54,7 @@ def export(
     plain = fmt in PLAIN_FORMATS if grains is None else not grains
     if plain:
         if fmt not in (*PLAIN_FORMATS, "trig", "nquads"):
-            raise StoreError(
+            raise SchemaError(
                 f"{fmt} carries grains; plain knowledge goes to turtle, ntriples, "
                 "rdfxml, trig or nquads",
                 code=ErrorCode.SCHEMA,
@@ -64,7 +64,7 @@ def export(
             view.serialize(out, _RDF_FORMATS[fmt])
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
-        raise StoreError(
+        raise SchemaError(
             "valid_at, as_of and namespace select plain knowledge (grains=False); "
             "an export that carries grains carries their whole history",
             code=ErrorCode.SCHEMA,

@@ -11,7 +11,7 @@ from pyoxigraph import (
     Quad,
 )
 
-from ..errors import ErrorCode, PolicyError, SignatureError
+from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
 from ..grain import Grain
 from ..mapping import (
     Row,
@@ -239,7 +239,7 @@ class Invalidation(Questions):
                     fields[name] = value
             grain = Grain.from_dict(fields, signed=signer is not None)
         elif auth:
-            raise PolicyError(
+            raise SchemaError(
                 "auth= is written into the new grain's supersession_auth, so the new grain "
                 "must be given as a mapping of fields",
                 code=ErrorCode.SCHEMA,
@@ -248,7 +248,7 @@ class Invalidation(Questions):
             grain = new
         else:
             if signer is not None:
-                raise PolicyError(
+                raise SchemaError(
                     "signer= needs a mapping or a Grain to sign", code=ErrorCode.SCHEMA
                 )
             return self.accept(new)
@@ -454,7 +454,7 @@ class Invalidation(Questions):
             self.contradict(address, by=by, at=at)
             return
         if status not in ("unverified", "verified", "disputed"):
-            raise PolicyError(
+            raise SchemaError(
                 f"verification status must be one of {list(VERIFICATIONS)}; found {status!r}",
                 code=ErrorCode.SCHEMA,
             )

@@ -11,6 +11,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 from ..errors import ErrorCode, PolicyError
 from ..grain import Grain
 from ..mapping import grain_iri, literal_value, millis_literal
+from ..policy import effective_mode
 from ..revision import LOWER, UPPER, SprtState
 from ..signing import SigningKey
 from ..vocab import OMS, RDF, XSD
@@ -71,10 +72,17 @@ class Revising(Invalidation):
         atomic write. The blob's confidence never changes, and evidence never
         supersedes anything.
 
+        A grain whose policy is ``locked`` now (an axiom) keeps its stated
+        confidence: the observation and the test's state are recorded, for a
+        person to weigh, but evidence does not promote or demote an axiom; only
+        what may revise it (nothing, while it is locked) could change it.
+
         Raises:
-            PolicyError: ERR_RANGE for a strength outside [0.5, 1] (see
-                :mod:`oms_rdf.revision` on weak support); ERR_CONFLICT for a grain
-                that is superseded, retracted or contradicted.
+            SchemaError: ERR_RANGE for a strength outside [0.5, 1] (see
+                :mod:`oms_rdf.revision` on weak support), ERR_SCHEMA for an
+                unknown kind.
+            PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
+                contradicted.
         """
         when = _to_millis(at, self.clock)
         with self._lock:
@@ -95,7 +103,8 @@ class Revising(Invalidation):
             )
             after = before.observe(kind, strength)
             confidence = grain.get("confidence", 0.5)
-            effective = after.effective(confidence)
+            locked = effective_mode(grain.get("invalidation_policy"), when) == "locked"
+            effective = confidence if locked else after.effective(confidence)
             node, idx = grain_iri(address), OMS.index
             event = NamedNode(f"urn:uuid:{uuid.uuid4()}")
             insert = [
