@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from .errors import PolicyError
 from .grain import Belief, Grain
 from .store import GrainStore
+from .times import moment, to_millis
 
 AGENT = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 
 
 def _ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+    return to_millis(text)
 
 
 def _line(g: Grain) -> str:
     f = g.fields
     start = f.get("valid_from", f.get("system_valid_from", g.created_at))
-    since = datetime.fromtimestamp(start / 1000, UTC).date()
+    since = moment(start).date()
     return f"  {f['subject']} {f['relation']} {f['object']!r}  (conf {f['confidence']}, since {since})"
 
 

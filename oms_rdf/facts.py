@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -36,6 +35,7 @@ from .errors import (
 from .grain import Grain
 from .io import dumps_jsonl, loads_json_grain
 from .store import GrainStore
+from .times import iso
 
 __all__ = ["GRAIN_TYPE", "OPENAPI", "fact_json", "fact_routes"]
 
@@ -331,11 +331,7 @@ def _int(text: str | None, default: int) -> int:
 def _iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return (
-        datetime.fromtimestamp(ms / 1000, UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
+    return iso(ms)
 
 
 def _schema_ref(name: str) -> dict[str, str]:

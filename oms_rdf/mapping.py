@@ -37,7 +37,7 @@ from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 from .codec import DEFAULT_NAMESPACE, EPOCH, MS, header_for
 from .errors import DecodeError, ErrorCode
 from .grain import Grain
-from .schema import type_for_byte
+from .schema import BELIEF, type_for_byte
 from .terms import (
     Term,
     entity,
@@ -73,7 +73,7 @@ __all__ = [
 
 NIH_PREFIX = "nih:sha-256;"
 DEFAULT = DefaultGraph()
-BELIEF_BYTE = 0x01
+BELIEF_BYTE = BELIEF.byte  # re-exported: the byte lives in schema
 
 # Fields carried by a named ontology property; every other field is carried by a
 # property in the field namespace, <FIELD_NS><percent-encoded full name>.

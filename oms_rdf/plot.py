@@ -27,13 +27,14 @@ import io
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
 from .grain import Grain
 from .tables import python_value
+from .times import moment
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -90,7 +91,7 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _moment(ms: float) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    return moment(int(ms))
 
 
 def _days(ms: float) -> float:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 import pyoxigraph as ox
 
 from .grain import Grain
+from .times import moment
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -202,7 +203,7 @@ def grain_records(
             }  # fmt: skip
         for name in _TIMES:
             if isinstance(record.get(name), int):
-                record[name] = datetime.fromtimestamp(record[name] / 1000, UTC)
+                record[name] = moment(record[name])
         records.append(record)
     return records
 

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 
 from .errors import ErrorCode, SchemaError
 
-__all__ = ["MAX_MS", "MIN_MS", "TimeLike", "to_millis"]
+__all__ = ["MAX_MS", "MIN_MS", "TimeLike", "iso", "moment", "to_millis"]
 
 TimeLike = int | datetime | date | str
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -60,6 +60,24 @@ def to_millis(value: TimeLike, name: str = "time") -> int:
             f"{name}: {value!r} is outside years 1-9999", code=ErrorCode.RANGE
         )
     return ms
+
+
+def moment(ms: int) -> datetime:
+    """Epoch milliseconds as an aware UTC datetime, exactly (no float rounding).
+
+    >>> moment(1704067200123).isoformat()
+    '2024-01-01T00:00:00.123000+00:00'
+    """
+    return EPOCH + ms * _MS
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 text in UTC, to the millisecond.
+
+    >>> iso(1704067200000)
+    '2024-01-01T00:00:00.000Z'
+    """
+    return moment(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _parse(text: str, name: str) -> datetime:

@@ -25,6 +25,7 @@ from ..mapping import (
     rows_to_nquads,
 )
 from ..policy import is_protected
+from ..schema import BELIEF
 from ..store import GrainStore
 from ..store.journal import JOURNAL
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
@@ -112,7 +113,7 @@ class _Policies:
         self.children: list[Grain] = []
 
     def see(self, grain: Grain) -> None:
-        if grain.type_byte != 0x01:
+        if grain.type_byte != BELIEF.byte:
             return
         if is_protected(grain.get("invalidation_policy"), self.now):
             self.protected[grain.address] = grain

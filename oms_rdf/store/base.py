@@ -427,7 +427,7 @@ class StoreBase:
     ) -> None:
         """Refuse a supersession in disguise (spec §17 Level 2; design §4)."""
         parents = grain.get("derived_from")
-        if not parents or grain.type_byte != 0x01:
+        if not parents or grain.type_byte != BELIEF_BYTE:
             return
         now = self.clock()
         for parent in parents:
@@ -441,7 +441,7 @@ class StoreBase:
                     continue
             else:
                 continue
-            if other.type_byte != 0x01 or not is_protected(
+            if other.type_byte != BELIEF_BYTE or not is_protected(
                 other.get("invalidation_policy"), now
             ):
                 continue

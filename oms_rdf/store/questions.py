@@ -418,7 +418,7 @@ class Questions(StoreBase):
             )
             if earlier is None:
                 break
-            current = str(earlier.subject)[1:-1].removeprefix("nih:sha-256;")
+            current = address_of(earlier.subject)  # type: ignore[arg-type]
             if current in seen:
                 break  # a cycle in imported index state; stop rather than loop
             seen.add(current)

@@ -15,11 +15,11 @@ from ..grain import Grain
 from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..policy import effective_mode
 from ..revision import conflicts
+from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
 from ._common import _QUERIES, GrainLike, Signature, _row, _rows, update_request
 from .revising import Revising
 
-CONSENT_BYTE = 0x0A
 T = TypeVar("T")
 
 
@@ -102,7 +102,7 @@ class Writes(Revising):
                 for grain, signature in iterator:
                     self.check_new(grain, batch)
                     rows.extend(self.rows_for(grain, signature))
-                    if self.functional_relations or grain.type_byte == CONSENT_BYTE:
+                    if self.functional_relations or grain.type_byte == CONSENT.byte:
                         removed, added = self._dispute(
                             grain, self._rivals(grain, earlier)
                         )
@@ -133,7 +133,7 @@ class Writes(Revising):
     def _rivals(self, grain: Grain, batch: Sequence[Grain] = ()) -> list[Grain]:
         """Current beliefs (stored or earlier in the batch) this belief contradicts."""
         if (
-            grain.type_byte != 0x01
+            grain.type_byte != BELIEF.byte
             or grain.get("relation") not in self.functional_relations
         ):
             return []
@@ -223,7 +223,8 @@ class Writes(Revising):
         pairs = set()
         for q in self.backend.quads(None, OMS.conflictsWith, None, OMS.index):
             a, b = (
-                str(t)[1:-1].removeprefix("nih:sha-256;") for t in (q.subject, q.object)
+                address_of(t)  # type: ignore[arg-type]
+                for t in (q.subject, q.object)
             )
             pairs.add((min(a, b), max(a, b)))
         return sorted(pairs)
@@ -232,7 +233,7 @@ class Writes(Revising):
 
     def _withdrawal(self, grain: Grain) -> list[Quad | Row]:
         """Pending-erasure marks for the dependents of a withdrawn consent."""
-        if grain.type_byte != CONSENT_BYTE or grain.get("is_withdrawal") is not True:
+        if grain.type_byte != CONSENT.byte or grain.get("is_withdrawal") is not True:
             return []
         withdrawn = grain.get("prior_consent")
         now = self.clock()
@@ -242,7 +243,7 @@ class Writes(Revising):
         quads: list[Quad | Row] = []
         marked = held = 0
         for row in rows:
-            address = str(row["g"].value).removeprefix("nih:sha-256;")
+            address = address_of(row["g"])
             mode = effective_mode(self.get(address).get("invalidation_policy"), now)
             if mode == "hold":
                 held += 1  # a hold overrides consent withdrawal (spec §8.3)
@@ -267,7 +268,7 @@ class Writes(Revising):
     def pending_erasure(self) -> list[str]:
         """Addresses of grains pending erasure after their consent was withdrawn."""
         return sorted(
-            str(q.subject)[1:-1].removeprefix("nih:sha-256;")
+            address_of(q.subject)  # type: ignore[arg-type]
             for q in self.backend.quads(None, OMS.pendingErasure, None, OMS.index)
         )
 
