@@ -85,6 +85,16 @@ INDEX_PROPERTIES = (
 )  # fmt: skip
 # The journal of a write in progress (store/journal.py); never exported.
 JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
+# The audit log's hash chain (store/audit.py) and erasure tombstones.
+AUDIT_PROPERTIES = (
+    "chain",
+    "sequence",
+    "previous",
+    "hash",
+    "auditHead",
+    "auditChain",
+    "erasedAt",
+)
 INDIVIDUALS = (
     "active", "superseded", "retracted",
     "unverified", "verified", "contradicted", "disputed",
@@ -98,6 +108,7 @@ OMS = Namespace(
     + tuple(RELATED_PROPERTIES.values())
     + INDEX_PROPERTIES
     + JOURNAL_PROPERTIES
+    + AUDIT_PROPERTIES
     + INDIVIDUALS,
 )
 

@@ -16,6 +16,7 @@ from ..mapping import (
 )
 from ..store import GrainStore
 from ..store._common import load_query
+from ..store.audit import check as check_audit
 from ..store.journal import Journal
 from ..vocab import OMS
 from ._common import (
@@ -97,6 +98,7 @@ def import_(
         with plan as rows:
             journal.write(rows())
         report.quads = journal.written
+        check_audit(store.backend)  # an imported chain is verified before it is kept
         journal.finish(store.audit_rows("import", count=report.added))
     return report
 
@@ -161,4 +163,5 @@ def _check_restored(store: GrainStore) -> int:
         raise DecodeError(f"{described} grains described but {count} blobs")
     if store.backend.query(load_query("restore_strays")):
         raise StoreError("the source holds quads an oms_rdf export would not")
+    check_audit(store.backend)
     return count

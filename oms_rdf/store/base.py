@@ -58,12 +58,17 @@ from ._common import (
     GrainLike,
     IndexState,
     Signature,
+    _rows,
     _same_claim,
     _value,
+    update_request,
 )
+from .audit import AuditReport, Head, current_head, seal
+from .audit import verify as verify_chain
 from .journal import Journal, recover
 from .search import SearchIndex, search_texts
 
+_UNREAD = object()  # the audit head before it is read from the store
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
 _G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
 _P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
@@ -105,6 +110,9 @@ class StoreBase:
         # decoding the same blob again (supersede reads a grain several times).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
         self._search: SearchIndex | None = None  # built on the first search
+        self._head: Head | object | None = (
+            _UNREAD  # of the audit chain, read when needed
+        )
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
@@ -348,9 +356,30 @@ class StoreBase:
             rows.append(current)
         return rows
 
-    def _load(self, rows: Iterable[Row]) -> None:
-        """Add rows in one atomic load of N-Quads text."""
-        self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
+    def _write(
+        self, delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]
+    ) -> None:
+        """The one atomic write of a store operation; its audit events join the chain.
+
+        One SPARQL update when something is deleted, else one load of N-Quads
+        text (faster). The chain's head advances only when the write succeeded.
+        """
+        rows = _rows(insert)
+        if self._head is _UNREAD:
+            self._head = current_head(self.backend)
+        unchain, chain, head = seal(rows, self._head)  # type: ignore[arg-type]
+        removed = [*_rows(delete), *unchain]
+        rows += chain
+        if removed:
+            self.backend.update(update_request(removed, rows))
+        else:
+            self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
+        self._head = head
+
+    def verify_audit(self) -> AuditReport:
+        """Check the audit log's hash chains; the report names the first bad event."""
+        with self._lock:
+            return verify_chain(self.backend)
 
     @contextmanager
     def bulk(self) -> Iterator[Journal]:
@@ -364,6 +393,7 @@ class StoreBase:
         """
         with self._lock:
             journal = Journal.begin(self.backend)
+            journal.seal = lambda rows: seal(rows, current_head(self.backend))[:2]
             try:
                 yield journal
                 if not journal.finished:
@@ -375,6 +405,7 @@ class StoreBase:
             finally:
                 self._cache.clear()  # grains may have come in as quads
                 self._search = None
+                self._head = _UNREAD  # an import may have brought the chain
             if journal.written >= COMPACT_AFTER:
                 self.optimize()  # now, rather than in the middle of the next command
 

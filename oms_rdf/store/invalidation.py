@@ -36,7 +36,6 @@ from ._common import (
     TimeLike,
     _system_from,
     _to_millis,
-    update_request,
 )
 from .questions import Questions
 
@@ -290,7 +289,7 @@ class Invalidation(Questions):
             insert.append((node, _P_REASON, nt_literal(reason), idx))
         insert += self.audit_rows("supersede", target=old_address, result=new_grain.address,
                               actor=by, reason=reason, review=review)  # fmt: skip
-        self.backend.update(update_request(delete, insert))
+        self._write(delete, insert)
 
     def retract(
         self,
@@ -361,7 +360,7 @@ class Invalidation(Questions):
                 delete += removed
                 insert += added
             if targets:
-                self.backend.update(update_request(delete, insert))
+                self._write(delete, insert)
 
     def _void_change(
         self,
@@ -483,7 +482,7 @@ class Invalidation(Questions):
             insert += self.audit_rows(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
-            self.backend.update(update_request(delete, insert))
+            self._write(delete, insert)
 
 
 def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:

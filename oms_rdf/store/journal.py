@@ -24,7 +24,7 @@ any point leaves the store as before the write, or with all of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyoxigraph as ox
@@ -63,6 +63,12 @@ class Journal:
         self._seen: dict[str, bool] = {}  # grain node -> created by this write
         self.finished = False
         self.written = 0  # rows written so far
+        # Turns the final rows into (rows to delete, rows to add): the store chains
+        # its audit events with it (store/audit.py).
+        self.seal: Callable[[list[Row]], tuple[list[Row], list[Row]]] = lambda rows: (
+            [],
+            [],
+        )
 
     @classmethod
     def begin(cls, backend: Backend) -> Journal:
@@ -133,8 +139,14 @@ class Journal:
         """End the write in one transaction: drop the journal, add ``rows`` (the
         audit) and, unless the rows written carried it, rebuild the knowledge."""
         end = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
+        final = [item if isinstance(item, tuple) else _row(item) for item in rows]
+        unchain, chain = self.seal(final)
         # Oxigraph takes a prologue (PREFIX) only at the start of a request.
-        parts = [_REBUILD if rebuild else "", end, update_request([], list(rows))]
+        parts = [
+            _REBUILD if rebuild else "",
+            end,
+            update_request(unchain, [*final, *chain]),
+        ]
         self.backend.update(" ;\n".join(part for part in parts if part))
         self.finished = True
 

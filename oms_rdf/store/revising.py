@@ -15,7 +15,7 @@ from ..policy import effective_mode
 from ..revision import LOWER, UPPER, SprtState
 from ..signing import SigningKey
 from ..vocab import OMS, RDF, XSD
-from ._common import GrainLike, TimeLike, _to_millis, update_request
+from ._common import GrainLike, TimeLike, _to_millis
 from .invalidation import Invalidation
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revising"]
@@ -126,7 +126,7 @@ class Revising(Invalidation):
                 insert.append(Quad(event, OMS.actor, Literal(by), idx))
             delete = [q for q in self.backend.quads(node, None, None, idx)
                       if q.predicate in (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)]  # fmt: skip
-            self.backend.update(update_request(delete, insert))
+            self._write(delete, insert)
         return EvidenceResult(
             address=address,
             log_ratio=after.log_ratio,
@@ -217,7 +217,7 @@ class Revising(Invalidation):
             )
             with self._lock:
                 tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"
-                self._load(self.audit_rows("revise(force)", target=old_grain.address, result=address,
+                self._write([], self.audit_rows("revise(force)", target=old_grain.address, result=address,
                                              actor=by, reason=f"entrenchment overridden: {tiers}"))  # fmt: skip
             return address
         self.entrenchment.check(old_grain.fields, fields)

@@ -17,7 +17,7 @@ from ..policy import effective_mode
 from ..revision import conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
-from ._common import _QUERIES, GrainLike, Signature, _row, _rows, update_request
+from ._common import _QUERIES, GrainLike, Signature, _row, _rows
 from .revising import Revising
 
 T = TypeVar("T")
@@ -63,13 +63,9 @@ class Writes(Revising):
             rows += _rows(self.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
-                self.backend.update(
-                    update_request(
-                        [d for d in delete if d not in rows], [*rows, *extra]
-                    )
-                )
+                self._write([d for d in delete if d not in rows], [*rows, *extra])
             else:
-                self._load(rows)
+                self._write([], rows)
         return grain.address
 
     def put_many(
@@ -123,9 +119,9 @@ class Writes(Revising):
                 new_rows, dropped = set(rows), set(delete)
                 rows = [r for r in rows if r not in dropped]
                 stored = [d for d in delete if d not in new_rows]
-                self.backend.update(update_request(stored, [*rows, *extra]))
+                self._write(stored, [*rows, *extra])
             else:
-                self._load(rows)
+                self._write([], rows)
         return [g.address for g, _ in accepted]
 
     # --- conflicts on functional relations --------------------------------------
@@ -205,6 +201,9 @@ class Writes(Revising):
                 )
                 insert.append(Quad(other, verification, OMS.disputed, idx))
         names = ", ".join(f"{r['object']!r} ({r.address[:12]}…)" for r in rivals)
+        rival_addresses = ", ".join(
+            r.address for r in rivals
+        )  # the audit keeps no content
         why = "" if refusal is None else f"; {refusal}"
         warnings.warn(
             ConflictWarning(
@@ -214,7 +213,9 @@ class Writes(Revising):
             stacklevel=4,
         )
         insert += self.audit_rows(
-            "conflict", target=grain.address, reason=f"conflicts with {names}{why}"
+            "conflict",
+            target=grain.address,
+            reason=f"conflicts with {rival_addresses}{why}",
         )
         return delete, insert
 

@@ -1,0 +1,235 @@
+"""The audit log: one event per change of the store, in a hash chain.
+
+Each event (a node in graph ``oms:audit``) records the operation, its time and, as
+given, the actor, target, result, reason, count and review notes: addresses and
+the caller's words, never a grain's content. Events are chained:
+
+- ``oms:chain`` names the chain (one per store; an import may bring others),
+  ``oms:sequence`` numbers the event from 1, ``oms:previous`` holds the hash of
+  the event before it ("" for the first);
+- ``oms:hash`` is the SHA-256 of the event's canonical content: every property
+  but the hash itself, each as its value (IRIs as text, times as epoch ms),
+  sorted, as compact JSON;
+- the chain node carries its head, ``oms:auditHead "<sequence> <hash>"``, which
+  every append replaces in the same write. An import may add the head another
+  copy of the chain had; every head must match its event.
+
+So an edited event no longer matches its hash, a removed one leaves a gap, a
+reordered one breaks a link, and a cut tail disagrees with the head.
+:func:`verify` names the first bad event. A chain cannot prove that nobody cut
+its tail *and* rewrote its head: keep the head hash that ``verify`` returns
+somewhere else to detect that too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..backends import Backend
+from ..errors import ErrorCode, IntegrityError
+from ..mapping import Row, literal_value, nt_literal, rows_to_nquads
+from ..vocab import OMS, XSD
+
+_G = str(OMS.audit)
+_P_CHAIN, _P_SEQUENCE = str(OMS.chain), str(OMS.sequence)
+_P_PREVIOUS, _P_HASH, _P_HEAD = str(OMS.previous), str(OMS.hash), str(OMS.auditHead)
+_P_HASH_IRI = OMS.hash.value
+_P_AUDIT_CHAIN = str(OMS.auditChain)
+_EVENT = str(OMS.AuditEvent)
+_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+_INTEGER = XSD.integer.value
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The last event of a chain: its chain IRI, sequence number and hash."""
+
+    chain: str
+    sequence: int
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """What :func:`verify` found: how many events, each chain's head, the first fault."""
+
+    events: int
+    heads: dict[str, str]  # chain IRI -> "<sequence> <hash>" of its last event
+    problem: str | None = None  # the first bad event, named, and what is wrong
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def current_head(backend: Backend) -> Head | None:
+    """The head of the store's own chain, or None before its first event."""
+    pointer = next(backend.quads(OMS.settings, OMS.auditChain, None, OMS.index), None)
+    if pointer is None:
+        return None
+    heads = [
+        _parse_head(q.object)
+        for q in backend.quads(pointer.object, OMS.auditHead, None, OMS.audit)
+    ]
+    if not heads:
+        raise IntegrityError(f"the audit chain {pointer.object} has no head",
+                             code=ErrorCode.INTEGRITY)  # fmt: skip
+    sequence, digest = max(heads)
+    return Head(str(pointer.object.value), sequence, digest)  # type: ignore[union-attr]
+
+
+def seal(
+    rows: Sequence[Row], head: Head | None
+) -> tuple[list[Row], list[Row], Head | None]:
+    """Chain the audit events among ``rows`` after ``head``.
+
+    Returns the rows to delete (the old head), the rows to add (each event's
+    sequence, link and hash, the new head, and the chain pointer when the chain
+    starts) and the new head. Events are chained in the order they first appear.
+    """
+    events: dict[str, list[Row]] = {}
+    for row in rows:
+        if row[3] == _G and row[1] == _TYPE and row[2] == _EVENT:
+            events[row[0]] = []
+    if not events:
+        return [], [], head
+    for row in rows:
+        if row[0] in events:
+            events[row[0]].append(row)
+    delete: list[Row] = []
+    insert: list[Row] = []
+    if head is None:
+        chain = f"urn:uuid:{uuid.uuid4()}"
+        sequence, previous = 0, ""
+        insert.append((str(OMS.settings), _P_AUDIT_CHAIN, f"<{chain}>", str(OMS.index)))
+    else:
+        chain, sequence, previous = head.chain, head.sequence, head.hash
+        delete.append((f"<{chain}>", _P_HEAD, nt_literal(f"{sequence} {previous}"), _G))
+    for node, event in events.items():
+        sequence += 1
+        links = [
+            (node, _P_CHAIN, f"<{chain}>", _G),
+            (node, _P_SEQUENCE, nt_literal(str(sequence), _INTEGER), _G),
+            (node, _P_PREVIOUS, nt_literal(previous), _G),
+        ]
+        previous = digest(_content(_quads([*event, *links])))
+        insert += [*links, (node, _P_HASH, nt_literal(previous), _G)]
+    insert.append((f"<{chain}>", _P_HEAD, nt_literal(f"{sequence} {previous}"), _G))
+    return delete, insert, Head(chain, sequence, previous)
+
+
+def digest(content: dict[str, list[Any]]) -> str:
+    text = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def verify(backend: Backend) -> AuditReport:
+    """Check every chain in the store; the report names the first bad event."""
+    events: dict[Any, list[ox.Quad]] = {}
+    for quad in backend.quads(None, None, None, OMS.audit):
+        events.setdefault(quad.subject, []).append(quad)
+    chains: dict[str, list[tuple[int, str, dict[str, list[Any]], Any]]] = {}
+    heads: dict[str, list[tuple[int, str]]] = {}
+    for node, quads in events.items():
+        kinds = {q.predicate for q in quads}
+        if OMS.auditHead in kinds:
+            heads[node.value] = [
+                _parse_head(q.object) for q in quads if q.predicate == OMS.auditHead
+            ]
+            continue
+        try:
+            content = _content(quads)
+        except IntegrityError as exc:
+            return AuditReport(len(events), {}, f"event {node.value}: {exc.message}")
+        hashes = [q.object.value for q in quads if q.predicate == OMS.hash]  # type: ignore[union-attr]
+        chain_of, numbers = (
+            content.get(OMS.chain.value, []),
+            content.get(OMS.sequence.value, []),
+        )
+        if len(chain_of) != 1 or len(numbers) != 1 or len(hashes) != 1:
+            return AuditReport(len(events), {}, f"event {node.value} is not chained")
+        chains.setdefault(chain_of[0], []).append(
+            (numbers[0], hashes[0], content, node)
+        )
+    total = sum(len(c) for c in chains.values())
+    found: dict[str, str] = {}
+    for chain, chained in sorted(chains.items()):
+        chained.sort(key=lambda e: e[0])
+        previous = ""
+        for expected, (sequence, stored, content, node) in enumerate(chained, 1):
+            where = f"event {sequence} of chain {chain} ({node.value})"
+            if sequence != expected:
+                why = "is missing" if sequence > expected else "appears twice"
+                return AuditReport(
+                    total, found, f"event {expected} of chain {chain} {why}"
+                )
+            if content.get(OMS.previous.value) != [previous]:
+                return AuditReport(
+                    total, found, f"{where} does not follow the event before it"
+                )
+            if digest(content) != stored:
+                return AuditReport(
+                    total, found, f"{where} was changed: its hash does not match"
+                )
+            previous = stored
+        last = len(chained)
+        for sequence, hash_ in heads.get(chain, []):
+            if sequence > last:
+                return AuditReport(total, found, f"chain {chain} ends at event {last}, "
+                                   f"but its head says {sequence}: events were removed")  # fmt: skip
+            if chained[sequence - 1][1] != hash_:
+                return AuditReport(total, found, f"event {sequence} of chain {chain} does not "
+                                   "match the head recorded for it")  # fmt: skip
+        if not heads.get(chain):
+            return AuditReport(total, found, f"chain {chain} has no head")
+        found[chain] = f"{last} {previous}"
+    return AuditReport(total, found)
+
+
+def check(backend: Backend) -> None:
+    """Raise IntegrityError (ERR_INTEGRITY) naming the first bad event, if any."""
+    report = verify(backend)
+    if not report.ok:
+        raise IntegrityError(f"the audit log fails its hash chain: {report.problem}",
+                             code=ErrorCode.INTEGRITY)  # fmt: skip
+
+
+def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
+    """An event as {property IRI: sorted values}, without its own hash."""
+    content: dict[str, list[Any]] = {}
+    for quad in quads:
+        value = quad.object
+        if isinstance(value, ox.Literal):
+            try:
+                plain: Any = literal_value(value)
+            except (TypeError, ValueError):
+                raise IntegrityError(f"an audit value is not valid for its type: {value}",
+                                     code=ErrorCode.INTEGRITY) from None  # fmt: skip
+        else:
+            plain = value.value  # type: ignore[union-attr]
+        content.setdefault(quad.predicate.value, []).append(plain)
+    for values in content.values():
+        values.sort(key=lambda v: (type(v).__name__, v))
+    content.pop(_P_HASH_IRI, None)
+    return content
+
+
+def _quads(rows: Sequence[Row]) -> list[ox.Quad]:
+    return list(ox.parse(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS))
+
+
+def _parse_head(term: Any) -> tuple[int, str]:
+    sequence, _, hash_ = str(term.value).partition(" ")
+    if not sequence.isdigit() or len(hash_) != 64:
+        raise IntegrityError(f"an audit head must be '<sequence> <sha-256>', not {term}",
+                             code=ErrorCode.INTEGRITY)  # fmt: skip
+    return int(sequence), hash_

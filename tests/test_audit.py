@@ -1,0 +1,132 @@
+"""The audit log is a hash chain: edits, removals and reorderings are named."""
+
+from __future__ import annotations
+
+import io
+
+import pyoxigraph as ox
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.vocab import OMS
+
+NOW = 1_800_000_000_000
+
+
+def busy_store() -> oms.GrainStore:
+    store = oms.GrainStore(clock=lambda: NOW, functional_relations=["lives_in"])
+    old = store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1))
+    store.supersede(old, oms.Belief("alice", "works_at", "Initech", 0.9, created_at=2))
+    wrong = store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=1))
+    store.retract(wrong, reason="never said")
+    store.put_many(
+        [oms.Belief("carol", "r", str(i), 0.5, created_at=i) for i in range(3)]
+    )
+    return store
+
+
+def event(store: oms.GrainStore, sequence: int) -> ox.NamedNode:
+    [quad] = store.backend.quads(None, OMS.sequence, ox.Literal(str(sequence),
+                                 datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")), OMS.audit)  # fmt: skip
+    return quad.subject  # type: ignore[return-value]
+
+
+def test_every_change_appends_a_chained_event() -> None:
+    store = busy_store()
+    report = store.verify_audit()
+    assert report.ok and report.events == 5
+    [(_chain, head)] = report.heads.items()
+    assert head.startswith("5 ")
+    operations = [
+        store.backend.quads(event(store, n), OMS.operation, None, OMS.audit)
+        .__next__()
+        .object.value
+        for n in range(1, 6)
+    ]
+    assert operations == ["put", "supersede", "put", "retract", "put_many"]
+
+
+def test_an_edited_event_is_named() -> None:
+    store = busy_store()
+    node = event(store, 4)
+    [reason] = store.backend.quads(node, OMS.reason, None, OMS.audit)
+    store.backend.store.remove(reason)
+    store.backend.add([ox.Quad(node, OMS.reason, ox.Literal("said it"), OMS.audit)])
+    report = store.verify_audit()
+    assert (
+        not report.ok
+        and "event 4 of chain" in report.problem
+        and "changed" in report.problem
+    )
+
+
+def test_a_removed_event_is_named() -> None:
+    store = busy_store()
+    for quad in list(store.backend.quads(event(store, 3), None, None, OMS.audit)):
+        store.backend.store.remove(quad)
+    report = store.verify_audit()
+    assert (
+        not report.ok
+        and "event 3 of chain" in report.problem
+        and "missing" in report.problem
+    )
+
+
+def test_a_cut_tail_disagrees_with_the_head() -> None:
+    store = busy_store()
+    for quad in list(store.backend.quads(event(store, 5), None, None, OMS.audit)):
+        store.backend.store.remove(quad)
+    report = store.verify_audit()
+    assert not report.ok and "removed" in report.problem
+
+
+def test_reordered_events_are_named() -> None:
+    store = busy_store()
+    two, three = event(store, 2), event(store, 3)
+    integer = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
+    for node, old, new in ((two, "2", "3"), (three, "3", "2")):
+        store.backend.store.remove(
+            ox.Quad(node, OMS.sequence, ox.Literal(old, datatype=integer), OMS.audit)
+        )
+        store.backend.add(
+            [ox.Quad(node, OMS.sequence, ox.Literal(new, datatype=integer), OMS.audit)]
+        )
+    report = store.verify_audit()
+    assert not report.ok and "event 2 of chain" in report.problem
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads"])
+def test_the_chain_survives_export_and_import(fmt: str) -> None:
+    store = busy_store()
+    buffer = io.BytesIO()
+    store.export(buffer, format=fmt)
+    # Into an empty store the chain is the store's own, and goes on.
+    fresh = oms.GrainStore(clock=lambda: NOW)
+    fresh.import_(io.BytesIO(buffer.getvalue()), format=fmt)
+    fresh.put(oms.Belief("dave", "r", "o", 0.5, created_at=1))
+    report = fresh.verify_audit()
+    assert report.ok and report.events == 7  # five, the import, the put
+    assert list(report.heads) == list(store.verify_audit().heads)
+    # Into a store with its own chain, the imported chain is kept beside it.
+    other = oms.GrainStore(clock=lambda: NOW)
+    other.put(oms.Belief("erin", "r", "o", 0.5, created_at=1))
+    other.import_(io.BytesIO(buffer.getvalue()), format=fmt)
+    report = other.verify_audit()
+    assert report.ok and len(report.heads) == 2 and report.events == 7
+
+
+def test_an_imported_chain_is_verified_before_it_is_kept() -> None:
+    store = busy_store()
+    node = event(store, 2)
+    [reason] = store.backend.quads(node, OMS.operation, None, OMS.audit)
+    store.backend.store.remove(reason)
+    store.backend.add([ox.Quad(node, OMS.operation, ox.Literal("put"), OMS.audit)])
+    buffer = io.BytesIO()
+    store.export(buffer, format="trig")
+    busy = oms.GrainStore()
+    busy.put(oms.Belief("x", "r", "o", 0.5, created_at=1))
+    for target in (oms.GrainStore(), busy):  # the fast restore, and the general path
+        before = {str(q) for q in target.backend.quads()}
+        with pytest.raises(oms.IntegrityError, match="event 2 of chain"):
+            target.import_(io.BytesIO(buffer.getvalue()), format="trig")
+        assert {str(q) for q in target.backend.quads()} == before
