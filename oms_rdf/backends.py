@@ -7,8 +7,11 @@ or on disk (RocksDB) with a path.
 
 from __future__ import annotations
 
+import gc
+import os
+import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -71,6 +74,8 @@ class LocalBackend:
     ) -> None:
         self.path = None if path is None else Path(path)
         self.read_only = read_only
+        if path is not None and not read_only:
+            finish_vacuum(Path(path))  # a swap a crash interrupted
         try:
             if path is None:
                 self.store = ox.Store()
@@ -164,6 +169,46 @@ class LocalBackend:
         if self.path is not None:
             self.store.flush()
 
+    def vacuum(self, progress: Callable[[int], object] | None = None) -> None:
+        """Rewrite the store with only its live quads, and swap it in.
+
+        Oxigraph never drops a string from its dictionary, so removed data stays
+        in the files until the store is rewritten. On disk: the quads are bulk
+        loaded into ``<path>.vacuum``; a ``<path>.vacuum-ready`` mark is written
+        once that store is complete and closed; then the directories are swapped
+        by renames and the old one deleted. A crash before the mark leaves the old
+        store (the staging one is deleted on the next open), after it the new one
+        (the next open finishes the swap): never a mix. ``progress`` is called
+        with the number of quads copied so far.
+        """
+        self._writable()
+        if self.path is None:
+            fresh = ox.Store()
+            fresh.extend(_counted(self.store, progress))
+            self.store = fresh
+            return
+        path = self.path
+        staging, ready = _vacuum_paths(path)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            copy = ox.Store(str(staging))
+            copy.bulk_extend(_counted(self.store, progress))
+            copy.flush()
+            del copy
+            gc.collect()  # RocksDB closes with the last reference
+            ready.write_bytes(b"")
+            _fsync_dir(path.parent)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise StoreError(
+                f"vacuum failed before the swap, nothing changed: {exc}"
+            ) from exc
+        self.store.flush()
+        self.store = _Closed(path)  # type: ignore[assignment]
+        gc.collect()
+        finish_vacuum(path)
+        self.store = ox.Store(str(path))
+
     def close(self) -> None:
         """Flush and release the store (an on-disk store can then be reopened)."""
         self.flush()
@@ -200,6 +245,47 @@ def _load_errors(what: str) -> Iterator[None]:
         raise DecodeError(f"{what}: {exc}", code=ErrorCode.CORRUPT) from exc
     except OSError as exc:
         raise StoreError(f"{what} failed in the store: {exc}") from exc
+
+
+def _vacuum_paths(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + ".vacuum"), path.with_name(
+        path.name + ".vacuum-ready"
+    )
+
+
+def finish_vacuum(path: Path) -> None:
+    """Finish or discard a vacuum a crash interrupted (see LocalBackend.vacuum)."""
+    staging, ready = _vacuum_paths(path)
+    old = path.with_name(path.name + ".vacuum-old")
+    if ready.exists():
+        if staging.exists():
+            if path.exists():
+                path.rename(old)
+            staging.rename(path)
+            _fsync_dir(path.parent)
+        ready.unlink()
+        _fsync_dir(path.parent)
+    elif staging.exists():
+        shutil.rmtree(staging)  # an unfinished copy: the old store stands
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _counted(
+    quads: Iterable[ox.Quad], progress: Callable[[int], object] | None
+) -> Iterator[ox.Quad]:
+    for n, quad in enumerate(quads, 1):
+        if progress is not None and n % 100_000 == 0:
+            progress(n)
+        yield quad
 
 
 def _open_read_only(path: str, attempts: int = 6) -> ox.Store:

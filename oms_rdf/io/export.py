@@ -178,7 +178,11 @@ def _manifest(
     subjects = (
         _text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
     )
-    nodes = {s for s in subjects if s.startswith(NIH_PREFIX)}
+    erased = {
+        _text(q.subject)
+        for q in store.backend.quads(None, OMS.erasedAt, None, OMS.index)
+    }
+    nodes = {s for s in subjects if s.startswith(NIH_PREFIX)} - erased
     manifest: dict[str, dict[str, Any]] = {}
     if envelopes:
         for quad in store.backend.quads(None, OMS.envelope, None, OMS.blobs):

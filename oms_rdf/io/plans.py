@@ -27,6 +27,7 @@ from ..mapping import (
 from ..policy import is_protected
 from ..schema import BELIEF
 from ..store import GrainStore
+from ..store.erasure import erased_at
 from ..store.journal import JOURNAL
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from ._common import (
@@ -79,6 +80,8 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     policies = _Policies(store)
     for grain in grains(check=True):
+        if _erased(store, grain.address, report):
+            continue
         if grain.address not in store and grain.address not in fresh:
             fresh.add(grain.address)
             policies.see(grain)
@@ -138,6 +141,16 @@ def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
     return lambda address: any(r[1] == _P_SYSTEM_TO for r in states.get(address, ()))
 
 
+def _erased(store: GrainStore, address: str, report: ImportReport) -> bool:
+    """Whether a grain was erased here; then the import skips it and says so."""
+    if erased_at(store, address) is None:
+        return False
+    where = f"grain {address[:12]}…"
+    if (where, "erased, skipped") not in report.skipped:
+        report.skipped.append((where, "erased, skipped"))
+    return True
+
+
 def _utf8(data: bytes) -> str:
     try:
         return data.decode("utf-8")
@@ -165,7 +178,7 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
         reader = read_mg(raw, progress=progress)
         for blob in reader.blobs():
             grain = Grain.from_blob(blob)
-            if grain.address not in store:
+            if grain.address not in store and not _erased(store, grain.address, report):
                 fresh.add(grain.address)
                 policies.see(grain)
                 if grain.signed:
@@ -420,6 +433,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 node = s.value
                 if node not in known:
                     known[node] = address_of(s) in store
+                    if _erased(store, address_of(s), report):
+                        bad.add(node)  # skipped, reported, never written
                 if graph == blob_graph and quad.predicate == OMS.blob:
                     with_blob.add(node)
                     try:
@@ -435,10 +450,11 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         )
                         _fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
                 elif graph == index_graph:
-                    indexed.setdefault(node, quad)
+                    if quad.predicate != OMS.erasedAt:  # a tombstone needs no grain
+                        indexed.setdefault(node, quad)
                     if quad.predicate == OMS.systemTo:
                         closed.add(node)
-                    if known[node]:
+                    if known[node] and quad.predicate != OMS.erasedAt:
                         existing_index.setdefault(node, set()).add(_row_of(quad))
                 elif isinstance(graph, ox.DefaultGraph):
                     described.add(node)

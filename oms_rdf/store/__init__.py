@@ -23,12 +23,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ErrorCode, PolicyError, StoreError
+from ..grain import Grain
+from ..times import to_millis
 from ._common import IndexState, update_request
+from .audit import AuditReport
+from .erasure import ErasureReport, SubjectReport, check_found, due, select
+from .erasure import erase as erase_grains
+from .erasure import report as subject_report
 from .knowledge import QueryRow, Snapshot, Solutions, Triples
 from .revising import EvidenceEvent, EvidenceResult
 from .writes import Writes
 
 __all__ = [
+    "AuditReport",
+    "ErasureReport",
     "EvidenceEvent",
     "EvidenceResult",
     "GrainStore",
@@ -36,6 +45,7 @@ __all__ = [
     "QueryRow",
     "Snapshot",
     "Solutions",
+    "SubjectReport",
     "Triples",
     "update_request",
 ]
@@ -110,6 +120,106 @@ class GrainStore(Writes):
         from ..io import to_rdflib
 
         return to_rdflib(self, grains=grains)
+
+    # --- erasure (store/erasure.py) ----------------------------------------------
+
+    def erase(
+        self, address: str | Grain, /, *, reason: str, by: str | None = None
+    ) -> ErasureReport:
+        """Erase one grain, every layer of it, in one atomic write (compliance only).
+
+        A tombstone (address and time) stays, so that nothing brings it back; the
+        audit event names the address and ``reason``. The erased text leaves the
+        store's files only with :meth:`vacuum`; the report says so until then.
+
+        Raises:
+            PolicyError: ERR_INVALIDATION_DENIED when the grain is under a hold.
+            NotFoundError: ERR_NOT_FOUND for a grain not stored (or erased already).
+            SchemaError: an empty reason.
+        """
+        address = check_found(
+            self, address.address if isinstance(address, Grain) else address
+        )
+        found = erase_grains(self, [address], reason=reason, by=by)
+        if found.held:
+            raise PolicyError(
+                f"erase refused: grain {address[:12]}… is under a hold (spec §15.2: "
+                "delete MUST check hold); release the hold first",
+                code=ErrorCode.INVALIDATION_DENIED,
+            )
+        return found
+
+    def erase_subject(
+        self,
+        subject: str,
+        /,
+        *,
+        reason: str,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        by: str | None = None,
+        vacuum: bool = False,
+    ) -> ErasureReport:
+        """Erase every grain in which a person appears (see :meth:`subject_report`).
+
+        One atomic write for all of them; grains under a hold are kept and listed
+        in the report, and grains derived from erased ones are listed for the
+        caller to decide about. With ``vacuum=True`` the store is rewritten too,
+        so the erased bytes leave its files.
+        """
+        selected = select(self, subject, namespace=namespace, user_id=user_id)
+        found = erase_grains(self, selected, reason=reason, by=by)
+        if vacuum and found.erased:
+            self.vacuum()
+            found.vacuumed = True
+        return found
+
+    def subject_report(
+        self,
+        subject: str,
+        /,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+    ) -> SubjectReport:
+        """Every grain in which a person appears, with its index state and history.
+
+        The same selector as :meth:`erase_subject`: subject, object, ``user_id``,
+        and text values in ``context`` and ``provenance_chain``, in every namespace
+        unless one is given. ``.to_json()`` for the person, ``.records()`` or
+        ``.frame()`` for a table.
+        """
+        with self._lock:
+            return subject_report(self, subject, namespace=namespace, user_id=user_id)
+
+    def process_erasures(
+        self, now: Any = None, *, sla_days: float = 30
+    ) -> ErasureReport:
+        """Erase the grains pending erasure (a withdrawn consent) whose SLA has passed.
+
+        ``sla_days`` (30 by default) after the withdrawal; grains under a hold are
+        kept and reported.
+        """
+        when = self.clock() if now is None else to_millis(now)
+        with self._lock:
+            found = list(due(self, when, sla_days))
+            return erase_grains(
+                self, found, reason=f"consent withdrawn, {sla_days:g}-day SLA passed"
+            )
+
+    def vacuum(self, *, progress: Any = None) -> None:
+        """Rewrite the store with only its live data, so erased bytes leave its files.
+
+        Atomic and crash-safe: a kill at any point leaves the old store or the new
+        one (see :meth:`oms_rdf.backends.LocalBackend.vacuum`).
+        """
+        vacuum = getattr(self.backend, "vacuum", None)
+        if vacuum is None:
+            raise StoreError("this backend cannot be vacuumed", code=ErrorCode.STORE)
+        with self._lock:
+            vacuum(progress)
+            self._cache.clear()
+            self._search = None
 
     @classmethod
     def from_rdflib(cls, dataset: Any) -> GrainStore:

@@ -357,12 +357,17 @@ class StoreBase:
         return rows
 
     def _write(
-        self, delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]
+        self,
+        delete: Sequence[Quad | Row],
+        insert: Sequence[Quad | Row],
+        *,
+        before: str = "",
     ) -> None:
         """The one atomic write of a store operation; its audit events join the chain.
 
-        One SPARQL update when something is deleted, else one load of N-Quads
-        text (faster). The chain's head advances only when the write succeeded.
+        One SPARQL update when something is deleted (``before``: update operations
+        to run first, in the same request), else one load of N-Quads text
+        (faster). The chain's head advances only when the write succeeded.
         """
         rows = _rows(insert)
         if self._head is _UNREAD:
@@ -370,8 +375,9 @@ class StoreBase:
         unchain, chain, head = seal(rows, self._head)  # type: ignore[arg-type]
         removed = [*_rows(delete), *unchain]
         rows += chain
-        if removed:
-            self.backend.update(update_request(removed, rows))
+        if removed or before:
+            data = update_request(removed, rows)
+            self.backend.update(f"{before} ;\n{data}" if before else data)
         else:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head

@@ -437,7 +437,9 @@ class Questions(StoreBase):
         """The grains of ``(?g, ?sf, ?blob)`` rows, oldest system time first."""
         # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
         ordered = sorted(
-            (literal_value(start), address_of(node), blob) for node, start, blob in rows
+            (literal_value(start), address_of(node), blob)
+            for node, start, blob in rows
+            if start is not None  # an erased grain: only its address is left
         )
         return GrainList(
             (self._grain_of(address, blob) for _, address, blob in ordered), self.status

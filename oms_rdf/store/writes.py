@@ -18,6 +18,7 @@ from ..revision import conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
 from ._common import _QUERIES, GrainLike, Signature, _row, _rows
+from .erasure import refuse_erased
 from .revising import Revising
 
 T = TypeVar("T")
@@ -52,6 +53,7 @@ class Writes(Revising):
         with self._lock:
             if grain.address in self:
                 return grain.address
+            refuse_erased(self, grain.address)  # erasure is one-way
             self.check_new(grain)
             rivals = self._rivals(grain)
             refusal = self._auto_revise(grain, rivals) if rivals else None
@@ -90,6 +92,7 @@ class Writes(Revising):
             for grain, signature in accepted:
                 if grain.address in seen or (not empty and grain.address in self):
                     continue
+                refuse_erased(self, grain.address)
                 seen.add(grain.address)
                 fresh.append((grain, signature))
             batch = {g.address: g for g, _ in fresh}

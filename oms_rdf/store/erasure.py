@@ -1,0 +1,332 @@
+"""Erasure: the one way anything leaves the store (spec §15.2 `delete`, §28.4.4).
+
+One selector finds every grain in which a person appears, for erasure and for the
+subject report alike: as subject, as object, as ``user_id``, or as a text value
+anywhere in ``context`` or ``provenance_chain``; in every namespace unless one is
+given. Erasing a grain removes every quad of it in one atomic update: the grain
+node and its fields, the blob and any envelope, the index state, its evidence
+events, its knowledge triple (put back when another current grain asserts it),
+the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
+``oms:index``: the address and the time, so that no import and no ``put`` brings
+the grain back. The audit event names the address and the caller's reason.
+
+A ``hold`` refuses erasure (ERR_INVALIDATION_DENIED). Grains derived from an
+erased grain are reported, not touched: their blobs keep its address only.
+
+Oxigraph keeps every string it has seen in its dictionary, so the erased text
+stays in the store's files (or memory) until :meth:`GrainStore.vacuum` rewrites the
+store; reports say so until then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from ..errors import ErrorCode, NotFoundError, PolicyError, SchemaError
+from ..grain import Grain
+from ..mapping import address_of, grain_iri, literal_value, millis_literal
+from ..policy import effective_mode
+from ..terms import entity
+from ..times import iso
+from ..vocab import OMS, PROV, RDF
+
+if TYPE_CHECKING:
+    from . import GrainStore
+    from .base import StoreBase
+
+DAY_MS = 86_400_000
+REMAIN = (
+    "the erased text remains in the store's files (Oxigraph never drops a string "
+    "from its dictionary) until vacuum() rewrites the store"
+)
+
+
+@dataclass
+class ErasureReport:
+    """What an erasure did, and what it could not do."""
+
+    erased: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # kept by a hold
+    derived: list[str] = field(default_factory=list)  # derived from erased grains, kept
+    vacuumed: bool = False  # the erased bytes left the store's files
+
+    @property
+    def complete(self) -> bool:
+        """Whether everything selected is gone, bytes included."""
+        return not self.held and (self.vacuumed or not self.erased)
+
+    @property
+    def remaining(self) -> list[str]:
+        """What the erasure left, in words (empty when complete)."""
+        notes = []
+        if self.erased and not self.vacuumed:
+            notes.append(REMAIN)
+        if self.held:
+            notes.append(f"{len(self.held)} grains are under a hold and were kept")
+        return notes
+
+
+@dataclass
+class SubjectReport:
+    """Every grain that names a person, with its index state and history (a DSAR)."""
+
+    subject: str
+    grains: list[dict[str, Any]]
+    complete: bool
+    notes: list[str] = field(default_factory=list)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat record a grain (a DataFrame-ready list)."""
+        return [
+            {k: v for k, v in g.items() if k != "fields"} | dict(g["fields"])
+            for g in self.grains
+        ]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"subject": self.subject, "complete": self.complete, "notes": self.notes,
+             "grains": self.grains},
+            ensure_ascii=False, indent=2, default=_json_default,
+        )  # fmt: skip
+
+    def frame(self) -> Any:
+        import pandas
+
+        return pandas.DataFrame.from_records(self.records())
+
+
+def select(
+    store: GrainStore,
+    name: str,
+    *,
+    namespace: str | None = None,
+    user_id: str | None = None,
+) -> list[str]:
+    """Addresses of the grains in which ``name`` (or ``user_id``) appears."""
+    names = {n for n in (name, user_id) if n}
+    candidates: set[str] = set()
+    backend = store.backend
+    for text in names:
+        rows = backend.query(
+            "SELECT DISTINCT ?g ?text WHERE { ?g ?p ?o FILTER (CONTAINS(STR(?o), ?text)) }",
+            {ox.Variable("text"): ox.Literal(text)},
+        )
+        candidates |= {
+            address_of(row["g"]) for row in rows if isinstance(row["g"], ox.NamedNode)
+        }
+        # Minted entity IRIs percent-encode the name: look them up in each namespace.
+        for ns in _namespaces(store):
+            iri = entity(text, ns, store.settings)
+            for predicate in (RDF.subject, RDF.object):
+                candidates |= {
+                    address_of(q.subject)  # type: ignore[arg-type]
+                    for q in backend.quads(None, predicate, iri, ox.DefaultGraph())
+                }
+    found = []
+    for address in sorted(candidates):
+        if not address or address not in store:
+            continue
+        grain = store.get(address)
+        if namespace is not None and grain.get("namespace", "shared") != namespace:
+            continue
+        if any(_names(grain, text) for text in names):
+            found.append(address)
+    return found
+
+
+def _names(grain: Grain, text: str) -> bool:
+    """Whether a grain names ``text`` in a position that refers to a person."""
+    fields = grain.fields
+    if text in (fields.get("subject"), fields.get("object"), fields.get("user_id")):
+        return True
+    return any(
+        _contains(fields.get(name), text)
+        for name in ("context", "provenance_chain", "object")
+    )
+
+
+def _contains(value: Any, text: str) -> bool:
+    if isinstance(value, str):
+        return value == text
+    if isinstance(value, Mapping):
+        return any(_contains(v, text) or k == text for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_contains(v, text) for v in value)
+    return False
+
+
+def _namespaces(store: GrainStore) -> set[str]:
+    return {
+        str(q.object.value)  # type: ignore[union-attr]
+        for q in store.backend.quads(None, OMS.namespace, None, ox.DefaultGraph())
+    }
+
+
+def erase(
+    store: GrainStore,
+    addresses: Iterable[str],
+    *,
+    reason: str,
+    by: str | None = None,
+) -> ErasureReport:
+    """Erase grains in one atomic update; held grains are kept and reported."""
+    if not reason or not reason.strip():
+        raise SchemaError(
+            "an erasure needs a reason (it goes in the audit log)", path="reason"
+        )
+    report = ErasureReport()
+    now = store.clock()
+    with store._lock:
+        targets = []
+        for address in dict.fromkeys(addresses):
+            grain = store.get(address)
+            if effective_mode(grain.get("invalidation_policy"), now) == "hold":
+                report.held.append(address)
+            else:
+                targets.append(grain)
+        if not targets:
+            return report
+        ops = [_forget(store, grain) for grain in targets]
+        insert: list[Any] = []
+        for grain in targets:
+            node = grain_iri(grain.address)
+            insert.append(ox.Quad(node, OMS.erasedAt, millis_literal(now), OMS.index))
+            insert += store.audit_rows("erase", target=grain.address, actor=by,
+                                       reason=reason, at=now)  # fmt: skip
+        store._write([], insert, before=" ;\n".join(ops))
+        for grain in targets:
+            store._cache.pop(grain.address, None)
+        store._search = None
+        report.erased = [g.address for g in targets]
+        erased = set(report.erased)
+        report.derived = sorted(
+            {
+                address_of(q.subject)  # type: ignore[arg-type]
+                for a in erased
+                for q in store.backend.quads(
+                    None, PROV.wasDerivedFrom, grain_iri(a), ox.DefaultGraph()
+                )
+            }
+            - erased
+        )
+    return report
+
+
+def _forget(store: GrainStore, grain: Grain) -> str:
+    """SPARQL update operations removing every quad of one grain (no prologue)."""
+    g = str(grain_iri(grain.address))
+    idx, current = str(OMS.index), str(OMS.current)
+    rdf, oms = (
+        "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+        "https://w3id.org/oms-rdf/ns#",
+    )
+    return f"""DELETE {{ GRAPH {idx} {{ ?e ?p ?o }} }}
+WHERE {{ GRAPH {idx} {{ ?e <{oms}evidenceFor> {g} . ?e ?p ?o }} }} ;
+DELETE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }}
+WHERE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }} ;
+DELETE {{ GRAPH ?kg {{ ?s ?p ?o }} }} WHERE {{
+  {g} <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
+  OPTIONAL {{ {g} <{oms}graph> ?named }}
+  BIND (COALESCE(?named, {current}) AS ?kg)
+}} ;
+INSERT {{ GRAPH ?kg {{ ?s ?p ?o }} }} WHERE {{
+  {g} <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
+  ?other <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
+  FILTER (?other != {g})
+  FILTER NOT EXISTS {{ GRAPH {idx} {{ ?other <{oms}systemTo> ?closed }} }}
+  OPTIONAL {{ ?other <{oms}graph> ?named }}
+  BIND (COALESCE(?named, {current}) AS ?kg)
+}} ;
+DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
+DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }} }}"""
+
+
+def erased_at(store: StoreBase, address: str) -> int | None:
+    """When a grain was erased, or None: its tombstone."""
+    quad = next(
+        store.backend.quads(grain_iri(address), OMS.erasedAt, None, OMS.index), None
+    )
+    if quad is None:
+        return None
+    value: int = literal_value(quad.object)  # type: ignore[arg-type]
+    return value
+
+
+def refuse_erased(store: StoreBase, address: str) -> None:
+    """Raise when a grain was erased: one-way means no way back in."""
+    when = erased_at(store, address)
+    if when is not None:
+        raise PolicyError(
+            f"grain {address[:12]}… was erased on {iso(when)}; an erased grain never "
+            "comes back (spec §15.2: erasure is one-way)",
+            code=ErrorCode.INVALIDATION_DENIED,
+        )
+
+
+def report(
+    store: GrainStore,
+    name: str,
+    *,
+    namespace: str | None = None,
+    user_id: str | None = None,
+) -> SubjectReport:
+    """The subject report (DSAR): every grain the selector finds, with its state."""
+    grains = []
+    for address in select(store, name, namespace=namespace, user_id=user_id):
+        grain = store.get(address)
+        state = store.status(address)
+        grains.append({
+            "address": address,
+            "type": grain.get("type"),
+            "status": state.status,
+            "verification": state.verification,
+            "superseded_by": state.superseded_by,
+            "system_to": None if state.system_to is None else iso(state.system_to),
+            "history": [g.address for g in store.history(address)] if grain.type_byte == 1 else [address],
+            "fields": _plain(dict(grain.fields)),
+        })  # fmt: skip
+    notes = [
+        "every grain of this store was examined: subject, object, user_id, and text "
+        "values in context and provenance_chain, in "
+        + (f"namespace {namespace!r}" if namespace else "every namespace")
+    ]
+    return SubjectReport(name, grains, complete=True, notes=notes)
+
+
+def due(store: GrainStore, now: int, sla_days: float) -> Iterator[str]:
+    """Grains pending erasure whose SLA has passed at ``now``."""
+    for quad in store.backend.quads(None, OMS.pendingErasure, None, OMS.index):
+        marked: int = literal_value(quad.object)  # type: ignore[arg-type]
+        if marked + sla_days * DAY_MS <= now:
+            yield address_of(quad.subject)  # type: ignore[arg-type]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        import base64
+
+        return {"$base64": base64.b64encode(value).decode()}
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def check_found(store: GrainStore, address: str) -> str:
+    """The address of a stored grain; an erased one is named as such."""
+    try:
+        return store.resolve(address)
+    except NotFoundError:
+        if len(address) == 64 and erased_at(store, address) is not None:
+            raise NotFoundError(f"grain {address[:12]}… was erased") from None
+        raise

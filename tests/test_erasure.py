@@ -1,0 +1,155 @@
+"""Erasure really erases: every layer, every namespace, the bytes on disk too."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+import oms_rdf as oms
+
+NOW = 1_800_000_000_000
+DAY = 86_400_000
+NAME = "Zoë Quintanilla-Marsh"  # distinctive, non-ASCII: found only where it was put
+
+
+def nquads(store: oms.GrainStore) -> bytes:
+    buffer = io.BytesIO()
+    store.export(buffer, format="nquads", grains=True)
+    return buffer.getvalue()
+
+
+def plain_dump(store: oms.GrainStore) -> str:
+    """Every quad of every graph, exactly as the store holds them."""
+    return "\n".join(str(q) for q in store.backend.quads())
+
+
+def files_mention(path: Path, text: str) -> list[str]:
+    needle = text.encode()
+    return [str(f) for f in path.rglob("*") if f.is_file() and needle in f.read_bytes()]
+
+
+def person_everywhere(store: oms.GrainStore) -> dict[str, str]:
+    """A person as subject, as object, as user_id and inside a context map."""
+    grains = {
+        "subject": oms.Belief(NAME, "lives_in", "Lisbon", 0.9, created_at=1, namespace="home"),
+        "object": oms.Belief("acme", "employs", NAME, 0.8, created_at=2, namespace="work"),
+        "user_id": oms.Belief("theme", "is", "dark", 0.7, created_at=3, namespace="prefs",
+                              user_id=NAME),
+        "context": oms.Belief("meeting", "held_on", "Tuesday", 0.6, created_at=4,
+                              context={"attendees": ["Bob", NAME]}),
+    }  # fmt: skip
+    return {where: store.put(grain) for where, grain in grains.items()}
+
+
+def test_the_spec_conformance_case_a_grain_with_only_a_subject() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    grain = oms.Grain.from_dict({"type": "belief", "subject": NAME, "relation": "r",
+                                 "object": "o", "confidence": 0.5, "created_at": 1})  # fmt: skip
+    address = store.put(grain)
+    assert [g["address"] for g in store.subject_report(NAME).grains] == [address]
+    report = store.erase_subject(NAME, reason="GDPR Art. 17 request")
+    assert report.erased == [address] and not report.held
+    assert store.subject_report(NAME).grains == []
+    assert address not in store and NAME not in plain_dump(store)
+    with pytest.raises(oms.NotFoundError, match="erased"):
+        store.erase(address, reason="again")
+
+
+def test_a_person_everywhere_is_wholly_reported_and_erased(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: NOW)
+    where = person_everywhere(store)
+    other = store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=5))
+    store.evidence(where["subject"], "supporting", 0.9)
+    child = store.put(oms.Belief("lisbon", "has_resident_count", "1", 0.5, created_at=6,
+                                 derived_from=[where["subject"]]))  # fmt: skip
+    old_export = tmp_path / "before.trig"
+    store.export(old_export)
+    report = store.subject_report(NAME)
+    assert sorted(g["address"] for g in report.grains) == sorted(where.values())
+    assert report.complete and report.records()[0]["address"]
+    assert NAME in report.to_json()
+
+    erased = store.erase_subject(NAME, reason="GDPR Art. 17 request", by="did:web:dpo")
+    assert sorted(erased.erased) == sorted(where.values())
+    assert erased.derived == [child]
+    assert not erased.complete and "vacuum" in erased.remaining[0]
+    assert NAME not in plain_dump(store)  # every graph, the audit included
+    assert NAME.encode() not in nquads(store)
+    assert other in store and store.verify_audit().ok
+    assert [g.address for g in store.beliefs("bob")] == [other]
+    assert store.search(NAME) == []
+
+    # An older export brings nothing back.
+    result = store.import_(old_export)
+    assert result.added == 0
+    assert sorted(w for w, why in result.skipped if why == "erased, skipped") == sorted(
+        f"grain {a[:12]}…" for a in where.values()
+    )
+    assert NAME not in plain_dump(store)
+    with pytest.raises(oms.PolicyError, match="erased"):
+        store.put(
+            oms.Belief(NAME, "lives_in", "Lisbon", 0.9, created_at=1, namespace="home")
+        )
+
+    # The bytes are still in the files until the store is rewritten.
+    store.flush()
+    assert files_mention(path, NAME)
+    store.vacuum()
+    store.close()
+    assert files_mention(path, NAME) == []
+    again = oms.GrainStore(path)
+    assert [g.address for g in again.beliefs("bob")] == [other]
+    assert again.verify_audit().ok and NAME not in plain_dump(again)
+    again.close()
+
+
+def test_erase_subject_can_vacuum_in_the_same_call(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: NOW)
+    person_everywhere(store)
+    report = store.erase_subject(NAME, reason="request", vacuum=True)
+    assert report.vacuumed and report.complete and report.remaining == []
+    store.close()
+    assert files_mention(path, NAME) == []
+
+
+def test_a_hold_blocks_erasure() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    held = store.put(oms.Belief(NAME, "owes", "tax", 0.9, created_at=1,
+                                invalidation_policy={"mode": "hold"}))  # fmt: skip
+    free = store.put(oms.Belief(NAME, "likes", "tea", 0.9, created_at=1))
+    before = plain_dump(store)
+    with pytest.raises(oms.PolicyError) as info:
+        store.erase(held, reason="request")
+    assert info.value.code == oms.ErrorCode.INVALIDATION_DENIED
+    assert plain_dump(store) == before
+    report = store.erase_subject(NAME, reason="request")
+    assert report.erased == [free] and report.held == [held] and not report.complete
+    assert held in store
+
+
+def test_a_consent_withdrawal_is_carried_out_after_its_sla() -> None:
+    clock = [NOW]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    person, company = (
+        "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
+        "did:web:acme",
+    )
+    consent_address = store.put({"type": "consent", "subject_did": person, "grantee_did": company,
+                                 "scope": ["marketing"], "is_withdrawal": False, "created_at": 1})  # fmt: skip
+    dependent = store.put(oms.Belief(NAME, "prefers", "email", 0.8, created_at=2,
+                                     invalidation_policy={"mode": "consent_cascade"},
+                                     processing_basis=consent_address))  # fmt: skip
+    store.put({"type": "consent", "subject_did": person, "grantee_did": company,
+               "scope": ["marketing"], "is_withdrawal": True, "prior_consent": consent_address,
+               "created_at": 3})  # fmt: skip
+    assert store.pending_erasure() == [dependent]
+    clock[0] = NOW + 29 * DAY
+    assert store.process_erasures().erased == []
+    clock[0] = NOW + 31 * DAY
+    report = store.process_erasures()
+    assert report.erased == [dependent] and dependent not in store
+    assert store.pending_erasure() == []
