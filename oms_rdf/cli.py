@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 import pyoxigraph as ox
 
+from .cli_privacy import register as register_privacy
 from .codec import content_address, decode, encode, verify
 from .errors import (
     DecodeError,
@@ -830,6 +831,9 @@ def demo_cmd() -> None:
     from .demo import run_demo
 
     run_demo(click.echo)
+
+
+register_privacy(cli, _store)
 
 
 def main() -> None:
