@@ -74,7 +74,7 @@ def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
 def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
     """Return the ``/v1`` routes over ``store``; ``authorize`` maps a request to a token."""
 
-    def scope(request: Request, *, write: bool = False) -> Any:
+    def scope(request: Request, *, write: bool = False, erase: bool = False) -> Any:
         """The request's token; a refusal is raised, and answered by ``guarded``."""
         token = authorize(request)
         if isinstance(token, Response):
@@ -83,6 +83,9 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             raise _Refused(
                 _error(403, ErrorCode.INVALIDATION_DENIED, "this token may not write")
             )
+        if erase and not getattr(token, "erase", False):
+            raise _Refused(_error(403, ErrorCode.INVALIDATION_DENIED,
+                                  "erasure needs a token with the erase scope"))  # fmt: skip
         return token
 
     def visible(token: Any, grain: Grain) -> bool:
@@ -178,6 +181,41 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         store.retract(grain, reason=reason, by=request.query_params.get("by"))
         return JSONResponse(fact_json(store, grain))
 
+    async def erase(request: Request) -> Response:
+        token = scope(request, erase=True)
+        grain = fact(token, request.path_params["id"])
+        body = await _json_body(request)
+        reason = body.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise SchemaError(
+                "say why in the body's reason (erasure is audited)", path="reason"
+            )
+        by = body.get("by") if isinstance(body.get("by"), str) else None
+        return JSONResponse(_erasure_json(store.erase(grain, reason=reason, by=by)))
+
+    async def erase_subject(request: Request) -> Response:
+        token = scope(request, erase=True)
+        body = await _json_body(request)
+        subject, reason = body.get("subject"), body.get("reason")
+        namespace = body.get("namespace")
+        if (
+            not isinstance(subject, str)
+            or not subject
+            or not isinstance(reason, str)
+            or not reason.strip()
+        ):
+            raise SchemaError(
+                "the body needs subject and reason (text)", path="subject"
+            )
+        if namespace is not None and not isinstance(namespace, str):
+            raise SchemaError("namespace must be text", path="namespace")
+        if token.namespaces is not None and namespace not in token.namespaces:
+            raise _Refused(_error(403, ErrorCode.INVALIDATION_DENIED,
+                                  "this token may erase only in its namespaces: name one"))  # fmt: skip
+        by = body.get("by") if isinstance(body.get("by"), str) else None
+        report = store.erase_subject(subject, reason=reason, namespace=namespace, by=by)
+        return JSONResponse(_erasure_json(report))
+
     async def ancestors(request: Request) -> Response:
         token = scope(request)
         grain = fact(token, request.path_params["id"])
@@ -270,9 +308,16 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         Route("/v1/facts/{id}/ancestors", guarded(ancestors), methods=["GET"]),
         Route("/v1/facts/{id}/evidence", guarded(evidence), methods=["POST"]),
         Route("/v1/facts/{id}/revise", guarded(revise), methods=["POST"]),
+        Route("/v1/facts/{id}/erase", guarded(erase), methods=["POST"]),
+        Route("/v1/erasures", guarded(erase_subject), methods=["POST"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
     ]
+
+
+def _erasure_json(report: Any) -> dict[str, Any]:
+    return {"erased": report.erased, "held": report.held, "derived": report.derived,
+            "complete": report.complete, "remaining": report.remaining}  # fmt: skip
 
 
 class _Refused(Exception):  # noqa: N818 - an answer to give, not an error
@@ -428,5 +473,18 @@ OPENAPI: dict[str, Any] = {
                         "fields": {"type": "object"}, "force": {"type": "boolean"},
                         "by": {"type": "string"}, "justification": {"type": "string"}}}}}},
             "responses": _FACT}},
+        "/v1/facts/{id}/erase": {"parameters": [_ID], "post": {
+            "summary": "Erase it, every layer (compliance; needs the erase scope; checks hold)",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["reason"], "properties": {
+                    "reason": {"type": "string"}, "by": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "what was erased, and what remains"}, **_ERRORS}}},
+        "/v1/erasures": {"post": {
+            "summary": "Erase every grain naming a person (needs the erase scope)",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["subject", "reason"], "properties": {
+                    "subject": {"type": "string"}, "reason": {"type": "string"},
+                    "namespace": {"type": "string"}, "by": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "what was erased, and what remains"}, **_ERRORS}}},
     },
 }  # fmt: skip

@@ -82,17 +82,20 @@ _FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Token:
-    """What a bearer token may do: read (and write) the knowledge of its namespaces."""
+    """What a bearer token may do: read (and write) the knowledge of its namespaces,
+    and, with ``erase``, erase grains (compliance erasure is its own scope)."""
 
     namespaces: tuple[str, ...] | None = None  # None: every namespace
     write: bool = False
+    erase: bool = False
 
 
 _OPEN = Token()  # no token file: every namespace, read-only
 
 
 def load_tokens(path: str | Path) -> dict[str, Token]:
-    """Read a token file: ``{"TOKEN": {"namespaces": ["crm"] or "*", "write": true}}``.
+    """Read a token file: ``{"TOKEN": {"namespaces": ["crm"] or "*", "write": true}}``;
+    ``"erase": true`` adds the erase scope.
 
     Raises:
         SchemaError: ERR_SCHEMA for a file that is not such a JSON object.
@@ -107,19 +110,25 @@ def load_tokens(path: str | Path) -> dict[str, Token]:
     for secret, grant in data.items():
         namespaces = grant.get("namespaces") if isinstance(grant, dict) else None
         write = grant.get("write", False) if isinstance(grant, dict) else None
+        erase = grant.get("erase", False) if isinstance(grant, dict) else None
         valid = namespaces == "*" or (
             isinstance(namespaces, list)
             and namespaces
             and all(isinstance(n, str) for n in namespaces)
         )
-        if len(secret) < 16 or not valid or not isinstance(write, bool):
+        if (
+            len(secret) < 16
+            or not valid
+            or not isinstance(write, bool)
+            or not isinstance(erase, bool)
+        ):
             raise SchemaError(
                 f'{path}: each token (16+ characters) needs "namespaces" (a list, or '
-                '"*") and an optional boolean "write"',
+                '"*") and optional booleans "write" and "erase"',
                 path=f"$.{secret[:4]}…",
             )
         scope = None if namespaces == "*" else tuple(namespaces or ())
-        tokens[secret] = Token(namespaces=scope, write=write)
+        tokens[secret] = Token(namespaces=scope, write=write, erase=erase)
     return tokens
 
 

@@ -283,10 +283,11 @@ def test_serve_command_answers_and_stops_cleanly_on_sigterm(tmp_path: object) ->
     assert [g["object"] for g in again.beliefs(EX + "ann")] == [EX + "acme"]
 
 
-READER, WRITER, ADMIN = (
+READER, WRITER, ADMIN, ERASER = (
     "crm-reader-0000000001",
     "crm-writer-0000000001",
     "admin-000000000000001",
+    "crm-eraser-0000000001",
 )
 
 
@@ -305,6 +306,7 @@ def guarded() -> Iterator[tuple[str, GrainStore]]:
         READER: Token(namespaces=("crm",)),
         WRITER: Token(namespaces=("crm",), write=True),
         ADMIN: Token(namespaces=None, write=True),
+        ERASER: Token(namespaces=("crm",), write=True, erase=True),
     }
     with running(create_app(store, tokens=tokens)) as base:
         yield base, store
@@ -644,3 +646,46 @@ def test_token_files(tmp_path: object) -> None:
         path.write_text(json.dumps(bad))
         with pytest.raises(oms.SchemaError):
             load_tokens(path)
+
+
+def test_erasure_needs_the_erase_scope(guarded: tuple[str, GrainStore]) -> None:
+    base, store = guarded
+    (works,) = [
+        g
+        for g in store.beliefs(EX + "ann", namespace="crm")
+        if g["relation"] == EX + "worksAt"
+    ]
+    (salary,) = store.beliefs(EX + "ann", namespace="hr")
+    body = {"reason": "GDPR Art. 17 request", "by": "did:web:dpo"}
+    with httpx.Client(base_url=base) as client:
+        for token in (WRITER, ADMIN):  # writing is not erasing
+            refused = client.post(
+                f"/v1/facts/{works.address}/erase", json=body, headers=bearer(token)
+            )
+            assert (
+                refused.status_code == 403
+                and "erase scope" in refused.json()["message"]
+            )
+        assert works.address in store
+        hidden = client.post(
+            f"/v1/facts/{salary.address}/erase", json=body, headers=bearer(ERASER)
+        )
+        assert (
+            hidden.status_code == 404 and salary.address in store
+        )  # not its namespace
+        done = client.post(
+            f"/v1/facts/{works.address}/erase", json=body, headers=bearer(ERASER)
+        )
+        assert done.status_code == 200 and done.json()["erased"] == [works.address]
+        assert not done.json()["complete"] and "vacuum" in done.json()["remaining"][0]
+        assert works.address not in store
+        everywhere = client.post("/v1/erasures", json={"subject": EX + "ann", **body},
+                                 headers=bearer(ERASER))  # fmt: skip
+        assert everywhere.status_code == 403  # a crm token must name its namespace
+        held = client.post("/v1/erasures", json={"subject": EX + "ann", "namespace": "crm", **body},
+                           headers=bearer(ERASER))  # fmt: skip
+        assert (
+            held.status_code == 200
+            and held.json()["erased"]
+            and salary.address in store
+        )
