@@ -45,7 +45,9 @@ def main(argv: list[str] | None = None) -> None:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         tokens = Path(tmp) / "tokens.json"
-        tokens.write_text('{"bench-token-0000000001": {"namespaces": "*", "write": true}}')
+        tokens.write_text(
+            '{"bench-token-0000000001": {"namespaces": "*", "write": true}}'
+        )
         server = subprocess.Popen(
             [sys.executable, "-m", "oms_rdf", "serve", "--store", str(path), "--port", str(port),
              "--token-file", str(tokens)],
@@ -87,7 +89,9 @@ def _load(base: str, headers: dict[str, str], data: list[dict[str, object]], cli
             while time.monotonic() < stop:
                 subject, relation = rng.choice(points)
                 start = time.perf_counter()
-                got = client.get("/v1/facts", params={"subject": subject, "relation": relation})
+                got = client.get(
+                    "/v1/facts", params={"subject": subject, "relation": relation}
+                )
                 latencies[slot].append(time.perf_counter() - start)
                 if got.status_code != 200:
                     errors.append(f"read {got.status_code}")

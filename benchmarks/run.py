@@ -118,7 +118,9 @@ def codec_rows(n: int, runs: int) -> list[Row]:
             out = {}
             for k, v in d.items():
                 out[short.get(k, k)] = v if type(v) is not float else float(v)
-            hashlib.sha256(msgpack.packb(dict(sorted(out.items())), use_bin_type=True)).hexdigest()
+            hashlib.sha256(
+                msgpack.packb(dict(sorted(out.items())), use_bin_type=True)
+            ).hexdigest()
 
     full = {f.short: f.full for f in BELIEF.table.fields}
 
@@ -170,7 +172,12 @@ def put_rows(n: int, runs: int) -> list[Row]:
         return run
 
     ours = median(on_disk(lambda p: oms.GrainStore(p).put_many(grains)), runs)
-    base = median(on_disk(lambda p: ox.Store(str(p)).bulk_load(nquads, format=ox.RdfFormat.N_QUADS)), runs)
+    base = median(
+        on_disk(
+            lambda p: ox.Store(str(p)).bulk_load(nquads, format=ox.RdfFormat.N_QUADS)
+        ),
+        runs,
+    )
     rows.append(Row(f"put_many on disk ({n:,})", ours, base, "s", "<= 2.0x", ours / base <= 2.0,
                     "baseline Store(path).bulk_load of the same bytes"))  # fmt: skip
     return rows
@@ -187,13 +194,31 @@ def write_rate_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list
     start = time.perf_counter()
     for address in current:
         old = store.get(address)
-        new = {**old.to_dict(), "object": "revised", "created_at": old.created_at + 40_000}
+        new = {
+            **old.to_dict(),
+            "object": "revised",
+            "created_at": old.created_at + 40_000,
+        }
         new.pop("derived_from", None)
         store.supersede(old, new)
     supersede_rate = len(current) / (time.perf_counter() - start)
     return [
-        Row(f"single put ({n:,} store)", put_rate, None, "ops/s", ">= 5,000", put_rate >= 5000),
-        Row(f"supersede + policy ({n:,} store)", supersede_rate, None, "ops/s", ">= 2,000", supersede_rate >= 2000),
+        Row(
+            f"single put ({n:,} store)",
+            put_rate,
+            None,
+            "ops/s",
+            ">= 5,000",
+            put_rate >= 5000,
+        ),
+        Row(
+            f"supersede + policy ({n:,} store)",
+            supersede_rate,
+            None,
+            "ops/s",
+            ">= 2,000",
+            supersede_rate >= 2000,
+        ),
     ]
 
 
@@ -203,7 +228,9 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
     valid_at, as_of = BASE_MS + n * 20_000, BASE_MS + n * 40_000
     # The hand-written baseline: one SPARQL query answering the same question,
     # constants inline, returning what the API returns (the grains' blobs).
-    hand_beliefs = PREFIX + """SELECT ?g ?blob WHERE {
+    hand_beliefs = (
+        PREFIX
+        + """SELECT ?g ?blob WHERE {
       ?g oms:subjectText "%s" ; oms:validFrom ?vf ; oms:systemFrom ?sf ; oms:confidence ?c .
       FILTER (?sf <= "%s"^^xsd:dateTime && ?vf <= "%s"^^xsd:dateTime)
       OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || "%s"^^xsd:dateTime < ?vt)
@@ -214,12 +241,19 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
       OPTIONAL { GRAPH oms:index { ?g oms:effectiveConfidence ?e } }
       OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } }
     } ORDER BY DESC(COALESCE(?e, ?c))"""
+    )
     now = oms.mapping.millis_literal(store.clock()).value
-    x, t = oms.mapping.millis_literal(valid_at).value, oms.mapping.millis_literal(as_of).value
-    hand_history = PREFIX + """SELECT ?g ?blob WHERE {
+    x, t = (
+        oms.mapping.millis_literal(valid_at).value,
+        oms.mapping.millis_literal(as_of).value,
+    )
+    hand_history = (
+        PREFIX
+        + """SELECT ?g ?blob WHERE {
       GRAPH oms:index { <nih:sha-256;%s> ^oms:supersededBy* ?root .
                         FILTER NOT EXISTS { ?e oms:supersededBy ?root } ?root oms:supersededBy* ?g }
       OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } } }"""
+    )
 
     def per_call(fn: Callable[[Any], object], keys: list[Any]) -> float:
         times = []
@@ -244,7 +278,16 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
             base(key)
         o, b = per_call(ours, keys), per_call(base, keys)
         ok = o / b <= 1.2 and o <= 0.002
-        rows.append(Row(f"{name} ({n:,} store)", o * 1000, b * 1000, "ms", "<= 1.2x and <= 2 ms", ok))
+        rows.append(
+            Row(
+                f"{name} ({n:,} store)",
+                o * 1000,
+                b * 1000,
+                "ms",
+                "<= 1.2x and <= 2 ms",
+                ok,
+            )
+        )
     return rows
 
 
@@ -255,7 +298,10 @@ def search_rows(store: oms.GrainStore, n: int) -> list[Row]:
     build = time.perf_counter() - start
     rng = random.Random(3)
     words = ["works_at", "Berlin", "dark mode", "Acme Corp", "Project Alpha", "German"]
-    queries = [f"person-{rng.randrange(max(1, n // 10))} {rng.choice(words)}" for _ in range(200)]
+    queries = [
+        f"person-{rng.randrange(max(1, n // 10))} {rng.choice(words)}"
+        for _ in range(200)
+    ]
     times = _time_each(lambda q: store.search(q), queries)
     return [
         Row(f"search, median ({n:,} store)", statistics.median(times) * 1000, None, "ms",
@@ -284,9 +330,21 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
             ox.Quad(b, ox.NamedNode(ex + "sf"), oms.mapping.millis_literal(f.get("system_valid_from", grain.created_at))),
         ]  # fmt: skip
         if "valid_to" in f:
-            quads.append(ox.Quad(b, ox.NamedNode(ex + "vt"), oms.mapping.millis_literal(f["valid_to"])))
+            quads.append(
+                ox.Quad(
+                    b,
+                    ox.NamedNode(ex + "vt"),
+                    oms.mapping.millis_literal(f["valid_to"]),
+                )
+            )
         if state.system_to is not None:
-            quads.append(ox.Quad(b, ox.NamedNode(ex + "st"), oms.mapping.millis_literal(state.system_to)))
+            quads.append(
+                ox.Quad(
+                    b,
+                    ox.NamedNode(ex + "st"),
+                    oms.mapping.millis_literal(state.system_to),
+                )
+            )
     plain.extend(quads)
     x = oms.mapping.millis_literal(BASE_MS + n * 20_000).value
     t = oms.mapping.millis_literal(BASE_MS + n * 40_000).value
@@ -306,7 +364,12 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
     ours = median(lambda: store.count_beliefs(**point), runs)
     base = median(lambda: list(plain.query(base_query)), runs)
     shape = median(lambda: list(store.backend.query(same_shape)), runs)
-    travel = median(lambda: list(store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", **point)), runs)  # type: ignore[arg-type]
+    travel = median(
+        lambda: list(
+            store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", **point)
+        ),
+        runs,
+    )  # type: ignore[arg-type]
     return [Row(f"as-of snapshot count ({n:,})", ours, base, "s", "<= 1.5x", ours / base <= 1.5,
                 "baseline: plain s p o nodes with time literals"),
             Row(f"time-travel SPARQL, COUNT ({n:,})", travel, base, "s", "<= 2.0x", travel / base <= 2.0,
@@ -320,12 +383,32 @@ def trig_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
     store.export(data, format="trig")
     payload = data.getvalue()
     ours_export = median(lambda: store.export(io.BytesIO(), format="trig"), runs)
-    base_export = median(lambda: store.backend.dump(io.BytesIO(), ox.RdfFormat.TRIG), runs)
-    ours_import = median(lambda: oms.GrainStore().import_(io.BytesIO(payload), format="trig"), runs)
-    base_import = median(lambda: ox.Store().load(payload, format=ox.RdfFormat.TRIG), runs)
+    base_export = median(
+        lambda: store.backend.dump(io.BytesIO(), ox.RdfFormat.TRIG), runs
+    )
+    ours_import = median(
+        lambda: oms.GrainStore().import_(io.BytesIO(payload), format="trig"), runs
+    )
+    base_import = median(
+        lambda: ox.Store().load(payload, format=ox.RdfFormat.TRIG), runs
+    )
     return [
-        Row(f"TriG export ({n:,})", ours_export, base_export, "s", "<= 1.5x", ours_export / base_export <= 1.5),
-        Row(f"TriG import ({n:,})", ours_import, base_import, "s", "<= 2.0x", ours_import / base_import <= 2.0),
+        Row(
+            f"TriG export ({n:,})",
+            ours_export,
+            base_export,
+            "s",
+            "<= 1.5x",
+            ours_export / base_export <= 1.5,
+        ),
+        Row(
+            f"TriG import ({n:,})",
+            ours_import,
+            base_import,
+            "s",
+            "<= 2.0x",
+            ours_import / base_import <= 2.0,
+        ),
     ]
 
 
@@ -339,7 +422,9 @@ def adoption_rows(runs: int) -> list[Row]:
     ours_quads = ox.serialize(probe.backend.quads(), format=ox.RdfFormat.N_QUADS)
     ours = median(lambda: oms.GrainStore().import_(path), runs)
     base = median(lambda: ox.Store().load(path=path), runs)
-    floor = median(lambda: ox.Store().load(ours_quads, format=ox.RdfFormat.N_QUADS), runs)
+    floor = median(
+        lambda: ox.Store().load(ours_quads, format=ox.RdfFormat.N_QUADS), runs
+    )
     again = median(lambda: probe.import_(path), runs)
     return [
         Row(f"adopt schema.org ({report.added:,} triples)", ours, base, "s", "<= 20x", ours / base <= 20,
@@ -360,7 +445,9 @@ def quad_memory_row(n: int) -> Row:
         "gc.collect();a=rss();s=ox.Store();s.load(data,format=ox.RdfFormat.N_TRIPLES);del data;gc.collect();"
         "print(rss()-a, len(s))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     grown, count = (int(x) for x in out.stdout.split())
     return Row("  pyoxigraph alone, per quad", grown / count, None, "B/quad", "(reference)", None,
                "a belief maps to ~14 quads")  # fmt: skip
@@ -377,7 +464,9 @@ def memory_rows(n: int) -> list[Row]:
         "s._cache.clear();gc.collect();"
         "print(rss()-a, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss*1024)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     held, peak = (int(x) / n for x in out.stdout.split())
     return [
         Row(f"RSS holding {n:,} beliefs", held, None, "B/belief", "<= 5,120", held <= 5120),
@@ -394,7 +483,15 @@ def areev_rows(n: int) -> list[Row]:
     data = beliefs(n)
     with tempfile.TemporaryDirectory() as tmp:
         db = areev.Areev(str(Path(tmp) / "a.db"))
-        batch = json.dumps([{"grain_type": "fact", "fields": {k: v for k, v in d.items() if k != "type"}} for d in data])
+        batch = json.dumps(
+            [
+                {
+                    "grain_type": "fact",
+                    "fields": {k: v for k, v in d.items() if k != "type"},
+                }
+                for d in data
+            ]
+        )
         start = time.perf_counter()
         db.add_batch(batch)
         theirs = time.perf_counter() - start
@@ -412,7 +509,9 @@ def areev_rows(n: int) -> list[Row]:
         lookup_theirs = statistics.median(_time_each(lambda k: db.latest(*k), keys))
     store = oms.GrainStore()
     store.put_many(oms.Grain.from_dict(d) for d in data)
-    lookup_ours = statistics.median(_time_each(lambda k: store.beliefs(k[0], k[1], namespace=k[2]), keys))
+    lookup_ours = statistics.median(
+        _time_each(lambda k: store.beliefs(k[0], k[1], namespace=k[2]), keys)
+    )
     raw, default = store.backend.store, ox.DefaultGraph()
     subject_text, predicate = oms.vocab.OMS.subjectText, oms.vocab.RDF.predicate
 
@@ -422,7 +521,9 @@ def areev_rows(n: int) -> list[Row]:
         winner = None
         relation = oms.mapping.relation_iri(key[1])
         for q in raw.quads_for_pattern(None, subject_text, ox.Literal(key[0]), default):
-            if next(raw.quads_for_pattern(q.subject, predicate, relation, default), None):
+            if next(
+                raw.quads_for_pattern(q.subject, predicate, relation, default), None
+            ):
                 winner = q.subject
         list(raw.quads_for_pattern(winner, None, None, None))
 
@@ -454,7 +555,9 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=list(SIZES), default="100k")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the rows as JSON here")
@@ -462,7 +565,11 @@ def main(argv: list[str] | None = None) -> None:
     n = SIZES[args.size]
     small = min(n, 100_000)
     started = time.perf_counter()
-    rows = codec_rows(small, args.runs) + put_rows(small, args.runs) + adoption_rows(args.runs)
+    rows = (
+        codec_rows(small, args.runs)
+        + put_rows(small, args.runs)
+        + adoption_rows(args.runs)
+    )
     rows += [*memory_rows(n), quad_memory_row(small)]  # before this process grows
     store, addresses = history_store(n)
     rows += query_rows(store, addresses, n)
@@ -472,13 +579,19 @@ def main(argv: list[str] | None = None) -> None:
     rows += write_rate_rows(store, addresses, n)
     rows += areev_rows(small)
     elapsed = time.perf_counter() - started
-    print(f"\n{machine()}; N = {n:,}; median of {args.runs} runs; {elapsed:.0f} s in all\n")
-    print(f"{'path':42} {'ours':>11} {'baseline':>11} {'unit':>8} {'ratio':>7}  {'target':22} ok")
+    print(
+        f"\n{machine()}; N = {n:,}; median of {args.runs} runs; {elapsed:.0f} s in all\n"
+    )
+    print(
+        f"{'path':42} {'ours':>11} {'baseline':>11} {'unit':>8} {'ratio':>7}  {'target':22} ok"
+    )
     for r in rows:
         base = "" if r.baseline is None else f"{r.baseline:11.3f}"
         ratio = "" if r.ratio is None else f"{r.ratio:6.2f}x"
         mark = {True: "yes", False: "NO", None: ""}[r.ok]
-        print(f"{r.path:42} {r.ours:11.3f} {base:>11} {r.unit:>8} {ratio:>7}  {r.target:22} {mark}")
+        print(
+            f"{r.path:42} {r.ours:11.3f} {base:>11} {r.unit:>8} {ratio:>7}  {r.target:22} {mark}"
+        )
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "size": n, "runs": args.runs,
                                          "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}, indent=2))  # fmt: skip

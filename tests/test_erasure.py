@@ -153,3 +153,39 @@ def test_a_consent_withdrawal_is_carried_out_after_its_sla() -> None:
     report = store.process_erasures()
     assert report.erased == [dependent] and dependent not in store
     assert store.pending_erasure() == []
+
+
+def test_a_name_with_quotes_is_found_inside_context() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    name = 'Dwayne "The Rock" O\\Neil'
+    address = store.put(oms.Belief("party", "guest", "list", 0.5, created_at=1,
+                                   context={"guests": [name]}))  # fmt: skip
+    assert [g["address"] for g in store.subject_report(name).grains] == [address]
+    assert store.erase_subject(name, reason="request").erased == [address]
+
+
+def test_a_read_only_view_does_not_claim_a_complete_report(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    writer = oms.GrainStore(path)
+    writer.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))
+    writer.flush()
+    report = oms.GrainStore(path, read_only=True).subject_report(NAME)
+    assert len(report.grains) == 1 and not report.complete
+    assert "read-only" in report.notes[-1]
+    assert writer.subject_report(NAME).complete
+
+
+def test_erasing_a_version_keeps_the_rest_of_its_chain() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    first = store.put(oms.Belief("acme", "ceo", "Someone Else", 0.9, created_at=1))
+    middle = store.supersede(first, oms.Belief("acme", "ceo", NAME, 0.9, created_at=2))
+    last = store.supersede(middle, {"type": "belief", "subject": "acme", "relation": "ceo",
+                                    "object": "A Third", "confidence": 0.9, "created_at": 3})  # fmt: skip
+    assert store.get(last)["derived_from"] == [middle]  # the supersession shape
+    report = store.erase_subject(NAME, reason="request")
+    assert report.erased == [middle] and report.derived == [last]
+    # The chain is cut where the erased version was: only addresses point at it.
+    assert [g.address for g in store.history(last)] == [last]
+    assert [g.address for g in store.history(first)] == [first]
+    assert [g["object"] for g in store.beliefs("acme")] == ["A Third"]
+    assert store.status(first).superseded_by == middle  # the address only is left

@@ -111,7 +111,10 @@ def select(
     names = {n for n in (name, user_id) if n}
     candidates: set[str] = set()
     backend = store.backend
-    for text in names:
+    # Maps and lists are rdf:JSON literals: a name with a quote or a backslash is
+    # escaped there, so its JSON spelling is looked for too.
+    spellings = names | {json.dumps(n, ensure_ascii=False)[1:-1] for n in names}
+    for text in spellings:
         rows = backend.query(
             "SELECT DISTINCT ?g ?text WHERE { ?g ?p ?o FILTER (CONTAINS(STR(?o), ?text)) }",
             {ox.Variable("text"): ox.Literal(text)},
@@ -119,6 +122,7 @@ def select(
         candidates |= {
             address_of(row["g"]) for row in rows if isinstance(row["g"], ox.NamedNode)
         }
+    for text in names:
         # Minted entity IRIs percent-encode the name: look them up in each namespace.
         for ns in _namespaces(store):
             iri = entity(text, ns, store.settings)
@@ -295,7 +299,11 @@ def report(
         "values in context and provenance_chain, in "
         + (f"namespace {namespace!r}" if namespace else "every namespace")
     ]
-    return SubjectReport(name, grains, complete=True, notes=notes)
+    complete = not store.read_only
+    if not complete:  # a view beside the writing process, as of its opening
+        notes.append("the store was opened read-only beside a writer: grains written "
+                     "since are not in this report")  # fmt: skip
+    return SubjectReport(name, grains, complete=complete, notes=notes)
 
 
 def due(store: GrainStore, now: int, sla_days: float) -> Iterator[str]:
