@@ -220,6 +220,7 @@ class GrainStore(Writes):
             vacuum(progress)
             self._cache.clear()
             self._search = None
+            self._write([], self.audit_rows("vacuum"))
 
     @classmethod
     def from_rdflib(cls, dataset: Any) -> GrainStore:

@@ -126,7 +126,13 @@ class Revising(Invalidation):
                 insert.append(Quad(event, OMS.actor, Literal(by), idx))
             delete = [q for q in self.backend.quads(node, None, None, idx)
                       if q.predicate in (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)]  # fmt: skip
-            self._write(delete, insert)
+            reason = (
+                f"{kind} {strength:g}: {after.status}"  # the note stays in the index
+            )
+            rows = self.audit_rows(
+                "evidence", target=address, actor=by, reason=reason, at=when
+            )
+            self._write(delete, [*insert, *rows])
         return EvidenceResult(
             address=address,
             log_ratio=after.log_ratio,
