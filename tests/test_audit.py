@@ -22,6 +22,7 @@ def busy_store() -> oms.GrainStore:
     store.put_many(
         [oms.Belief("carol", "r", str(i), 0.5, created_at=i) for i in range(3)]
     )
+    store.evidence(store.beliefs("carol")[0], "supporting", 0.9)
     return store
 
 
@@ -34,16 +35,16 @@ def event(store: oms.GrainStore, sequence: int) -> ox.NamedNode:
 def test_every_change_appends_a_chained_event() -> None:
     store = busy_store()
     report = store.verify_audit()
-    assert report.ok and report.events == 5
+    assert report.ok and report.events == 6
     [(_chain, head)] = report.heads.items()
-    assert head.startswith("5 ")
+    assert head.startswith("6 ")
     operations = [
         store.backend.quads(event(store, n), OMS.operation, None, OMS.audit)
         .__next__()
         .object.value
-        for n in range(1, 6)
+        for n in range(1, 7)
     ]
-    assert operations == ["put", "supersede", "put", "retract", "put_many"]
+    assert operations == ["put", "supersede", "put", "retract", "put_many", "evidence"]
 
 
 def test_an_edited_event_is_named() -> None:
@@ -74,7 +75,7 @@ def test_a_removed_event_is_named() -> None:
 
 def test_a_cut_tail_disagrees_with_the_head() -> None:
     store = busy_store()
-    for quad in list(store.backend.quads(event(store, 5), None, None, OMS.audit)):
+    for quad in list(store.backend.quads(event(store, 6), None, None, OMS.audit)):
         store.backend.store.remove(quad)
     report = store.verify_audit()
     assert not report.ok and "removed" in report.problem
@@ -105,14 +106,14 @@ def test_the_chain_survives_export_and_import(fmt: str) -> None:
     fresh.import_(io.BytesIO(buffer.getvalue()), format=fmt)
     fresh.put(oms.Belief("dave", "r", "o", 0.5, created_at=1))
     report = fresh.verify_audit()
-    assert report.ok and report.events == 7  # five, the import, the put
+    assert report.ok and report.events == 8  # six, the import, the put
     assert list(report.heads) == list(store.verify_audit().heads)
     # Into a store with its own chain, the imported chain is kept beside it.
     other = oms.GrainStore(clock=lambda: NOW)
     other.put(oms.Belief("erin", "r", "o", 0.5, created_at=1))
     other.import_(io.BytesIO(buffer.getvalue()), format=fmt)
     report = other.verify_audit()
-    assert report.ok and len(report.heads) == 2 and report.events == 7
+    assert report.ok and len(report.heads) == 2 and report.events == 8
 
 
 def test_an_imported_chain_is_verified_before_it_is_kept() -> None:
