@@ -189,3 +189,21 @@ def test_erasing_a_version_keeps_the_rest_of_its_chain() -> None:
     assert [g.address for g in store.history(first)] == [first]
     assert [g["object"] for g in store.beliefs("acme")] == ["A Third"]
     assert store.status(first).superseded_by == middle  # the address only is left
+
+
+def test_a_tombstone_travels_and_keeps_an_old_export_out_elsewhere() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    gone = store.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))
+    kept = store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=1))
+    old = io.BytesIO()
+    store.export(old, format="trig")
+    store.erase(gone, reason="request")
+    after = io.BytesIO()
+    store.export(after, format="trig")
+    assert NAME.encode() not in after.getvalue()
+    replica = oms.GrainStore(clock=lambda: NOW)
+    replica.import_(io.BytesIO(after.getvalue()), format="trig")
+    assert kept in replica and gone not in replica and replica.verify_audit().ok
+    result = replica.import_(io.BytesIO(old.getvalue()), format="trig")
+    assert result.skipped == [(f"grain {gone[:12]}…", "erased, skipped")]
+    assert gone not in replica and NAME not in plain_dump(replica)
