@@ -544,3 +544,56 @@ def test_jsonl_carries_a_signed_grain_with_its_envelope() -> None:
     assert target.import_(buffer, format="jsonl").added == 1
     assert target.get(grain.address).blob == grain.blob  # the same grain, still signed
     assert target.status(grain.address).signed_by == key.did
+
+
+@pytest.mark.parametrize("fmt", ["nquads", "trig"])
+def test_skip_invalid_keeps_the_good_grains_of_a_dataset(fmt: str) -> None:
+    source = GrainStore()
+    grains = [oms.Belief("a", "r", str(i), 0.5, created_at=i) for i in range(4)]
+    source.put_many(grains)
+    buffer = io.BytesIO()
+    source.export(buffer, format="nquads")
+    text = buffer.getvalue().decode()
+    victim = grains[2].address
+    blob_line = next(
+        line for line in text.splitlines() if victim in line and "#blob>" in line
+    )
+    start = blob_line.index('"') + 12
+    broken = (
+        blob_line[:start]
+        + ("A" if blob_line[start] != "A" else "B")
+        + blob_line[start + 1 :]
+    )
+    data = text.replace(blob_line, broken).encode()
+    if fmt == "trig":  # the same dataset written as TriG
+        data = ox.serialize(
+            ox.parse(data, ox.RdfFormat.N_QUADS), format=ox.RdfFormat.TRIG
+        )
+    target = GrainStore()
+    report = target.import_(io.BytesIO(data), format=fmt, skip_invalid=True)
+    assert report.added == 3
+    assert [where for where, _ in report.skipped] == [f"grain {victim[:12]}…"]
+    assert "ERR_INTEGRITY" in report.skipped[0][1]
+    assert victim not in target and all(
+        g.address in target for g in grains if g.address != victim
+    )
+    assert len(target.beliefs("a")) == 3
+
+
+def test_skip_invalid_drops_a_manifest_entry_for_a_missing_grain() -> None:
+    from oms_rdf.container import write_mg
+
+    grain = oms.Belief("a", "r", "o", 0.5, created_at=1)
+    ghost = "ab" * 32
+    buffer = io.BytesIO()
+    write_mg([grain.blob], buffer, manifest={ghost: {"vstatus": "verified"}})
+    target = GrainStore()
+    with pytest.raises(oms.DecodeError, match="does not hold"):
+        target.import_(io.BytesIO(buffer.getvalue()), format="mg")
+    report = target.import_(
+        io.BytesIO(buffer.getvalue()), format="mg", skip_invalid=True
+    )
+    assert report.added == 1 and [w for w, _ in report.skipped] == [
+        f"manifest {ghost[:12]}…"
+    ]
+    assert grain.address in target and ghost not in target

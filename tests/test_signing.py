@@ -217,3 +217,70 @@ def test_eliding_a_missing_field_is_refused() -> None:
     grain = oms.Belief("a", "b", "c", 0.5, created_at=0)
     with pytest.raises(oms.SchemaError):
         signing.disclose(grain.fields, grain.address, ["user_id"])
+
+
+def _envelope_variants(key: signing.SigningKey, grain: oms.Grain) -> dict[str, bytes]:
+    """One malformed envelope for each way _open can refuse one."""
+    good = signing.sign(grain.blob, key)
+    protected, unprotected, payload, signature = cbor2.loads(good).value
+    header = cbor2.loads(protected)
+
+    def tagged(body: Any, tag: int = 18) -> bytes:
+        return cbor2.dumps(cbor2.CBORTag(tag, body))
+
+    return {
+        "not CBOR": b"\xff\x00garbage",
+        "another tag": tagged([protected, unprotected, payload, signature], tag=98),
+        "three items": tagged([protected, payload, signature]),
+        "a text payload": tagged([protected, unprotected, "text", signature]),
+        "protected not CBOR": tagged([b"\xff\xff", unprotected, payload, signature]),
+        "protected not a map": tagged(
+            [cbor2.dumps([1, 2]), unprotected, payload, signature]
+        ),
+        "unknown algorithm": tagged(
+            [cbor2.dumps({**header, 1: -7}), unprotected, payload, signature]
+        ),
+        "no kid": tagged([cbor2.dumps({1: -8}), unprotected, payload, signature]),
+        "another content type": tagged(
+            [cbor2.dumps({**header, 3: "text/plain"}), unprotected, payload, signature]
+        ),
+        "a kid that is no did:key": tagged(
+            [cbor2.dumps({**header, 4: b"did:web:x"}), unprotected, payload, signature]
+        ),
+        "a wrong signature": tagged([protected, unprotected, payload, bytes(64)]),
+        "an unsigned blob inside": signing._envelope(  # type: ignore[attr-defined]
+            oms.Belief("a", "b", "c", 0.5, created_at=1).blob,
+            key,
+            signing.GRAIN_CONTENT_TYPE,
+            None,
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["not CBOR", "another tag", "three items", "a text payload", "protected not CBOR",
+     "protected not a map", "unknown algorithm", "no kid", "another content type",
+     "a kid that is no did:key", "a wrong signature", "an unsigned blob inside"],
+)  # fmt: skip
+def test_every_malformed_envelope_is_refused_by_verify_and_by_put(
+    key: signing.SigningKey, signed_grain: oms.Grain, case: str
+) -> None:
+    bad = _envelope_variants(key, signed_grain)[case]
+    with pytest.raises(SignatureError) as info:
+        signing.verify(bad)
+    expected = (
+        ErrorCode.SIGNED_MISMATCH
+        if case == "an unsigned blob inside"
+        else ErrorCode.SIGNATURE
+    )
+    assert info.value.code == expected
+    store = oms.GrainStore()
+    before = {str(q) for q in store.backend.quads()}
+    if signing.is_envelope(bad):
+        with pytest.raises(SignatureError):
+            store.put(bad)
+    else:  # not recognisably an envelope: read as a blob, and refused as one
+        with pytest.raises(oms.OmsError):
+            store.put(bad)
+    assert {str(q) for q in store.backend.quads()} == before
