@@ -25,10 +25,12 @@ rdflib is imported only inside the functions that need it.
 
 from __future__ import annotations
 
-from ._common import FORMATS, ImportReport, dumps_jsonl, format_for, loads_json_grain
 from .bridge import from_rdflib, to_rdflib
 from .export import PLAIN_FORMATS, dumps_turtle, export
+from .formats import FORMATS, format_for
 from .importing import import_
+from .jsonl import dumps_jsonl, loads_json_grain
+from .records import ImportReport
 
 __all__ = [
     "FORMATS",

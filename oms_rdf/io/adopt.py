@@ -37,7 +37,8 @@ from ..terms import (
     subject_text,
 )
 from ..vocab import OMS, RDF
-from ._common import ImportReport, Progress, _fail_or_skip, line_of, parse_source
+from .records import ImportReport, _fail_or_skip
+from .sources import Progress, line_of, parse_source
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
 

@@ -16,18 +16,11 @@ from ..mapping import NIH_PREFIX, literal_value
 from ..store import GrainStore, IndexState
 from ..store._common import TimeLike
 from ..vocab import OMS
-from ._common import (
-    _RDF_FORMATS,
-    _VERIFICATION_OUT,
-    PREFIXES,
-    TURTLE_PREFIXES,
-    VOIDED_KEY,
-    Source,
-    _open,
-    _text,
-    dumps_jsonl,
-    format_for,
-)
+from .formats import _RDF_FORMATS, PREFIXES, TURTLE_PREFIXES, format_for
+from .jsonl import dumps_jsonl
+from .manifest import _VERIFICATION_OUT, VOIDED_KEY
+from .records import _text
+from .sources import Source, _open
 
 
 def export(

@@ -11,26 +11,17 @@ import pyoxigraph as ox
 
 from ..errors import DecodeError, ErrorCode, OmsError, StoreError
 from ..grain import Grain
-from ..mapping import (
-    NIH_PREFIX,
-)
+from ..mapping import NIH_PREFIX
 from ..store import GrainStore
 from ..store._common import load_query
 from ..store.audit import check as check_audit
 from ..store.journal import Journal
 from ..vocab import OMS
-from ._common import (
-    _RDF_FORMATS,
-    ImportReport,
-    Progress,
-    Source,
-    _Counting,
-    _reopenable,
-    _text,
-    format_for,
-)
 from .adopt import file_base, plan_adoption, scan
+from .formats import _RDF_FORMATS, format_for
 from .plans import _plan_dataset, _plan_jsonl, _plan_mg, _Policies
+from .records import ImportReport, _text
+from .sources import Progress, Source, _Counting, _reopenable
 
 FAST_RESTORE_LIMIT = 1 << 30
 

@@ -30,20 +30,10 @@ from ..store import GrainStore
 from ..store.erasure import erased_at
 from ..store.journal import JOURNAL
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
-from ._common import (
-    _VERIFICATION_IN,
-    VOIDED_KEY,
-    ImportReport,
-    Item,
-    Progress,
-    _Counting,
-    _fail_or_skip,
-    _row_of,
-    _text,
-    line_of,
-    loads_json_grain,
-    parse_source,
-)
+from .jsonl import loads_json_grain
+from .manifest import _VERIFICATION_IN, VOIDED_KEY
+from .records import ImportReport, Item, _fail_or_skip, _row_of, _text
+from .sources import Progress, _Counting, line_of, parse_source
 
 _P_SYSTEM_TO = str(OMS.systemTo)
 XSD_DOUBLE = XSD.double.value

@@ -1,0 +1,88 @@
+"""JSON Lines: one grain a line, with full names (the one reader and writer of the format)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import DecodeError
+from ..grain import Grain
+from ..mapping import expected_header
+from ..schema import INDEX_FIELDS
+
+
+def _json_bytes(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$base64": base64.b64encode(value).decode()}
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> Any:
+    if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
+        return base64.b64decode(pairs[0][1])
+    return dict(pairs)
+
+
+INDEX_KEY = "$index"  # a JSON line's index state, in the .mg manifest's shape
+
+
+def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
+    """Read one grain written by :func:`dumps_jsonl`: its fields or blob, and index state.
+
+    ``{"$base64": ...}`` values become bytes and ``{"$blob": ...}`` the blob itself;
+    this is the one reader of the format (the CLI's ``put`` uses it too).
+
+    Raises:
+        DecodeError: ERR_CORRUPT for text that is not JSON, or a malformed
+            ``$blob`` or ``$index``.
+    """
+    try:
+        value = json.loads(text, object_pairs_hook=_json_object)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        return value, None
+    index = value.pop(INDEX_KEY, None)
+    if index is not None and not isinstance(index, dict):
+        raise DecodeError(f"{INDEX_KEY} must be a JSON object, not {index!r}")
+    for key in ("$blob", "$envelope"):  # a blob, or a signed grain's COSE_Sign1
+        if set(value) == {key}:
+            data = value[key]
+            try:
+                return base64.b64decode(data, validate=True), index
+            except (TypeError, ValueError):
+                raise DecodeError(f"{key} must be base64 text, not {data!r}") from None
+    return value, index
+
+
+def dumps_jsonl(
+    grain: Grain, index: Mapping[str, Any] | None = None, envelope: bytes | None = None
+) -> str:
+    """Return a grain as one JSON line with full names; bytes as ``{"$base64": ...}``.
+
+    A grain whose header the fields do not determine (an application type byte, a
+    foreign writer's header hints), or that carries index-layer fields a foreign
+    writer put in its blob, is written as ``{"$blob": "<base64>"}`` so that
+    its bytes, and so its address, survive. A signed grain is written as its
+    COSE_Sign1 envelope, ``{"$envelope": "<base64>"}``, so that it comes back
+    signed and verified. ``index`` (the grain's index state as a ``.mg`` manifest
+    entry) goes under ``"$index"``, so an import brings nothing back as current
+    that was not.
+    """
+    line: dict[str, Any]
+    if envelope is not None:
+        line = {"$envelope": base64.b64encode(envelope).decode()}
+    elif (
+        expected_header(grain) != grain.blob[:9]
+        or INDEX_FIELDS.keys() & grain.fields.keys()
+    ):
+        line = {"$blob": base64.b64encode(grain.blob).decode()}
+    else:
+        line = dict(grain.fields)
+    if index:
+        line[INDEX_KEY] = dict(index)
+    return json.dumps(
+        line, ensure_ascii=False, separators=(",", ":"), default=_json_bytes
+    )

@@ -1,0 +1,44 @@
+"""What an import is made of and reports: rows or quads, skipped records, the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..errors import OmsError
+from ..mapping import Row
+
+
+@dataclass
+class ImportReport:
+    """What an import did: grains added, triples already believed, records skipped."""
+
+    added: int = 0
+    believed: int = 0  # adopted triples the namespace already believed
+    quads: int = 0  # quads of the grains written (the audit event not counted)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
+
+
+Item = Row | ox.Quad  # grain sources build rows; RDF sources pass parsed quads on
+
+
+def _row_of(quad: ox.Quad) -> Row:
+    g = "" if isinstance(quad.graph_name, ox.DefaultGraph) else str(quad.graph_name)
+    return str(quad.subject), str(quad.predicate), str(quad.object), g
+
+
+def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -> None:
+    if not skip:
+        raise type(exc)(
+            f"{where}: {exc.message}",
+            code=exc.code,
+            path=where if exc.path is None else f"{where} {exc.path}",
+        ) from exc
+    report.skipped.append((where, str(exc)))
+
+
+def _text(term: Any) -> str:
+    """The lexical value of an IRI, blank node or literal term."""
+    return str(term.value)
