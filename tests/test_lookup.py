@@ -13,8 +13,8 @@ from pyoxigraph import Variable
 import oms_rdf as oms
 from oms_rdf.mapping import grain_iri
 from oms_rdf.store import GrainStore
-from oms_rdf.store._common import _QUERIES
 from oms_rdf.store.questions import _triples
+from oms_rdf.store.sparql import _QUERIES
 from tests.test_temporal import NOW, day, story  # noqa: F401 - the fixture
 
 SUBJECTS = ["alice", "bob", "carol", "dave", "eve", "frank", "grace", "heidi", "nobody"]

@@ -14,7 +14,7 @@ from ..errors import ErrorCode, SchemaError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX, literal_value
 from ..store import GrainStore, IndexState
-from ..store._common import TimeLike
+from ..store.state import TimeLike
 from ..vocab import OMS
 from .formats import _RDF_FORMATS, PREFIXES, TURTLE_PREFIXES, format_for
 from .jsonl import dumps_jsonl

@@ -13,9 +13,9 @@ from ..errors import DecodeError, ErrorCode, OmsError, StoreError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX
 from ..store import GrainStore
-from ..store._common import load_query
 from ..store.audit import check as check_audit
 from ..store.journal import Journal
+from ..store.sparql import load_query
 from ..vocab import OMS
 from .adopt import file_base, plan_adoption, scan
 from .formats import _RDF_FORMATS, format_for

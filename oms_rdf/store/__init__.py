@@ -26,13 +26,14 @@ from typing import Any
 from ..errors import ErrorCode, PolicyError, StoreError
 from ..grain import Grain
 from ..times import to_millis
-from ._common import IndexState, update_request
 from .audit import AuditReport
 from .erasure import ErasureReport, SubjectReport, check_found, due, select
 from .erasure import erase as erase_grains
 from .erasure import report as subject_report
 from .knowledge import QueryRow, Snapshot, Solutions, Triples
 from .revising import EvidenceEvent, EvidenceResult
+from .sparql import update_request
+from .state import IndexState
 from .writes import Writes
 
 __all__ = [

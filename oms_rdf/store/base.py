@@ -48,25 +48,21 @@ from ..policy import is_protected
 from ..revision import Entrenchment
 from ..signing import is_envelope, verify
 from ..vocab import DEFAULT_BASE, OMS, RDF, XSD
-from ._common import (
+from .audit import AuditReport, Head, current_head, seal
+from .audit import verify as verify_chain
+from .journal import Journal, recover
+from .search import SearchIndex, search_texts
+from .sparql import (
     _G_BLOBS,
     _G_INDEX,
     _P_ENVELOPE,
     _P_SIGNED_BY,
     _QUERIES,
-    CACHE_SIZE,
-    GrainLike,
-    IndexState,
-    Signature,
     _rows,
-    _same_claim,
     _value,
     update_request,
 )
-from .audit import AuditReport, Head, current_head, seal
-from .audit import verify as verify_chain
-from .journal import Journal, recover
-from .search import SearchIndex, search_texts
+from .state import CACHE_SIZE, GrainLike, IndexState, Signature, _same_claim
 
 _UNREAD = object()  # the audit head before it is read from the store
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted

@@ -24,11 +24,9 @@ from ..mapping import (
 from ..policy import MAX_HOPS, Protector, check
 from ..signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..vocab import OMS, RDF
-from ._common import (
-    _ACTIVE,
-    _G_INDEX,
-    _P_STATUS,
-    DEFAULT,
+from .questions import Questions
+from .sparql import _ACTIVE, _G_INDEX, _P_STATUS, DEFAULT
+from .state import (
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
@@ -37,7 +35,6 @@ from ._common import (
     _system_from,
     _to_millis,
 )
-from .questions import Questions
 
 _SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
 _P_SYSTEM_TO, _P_INVALIDATION_TYPE = str(OMS.systemTo), str(OMS.invalidationType)

@@ -33,7 +33,7 @@ from ..backends import Backend
 from ..errors import StoreError
 from ..mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..vocab import OMS, RDF
-from ._common import _row, load_query, update_request
+from .sparql import _row, load_query, update_request
 
 Item = Row | ox.Quad
 

@@ -29,7 +29,6 @@ from ..mapping import (
 from ..tables import GrainList, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS, RDF
-from ._common import _QUERIES, STATUSES, TimeLike, _term, _to_millis, texts_query
 from .base import StoreBase
 from .knowledge import (
     PREFIXES,
@@ -41,6 +40,8 @@ from .knowledge import (
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
+from .sparql import _QUERIES, _term, texts_query
+from .state import STATUSES, TimeLike, _to_millis
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas

@@ -15,8 +15,8 @@ from ..policy import effective_mode
 from ..revision import LOWER, UPPER, SprtState
 from ..signing import SigningKey
 from ..vocab import OMS, RDF, XSD
-from ._common import GrainLike, TimeLike, _to_millis
 from .invalidation import Invalidation
+from .state import GrainLike, TimeLike, _to_millis
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revising"]
 

@@ -17,9 +17,10 @@ from ..policy import effective_mode
 from ..revision import conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
-from ._common import _QUERIES, GrainLike, Signature, _row, _rows
 from .erasure import refuse_erased
 from .revising import Revising
+from .sparql import _QUERIES, _row, _rows
+from .state import GrainLike, Signature
 
 T = TypeVar("T")
 

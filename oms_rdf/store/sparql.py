@@ -1,10 +1,9 @@
-"""Shared pieces of the store: index state, SPARQL templates, term helpers."""
+"""SPARQL the store writes and reads: update requests from rows, the query templates, terms."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -16,9 +15,8 @@ from pyoxigraph import (
     Quad,
 )
 
-from ..codec import DEFAULT_NAMESPACE
 from ..errors import SchemaError, StoreError
-from ..grain import Grain, now_ms
+from ..grain import Grain
 from ..mapping import (
     Row,
     grain_iri,
@@ -27,58 +25,11 @@ from ..mapping import (
 from ..times import to_millis
 from ..vocab import OMS, XSD
 
-GrainLike = Grain | Mapping[str, Any] | bytes
-TimeLike = int | datetime | date | str | None
 DEFAULT = DefaultGraph()
-CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
-STATUSES = ("active", "superseded", "retracted")
-VERIFICATIONS = ("unverified", "verified", "disputed", "contradicted")
-# OMS 1.6 spellings of verification status, accepted as synonyms.
-VERIFICATION_ALIASES = {"contested": "contradicted"}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IndexState:
-    """The index layer of one grain: what the store knows about it beside the blob."""
-
-    address: str
-    status: str  # active | superseded | retracted
-    verification: str  # unverified | verified | disputed | contradicted
-    superseded_by: str | None = None
-    system_to: int | None = None  # epoch ms the grain stopped being current
-    voided_at: int | None = None  # epoch ms of a retraction or contradiction
-    invalidation_type: str | None = None
-    reason: str | None = None
-    initiator: str | None = None
-    signed_by: str | None = None  # DID of a verified COSE signature over the grain
-    log_ratio: float = 0.0  # SPRT log-likelihood ratio from evidence
-    sprt_status: str = "accumulating"  # accumulating | promoted | demoted
-    sprt_entered: frozenset[str] = frozenset()  # each state is entered at most once
-    effective_confidence: float | None = None  # set once evidence has adjusted it
-    pending_erasure: int | None = None  # epoch ms its consent was withdrawn
-    conflicts_with: tuple[str, ...] = ()  # disputed rivals on a functional relation
-
-    @property
-    def is_current(self) -> bool:
-        """Whether the grain is current: active, not closed, not contradicted."""
-        return self.system_to is None
-
-
-@dataclass(frozen=True, slots=True)
-class Signature:
-    """A verified COSE_Sign1 envelope of a grain, and who signed it."""
-
-    envelope: bytes
-    did: str
 
 
 def load_query(name: str) -> str:
     return resources.files("oms_rdf.queries").joinpath(f"{name}.rq").read_text()
-
-
-def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
-    """A time argument as epoch ms; None means the store's now (see :mod:`oms_rdf.times`)."""
-    return clock() if value is None else to_millis(value)
 
 
 def _row(quad: Quad) -> Row:
@@ -119,6 +70,7 @@ _TEXTS = {
     "relation": "?g rdf:predicate ?relation .",
     "namespace": "?g oms:namespace ?namespace .",
 }
+
 
 _QUERIES = {
     name: load_query(name)
@@ -175,15 +127,10 @@ def _term(value: Any) -> Any:
     if isinstance(value, float):
         return Literal(repr(value), datatype=XSD.double)
     if isinstance(value, datetime):
-        return millis_literal(_to_millis(value, now_ms))
+        return millis_literal(to_millis(value))
     if isinstance(value, str):
         return Literal(value)
     raise SchemaError(f"cannot bind a {type(value).__name__} in SPARQL")
-
-
-def _system_from(grain: Grain) -> int:
-    value: int = grain.get("system_valid_from", grain.created_at)
-    return value
 
 
 def _value(term: Any) -> str:
@@ -193,17 +140,12 @@ def _value(term: Any) -> str:
     return term.value
 
 
-def _same_claim(a: Grain, b: Grain) -> bool:
-    return bool(
-        a.get("subject") == b.get("subject")
-        and a.get("relation") == b.get("relation")
-        and a.get("namespace", DEFAULT_NAMESPACE)
-        == b.get("namespace", DEFAULT_NAMESPACE)
-    )
-
-
 _P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
+
+
 _ACTIVE, _UNVERIFIED, _G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
+
+
 _P_ENVELOPE, _P_SIGNED_BY, _G_BLOBS = (
     str(OMS.envelope),
     str(OMS.signedBy),

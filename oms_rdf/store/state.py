@@ -1,0 +1,84 @@
+"""The index state of a grain, and the kinds of values the store takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from ..codec import DEFAULT_NAMESPACE
+from ..grain import Grain
+from ..times import to_millis
+
+GrainLike = Grain | Mapping[str, Any] | bytes
+
+
+TimeLike = int | datetime | date | str | None
+
+
+CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
+
+
+STATUSES = ("active", "superseded", "retracted")
+
+
+VERIFICATIONS = ("unverified", "verified", "disputed", "contradicted")
+
+
+# OMS 1.6 spellings of verification status, accepted as synonyms.
+VERIFICATION_ALIASES = {"contested": "contradicted"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexState:
+    """The index layer of one grain: what the store knows about it beside the blob."""
+
+    address: str
+    status: str  # active | superseded | retracted
+    verification: str  # unverified | verified | disputed | contradicted
+    superseded_by: str | None = None
+    system_to: int | None = None  # epoch ms the grain stopped being current
+    voided_at: int | None = None  # epoch ms of a retraction or contradiction
+    invalidation_type: str | None = None
+    reason: str | None = None
+    initiator: str | None = None
+    signed_by: str | None = None  # DID of a verified COSE signature over the grain
+    log_ratio: float = 0.0  # SPRT log-likelihood ratio from evidence
+    sprt_status: str = "accumulating"  # accumulating | promoted | demoted
+    sprt_entered: frozenset[str] = frozenset()  # each state is entered at most once
+    effective_confidence: float | None = None  # set once evidence has adjusted it
+    pending_erasure: int | None = None  # epoch ms its consent was withdrawn
+    conflicts_with: tuple[str, ...] = ()  # disputed rivals on a functional relation
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the grain is current: active, not closed, not contradicted."""
+        return self.system_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A verified COSE_Sign1 envelope of a grain, and who signed it."""
+
+    envelope: bytes
+    did: str
+
+
+def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
+    """A time argument as epoch ms; None means the store's now (see :mod:`oms_rdf.times`)."""
+    return clock() if value is None else to_millis(value)
+
+
+def _system_from(grain: Grain) -> int:
+    value: int = grain.get("system_valid_from", grain.created_at)
+    return value
+
+
+def _same_claim(a: Grain, b: Grain) -> bool:
+    return bool(
+        a.get("subject") == b.get("subject")
+        and a.get("relation") == b.get("relation")
+        and a.get("namespace", DEFAULT_NAMESPACE)
+        == b.get("namespace", DEFAULT_NAMESPACE)
+    )
