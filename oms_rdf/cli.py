@@ -781,12 +781,6 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
         oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
     """
     store = _store(ctx)
-    options = {
-        "skip_invalid": skip_invalid,
-        "namespace": namespace,
-        "confidence": confidence,
-        "base_iri": base_iri,
-    }
     src: Any = sys.stdin.buffer if source == "-" else source
     size = 0 if source == "-" else Path(source).stat().st_size
     show = not quiet and size > 0 and sys.stderr.isatty()
@@ -796,7 +790,9 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
         else _no_bar() as bar
     ):
         report = store.import_(src, format=fmt or ("nquads" if source == "-" else None),
-                               progress=bar.update, **options)  # fmt: skip
+                               progress=bar.update, skip_invalid=skip_invalid,
+                               namespace=namespace, confidence=confidence,
+                               base_iri=base_iri)  # fmt: skip
     for where, why in report.skipped:
         click.echo(f"skipped {where}: {why}", err=True)
     click.echo(

@@ -21,7 +21,8 @@ a refused or failed operation leaves the store exactly as it was.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorCode, PolicyError, StoreError
 from ..grain import Grain
@@ -35,6 +36,12 @@ from .revising import EvidenceEvent, EvidenceResult
 from .sparql import update_request
 from .state import IndexState
 from .writes import Writes
+
+if TYPE_CHECKING:  # io builds on the store: its types only, for the signatures
+    import rdflib
+
+    from ..io import ImportReport
+    from ..io.update import UpdateReport
 
 __all__ = [
     "AuditReport",
@@ -88,11 +95,24 @@ class GrainStore(Writes):
         return export(self, dest, format=format, valid_at=valid_at, as_of=as_of,
                       namespace=namespace, grains=grains)  # fmt: skip
 
-    def import_(self, src: Any, /, *, format: str | None = None, **options: Any) -> Any:
+    def import_(
+        self,
+        src: Any,
+        /,
+        *,
+        format: str | None = None,
+        skip_invalid: bool = False,
+        namespace: str | None = None,
+        confidence: float = 1.0,
+        base_iri: str | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> ImportReport:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
         from ..io import import_
 
-        return import_(self, src, format=format, **options)
+        return import_(self, src, format=format, skip_invalid=skip_invalid,
+                       namespace=namespace, confidence=confidence, base_iri=base_iri,
+                       progress=progress)  # fmt: skip
 
     def update(
         self,
@@ -103,7 +123,7 @@ class GrainStore(Writes):
         confidence: float = 1.0,
         by: str | None = None,
         reason: str | None = None,
-    ) -> Any:
+    ) -> UpdateReport:
         """Apply SPARQL Update as belief operations; see :mod:`oms_rdf.io.update`.
 
         ``INSERT DATA`` adopts its triples as beliefs (in ``namespace``, with
@@ -116,7 +136,7 @@ class GrainStore(Writes):
         return update(self, sparql, namespace=namespace, confidence=confidence,
                       by=by, reason=reason)  # fmt: skip
 
-    def to_rdflib(self, *, grains: bool = False) -> Any:
+    def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:
         """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
         from ..io import to_rdflib
 
@@ -224,7 +244,7 @@ class GrainStore(Writes):
             self._write([], self.audit_rows("vacuum"))
 
     @classmethod
-    def from_rdflib(cls, dataset: Any) -> GrainStore:
+    def from_rdflib(cls, dataset: rdflib.Dataset) -> GrainStore:
         """Return a new in-memory store holding an ``rdflib.Dataset`` of our graphs."""
         from ..io import from_rdflib
 
