@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,6 +110,8 @@ def _grains_from(source: str) -> list[Any]:
             path=source,
         ) from None
     try:
+        if text.lstrip().startswith("["):
+            return list(_array_grains(text, source))
         value = json.loads(text)
     except RecursionError:
         raise DecodeError(
@@ -121,8 +123,40 @@ def _grains_from(source: str) -> list[Any]:
             (n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
         ]
         return [_json_grain(line, f"{source}:{n}") for n, line in lines]
-    items = value if isinstance(value, list) else [value]
-    return [_json_grain(json.dumps(item), source) for item in items]
+    return [_json_grain(json.dumps(value), source)]
+
+
+def _array_grains(text: str, source: str) -> Iterator[Any]:
+    """The grains of a JSON array, one item at a time: each item's text goes through
+    the one JSON reader, and no parsed copy of the whole array is ever held."""
+    decoder = json.JSONDecoder()
+    at = text.index("[") + 1
+    index = 0
+    while True:
+        at = _skip_space(text, at)
+        if text.startswith("]", at):
+            if text[at + 1 :].strip():
+                raise DecodeError(f"text after the JSON array in {source}", path=source)
+            return
+        if index:
+            if not text.startswith(",", at):
+                raise DecodeError(f"expected , or ] at character {at} of {source}",
+                                  path=f"{source}[{index}]")  # fmt: skip
+            at = _skip_space(text, at + 1)
+        try:
+            _, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise DecodeError(
+                f"not JSON: {exc.msg}", path=f"{source}[{index}]"
+            ) from None
+        yield _json_grain(text[at:end], f"{source}[{index}]")
+        at, index = end, index + 1
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def _text_of(path: str) -> str:

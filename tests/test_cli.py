@@ -367,3 +367,22 @@ def test_files_that_cannot_be_read_or_written_are_one_line_errors(
         "deep.json",
         "g.json",
     ]  # fmt: skip  (no half-written file left behind)
+
+
+def test_put_reads_a_json_array_item_by_item_and_names_a_bad_one(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "db")
+    good = {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+            "confidence": 0.5, "created_at": 1}  # fmt: skip
+    source = tmp_path / "a.json"
+    source.write_text(json.dumps([good, {**good, "object": "p"}]))
+    assert len(run("--store", db, "put", str(source)).output.splitlines()) == 2
+    source.write_text(json.dumps([good, {**good, "confidence": "high"}]))
+    bad = run("--store", db, "put", str(source))
+    assert bad.exit_code == 1 and "item 1: expected a number" in bad.output
+    assert "(at [1]$.confidence)" in bad.output
+    source.write_text(json.dumps([good]) + " trailing")
+    assert "text after the JSON array" in run("--store", db, "put", str(source)).output
+    source.write_text('[{"type": "belief"} {"type": "belief"}]')
+    assert f"(at {source}[1])" in run("--store", db, "put", str(source)).output

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
 
-from ..errors import ConflictWarning, PolicyError
+from ..errors import ConflictWarning, OmsError, PolicyError
 from ..grain import Grain
 from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..policy import effective_mode
@@ -82,7 +82,7 @@ class Writes(Revising):
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
         """
-        accepted = [self.accept(item) for item in items]
+        accepted = [_numbered(self.accept, i, item) for i, item in enumerate(items)]
         with self._lock:
             rows: list[Row] = []
             delete: list[Row] = []
@@ -276,6 +276,15 @@ class Writes(Revising):
             address_of(q.subject)  # type: ignore[arg-type]
             for q in self.backend.quads(None, OMS.pendingErasure, None, OMS.index)
         )
+
+
+def _numbered(accept: Callable[[GrainLike], T], index: int, item: GrainLike) -> T:
+    """Accept one item of a batch; a refusal names the item's place in the batch."""
+    try:
+        return accept(item)
+    except OmsError as exc:
+        raise type(exc)(f"item {index}: {exc.message}", code=exc.code,
+                        path=f"[{index}]{exc.path or ''}") from exc  # fmt: skip
 
 
 def _progress(items: list[T], show: bool) -> AbstractContextManager[Iterable[T]]:
