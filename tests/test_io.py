@@ -145,6 +145,9 @@ def test_jsonl_keeps_every_grain_and_its_index_state(store: GrainStore) -> None:
     assert states(again) == states(store)
     assert answers(again) == answers(store)
     assert any(s.status != "active" for s in states(again).values())
+    assert {str(q) for q in again.backend.quads(None, None, None, OMS.current)} == {
+        str(q) for q in store.backend.quads(None, None, None, OMS.current)
+    }
 
 
 @pytest.mark.parametrize("fmt", ["turtle", "ntriples", "rdfxml"])

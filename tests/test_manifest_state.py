@@ -50,6 +50,14 @@ def test_evidence_disputes_and_signatures_come_back(fmt: str) -> None:
     again = oms.GrainStore(clock=lambda: NOW)
     again.import_(io.BytesIO(buffer.getvalue()), format=fmt)
     assert index_quads(again) == index_quads(store)
+    # The knowledge came in with the grains, without a rebuild: it is the rebuild's.
+    current = {
+        str(q) for q in again.backend.quads(None, None, None, oms.vocab.OMS.current)
+    }
+    again.rebuild_current()
+    assert {
+        str(q) for q in again.backend.quads(None, None, None, oms.vocab.OMS.current)
+    } == current
     assert again.evidence_log(tea) == store.evidence_log(tea)
     assert again.status(tea).sprt_status == "promoted"
     assert again.status(signed).signed_by == store.status(signed).signed_by is not None

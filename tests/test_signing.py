@@ -284,3 +284,23 @@ def test_every_malformed_envelope_is_refused_by_verify_and_by_put(
         with pytest.raises(oms.OmsError):
             store.put(bad)
     assert {str(q) for q in store.backend.quads()} == before
+
+
+def test_a_signed_belief_is_knowledge_like_any_other(
+    key: signing.SigningKey, signed_grain: oms.Grain
+) -> None:
+    store = oms.GrainStore()
+    store.put(signing.sign(signed_grain.blob, key))
+    asked = f"ASK {{ ?s ?p {signing_object(signed_grain)} }}"
+    assert store.query(asked) is True  # its triple is in the default graph
+    current = {
+        str(q) for q in store.backend.quads(None, None, None, oms.vocab.OMS.current)
+    }
+    store.rebuild_current()
+    assert {
+        str(q) for q in store.backend.quads(None, None, None, oms.vocab.OMS.current)
+    } == current
+
+
+def signing_object(grain: oms.Grain) -> str:
+    return '"' + grain["object"] + '"'

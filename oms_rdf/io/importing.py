@@ -65,6 +65,7 @@ def import_(
     base = base_iri if base_iri is not None else file_base(src)
     with store.bulk() as journal, _reopenable(src) as (reopen, size):
         plan: Any
+        rebuild = False  # grain rows carry their knowledge triples; a dataset's do not
         if fmt == "mg":
             plan = _plan_mg(store, reopen, report, skip_invalid, progress)
         elif fmt == "jsonl":
@@ -86,11 +87,12 @@ def import_(
                 return report
             else:
                 plan = _plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
+                rebuild = True
         with plan as rows:
             journal.write(rows())
         report.quads = journal.written
         check_audit(store.backend)  # an imported chain is verified before it is kept
-        journal.finish(store.audit_rows("import", count=report.added))
+        journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)
     return report
 
 

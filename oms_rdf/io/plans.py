@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io as _io
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -36,6 +36,8 @@ from .records import ImportReport, Item, _fail_or_skip, _row_of, _text
 from .sources import Progress, _Counting, line_of, parse_source
 
 _P_SYSTEM_TO = str(OMS.systemTo)
+_GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), str(OMS.index)})
+ONE_PASS_LIMIT = 250_000  # grains a JSON Lines import keeps from its first read
 XSD_DOUBLE = XSD.double.value
 
 
@@ -47,7 +49,13 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     states: dict[str, list[Row]] = {}  # index state carried by the lines ("$index")
     signatures: dict[str, Any] = {}  # envelopes of signed grains ("$envelope")
 
+    kept: list[Grain] | None = []  # the first pass's grains, while they fit in memory
+
     def grains(check: bool) -> Iterator[Grain]:
+        nonlocal kept
+        if not check and kept is not None:
+            yield from kept  # one pass was enough
+            return
         with reopen() as raw:
             stream = _io.BufferedReader(_Counting(raw, progress if check else None))
             for number, data in enumerate(stream, 1):  # bytes: a bad line is named
@@ -66,6 +74,10 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                     bad.add(number)
                     _fail_or_skip(report, skip, f"line {number}", exc)
                     continue
+                if check and kept is not None:
+                    kept = kept if len(kept) < ONE_PASS_LIMIT else None
+                    if kept is not None:
+                        kept.append(grain)
                 yield grain
 
     policies = _Policies(store)
@@ -85,8 +97,11 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     def rows() -> Iterator[Row]:
         for grain in _unique(grains(check=False), fresh):
-            yield from store.rows_for(grain, signatures.get(grain.address))
-            yield from states.get(grain.address, ())
+            state = states.get(grain.address, ())
+            yield from _knowing(
+                store.rows_for(grain, signatures.get(grain.address)), state
+            )
+            yield from state
 
     yield rows
 
@@ -124,6 +139,14 @@ class _Policies:
                 self.store.check_new(grain, current)
             except OmsError as exc:
                 yield grain, exc
+
+
+def _knowing(rows: list[Row], state: Sequence[Row]) -> list[Row]:
+    """A new grain's rows, without its knowledge triple when its state closes it:
+    then the rows are the knowledge as the store would rebuild it."""
+    if not any(r[1] == _P_SYSTEM_TO for r in state):
+        return rows
+    return [row for row in rows if row[3] in _GRAIN_GRAPHS]
 
 
 def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
@@ -219,7 +242,10 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
             for blob in read_mg(raw).blobs():
                 grain = Grain.from_blob(blob)
                 if grain.address in fresh:
-                    yield from store.rows_for(grain, signatures.get(grain.address))
+                    state = states.get(grain.address, [])
+                    yield from _knowing(
+                        store.rows_for(grain, signatures.get(grain.address)), state
+                    )
         for address, state in states.items():
             if address in fresh:
                 yield from state

@@ -332,6 +332,9 @@ class StoreBase:
     def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its signature and its knowledge triple."""
         rows = grain_rows(grain, self.settings)
+        current = knowledge_row(
+            rows
+        )  # read from the rows' end: before anything follows
         node = f"<{NIH_PREFIX}{grain.address}>"
         if signature is not None:
             envelope = base64.b64encode(signature.envelope).decode()
@@ -347,7 +350,6 @@ class StoreBase:
         # The initial index state (active, unverified) is the absence of index rows.
         if self._search is not None and grain.type_byte == BELIEF_BYTE:
             self._search.add(grain.address, search_texts(grain))
-        current = knowledge_row(rows)
         if current is not None:
             rows.append(current)
         return rows
