@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.schema import TYPE_NAMES, Kind
+from tests.fuzz.targets import round_trip
 from tests.strategies import TYPE_FIELDS, grains
 
 
@@ -103,10 +104,7 @@ def test_flipped_byte_never_verifies(
     bad[index] ^= data.draw(st.integers(1, 255))
     with pytest.raises(oms.OmsError):
         oms.verify(bytes(bad), address)
-    try:
-        oms.decode(bytes(bad))
-    except oms.OmsError:
-        pass
+    round_trip(bytes(bad))  # only OmsError; what still decodes re-encodes to itself
 
 
 @given(grains())
