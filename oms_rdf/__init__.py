@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import plot
 from .codec import content_address, decode, encode, verify
 from .errors import (
@@ -27,6 +29,8 @@ from .errors import (
 from .grain import Belief, Grain
 from .mapping import MappingSettings, grain_to_quads, quads_to_grain
 from .store import (
+    AuditReport,
+    ErasureReport,
     EvidenceEvent,
     EvidenceResult,
     GrainStore,
@@ -34,16 +38,29 @@ from .store import (
     QueryRow,
     Snapshot,
     Solutions,
+    SubjectReport,
     Triples,
 )
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> Any:
+    """``SparqlBackend`` needs httpx (the ``[remote]`` extra): imported when asked for."""
+    if name == "SparqlBackend":
+        from .remote import SparqlBackend
+
+        return SparqlBackend
+    raise AttributeError(f"module 'oms_rdf' has no attribute {name!r}")
+
+
 __all__ = [
+    "AuditReport",
     "Belief",
     "ConflictWarning",
     "DecodeError",
     "EncodeError",
+    "ErasureReport",
     "ErrorCode",
     "EvidenceEvent",
     "EvidenceResult",
@@ -61,7 +78,9 @@ __all__ = [
     "SignatureError",
     "Snapshot",
     "Solutions",
+    "SparqlBackend",
     "StoreError",
+    "SubjectReport",
     "Triples",
     "__version__",
     "content_address",
