@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from . import plot
 from .codec import content_address, decode, encode, verify
@@ -45,7 +45,7 @@ from .store import (
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """``SparqlBackend`` needs httpx (the ``[remote]`` extra): imported when asked for."""
     if name == "SparqlBackend":
         from .remote import SparqlBackend

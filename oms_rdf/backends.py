@@ -211,7 +211,10 @@ class LocalBackend:
 
     def close(self) -> None:
         """Flush and release the store (an on-disk store can then be reopened)."""
-        self.flush()
+        if isinstance(self.store, _Closed):
+            return
+        if not self.read_only:
+            self.flush()
         self.store = _Closed(self.path)  # type: ignore[assignment]
 
     def __len__(self) -> int:

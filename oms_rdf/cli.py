@@ -62,24 +62,42 @@ def _said(exc: Exception) -> str:
 @click.option(
     "--store",
     "store_path",
-    type=click.Path(file_okay=False),
     envvar="OMS_RDF_STORE",
-    help="Directory of the on-disk store (or $OMS_RDF_STORE).",
+    help="Directory of the on-disk store, or the URL of an Oxigraph server "
+    "(http(s)://host:port: /query, /update, /store) (or $OMS_RDF_STORE).",
 )
+@click.option(
+    "--query-url", help="A SPARQL 1.1 server's query endpoint (instead of --store)."
+)
+@click.option("--update-url", help="Its update endpoint (default: the query endpoint).")
+@click.option("--store-url", help="Its Graph Store Protocol endpoint, for bulk loads.")
 @click.version_option(package_name="oms-rdf")
 @click.pass_context
-def cli(ctx: click.Context, traceback: bool, store_path: str | None) -> None:
+def cli(ctx: click.Context, traceback: bool, store_path: str | None, query_url: str | None,
+        update_url: str | None, store_url: str | None) -> None:  # fmt: skip
     """Open Memory Specification grains as a bi-temporal RDF knowledge graph."""
     ctx.obj = store_path
+    if query_url is not None:
+        ctx.obj = (query_url, update_url, store_url)
 
 
 def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
     """The store of --store; a read command opens it read-only when another holds it."""
     path = ctx.find_root().obj
     if path is None:
-        raise click.UsageError("this command needs --store PATH (or $OMS_RDF_STORE)")
+        raise click.UsageError(
+            "this command needs --store PATH or URL, or --query-url (or $OMS_RDF_STORE)"
+        )
+    if isinstance(path, tuple) or path.startswith(("http://", "https://")):
+        from .remote import SparqlBackend  # needs the [remote] extra
+
+        if isinstance(path, tuple):
+            backend = SparqlBackend(*path)
+        else:
+            backend = SparqlBackend.oxigraph(path)
+        return _closing(ctx, GrainStore(backend=backend))
     try:
-        return GrainStore(path)
+        return _closing(ctx, GrainStore(path))
     except StoreError as exc:
         if not read or "lock" not in str(exc).lower():
             raise
@@ -88,7 +106,13 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
         "(run `oms-rdf serve` there to read and write together)",
         err=True,
     )
-    return GrainStore(path, read_only=True)
+    return _closing(ctx, GrainStore(path, read_only=True))
+
+
+def _closing(ctx: click.Context, store: GrainStore) -> GrainStore:
+    """Close the store (flush it, release its lock or connections) after the command."""
+    ctx.call_on_close(store.close)
+    return store
 
 
 def _time(value: str | None) -> int | None:

@@ -137,6 +137,38 @@ def test_a_server_error_is_a_store_error(oxigraph_server: str) -> None:
     backend = oms.SparqlBackend.oxigraph(oxigraph_server)
     with pytest.raises(oms.StoreError, match="HTTP 400"):
         backend.update("THIS IS NOT SPARQL")
+    backend.close()
     gone = oms.SparqlBackend.oxigraph(f"http://127.0.0.1:{free_port()}")
     with pytest.raises(oms.StoreError, match="failed"):
         oms.GrainStore(backend=gone)
+    gone.close()
+
+
+def test_the_command_line_works_over_a_server(
+    oxigraph_server: str, tmp_path: Path
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from oms_rdf.cli import cli
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+    source = tmp_path / "g.jsonl"
+    source.write_text(json.dumps(job("Acme", T0)) + "\n")
+    put = run("--store", oxigraph_server, "put", str(source))
+    assert put.exit_code == 0 and "alice works_at 'Acme'" in put.output
+    beliefs = run("--store", oxigraph_server, "beliefs", "--subject", "alice", "--json")
+    assert json.loads(beliefs.output)[0]["object"] == "Acme"
+    query = run("--query-url", f"{oxigraph_server}/query", "--update-url",
+                f"{oxigraph_server}/update", "query", "SELECT ?o WHERE { ?s ?p ?o }")  # fmt: skip
+    assert "Acme" in query.output
+    out = tmp_path / "all.trig"
+    assert run("--store", oxigraph_server, "export", str(out)).exit_code == 0
+    other = oms.GrainStore()
+    assert other.import_(out).added == 1
+    assert run("--store", oxigraph_server, "audit", "verify").output.startswith(
+        "audit ok"
+    )
