@@ -61,6 +61,9 @@ class Backend(Protocol):
     def __len__(self) -> int:
         """Return the number of quads."""
 
+    # Whether other processes write to this storage too: then every write re-checks,
+    # inside itself, what the store checked before it (an attribute, default False).
+
 
 class LocalBackend:
     """A pyoxigraph store: in memory when ``path`` is None, else on-disk RocksDB.

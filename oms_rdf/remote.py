@@ -14,9 +14,11 @@ pooled connections (httpx):
 - ``add`` is one ``INSERT DATA``; ``load`` one Graph Store ``POST`` of N-Quads;
 - ``quads`` is a ``SELECT`` over the pattern; ``dump`` a Graph Store ``GET``.
 
-Writes from several processes are serialised by the server, not by this process's
-lock; the checks a store operation makes before its write are therefore not yet
-re-made inside the write (see the README's "Deploying on a SPARQL server").
+Several processes may write to one server. ``shared = True`` tells the store so:
+each write then re-makes, in its own ``WHERE``, the checks the store made before it
+(the grains it changes are still current; the audit chain's head is the one it
+links to), so of two clients superseding one grain exactly one wins and the other
+gets ERR_CONFLICT.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class SparqlBackend:
     """The store's backend over a SPARQL 1.1 server; see the module docstring."""
 
     path = None  # not a local directory: no bulk loader, no vacuum
+    shared = True  # other processes write here too: writes re-check inside themselves
 
     def __init__(
         self,

@@ -172,3 +172,38 @@ def test_the_command_line_works_over_a_server(
     assert run("--store", oxigraph_server, "audit", "verify").output.startswith(
         "audit ok"
     )
+
+
+def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
+    oxigraph_servers: Any,
+) -> None:
+    """Client A checks, client B supersedes the same grain, then A writes: A's write
+    re-checks inside itself, finds the grain no longer current, and changes nothing."""
+    base = oxigraph_servers()
+    a = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+    b = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+    head = a.put(oms.Belief("x", "r", "first", 0.9, created_at=1))
+    writes = oms.GrainStore._write
+    done: list[str] = []
+
+    def b_goes_first(self: oms.GrainStore, *args: Any, **kwargs: Any) -> Any:
+        if self is a and not done:  # after A's checks, before A's write
+            done.append(
+                b.supersede(head, {**job("by b", 2), "subject": "x", "relation": "r"})
+            )
+        return writes(self, *args, **kwargs)
+
+    oms.GrainStore._write = b_goes_first  # type: ignore[method-assign]
+    try:
+        with pytest.raises(oms.StoreError, match="another writer") as info:
+            a.supersede(head, {**job("by a", 2), "subject": "x", "relation": "r"})
+    finally:
+        oms.GrainStore._write = writes  # type: ignore[method-assign]
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    assert a.status(head).superseded_by == done[0]
+    assert len(a) == 2 and a.verify_audit().ok and a.verify_audit().events == 2
+    # Another client's append moved the chain's head: A's next write follows it.
+    a.put(oms.Belief("y", "r", "o", 0.5, created_at=1))
+    assert a.verify_audit().ok and a.verify_audit().events == 3
+    a.close()
+    b.close()

@@ -60,11 +60,26 @@ from .sparql import (
     _QUERIES,
     _rows,
     _value,
+    guarded_update,
     update_request,
 )
 from .state import CACHE_SIZE, GrainLike, IndexState, Signature, _same_claim
 
-_UNREAD = object()  # the audit head before it is read from the store
+_RACE_RETRIES = 20  # appends re-sealed when another writer moved the chain's head
+_SETTINGS, _P_AUDIT_CHAIN, _P_AUDIT_HEAD = (
+    str(OMS.settings),
+    str(OMS.auditChain),
+    str(OMS.auditHead),
+)
+_P_SYSTEM_TO = str(OMS.systemTo)
+_UNREAD = object()
+
+
+def _node(text: str) -> NamedNode:
+    """The IRI of an N-Triples IRI term (``<…>``)."""
+    return NamedNode(text[1:-1])  # the audit head before it is read from the store
+
+
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
 _G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
 _P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
@@ -360,13 +375,23 @@ class StoreBase:
         insert: Sequence[Quad | Row],
         *,
         before: str = "",
+        current: Sequence[str] = (),
     ) -> None:
         """The one atomic write of a store operation; its audit events join the chain.
 
         One SPARQL update when something is deleted (``before``: update operations
         to run first, in the same request), else one load of N-Quads text
         (faster). The chain's head advances only when the write succeeded.
+
+        On a backend other processes write too (``backend.shared``), the checks
+        this process made are made again inside the write: it applies only while
+        the grains in ``current`` are still current and the audit chain's head is
+        the one it links to. A write that lost a race on ``current`` raises
+        ERR_CONFLICT; one that lost it on the head only is sealed again and retried.
         """
+        if getattr(self.backend, "shared", False):
+            self._write_guarded(delete, insert, before, current)
+            return
         rows = _rows(insert)
         if self._head is _UNREAD:
             self._head = current_head(self.backend)
@@ -379,6 +404,51 @@ class StoreBase:
         else:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head
+
+    def _write_guarded(
+        self,
+        delete: Sequence[Quad | Row],
+        insert: Sequence[Quad | Row],
+        before: str,
+        current: Sequence[str],
+    ) -> None:
+        """:meth:`_write` where other writers may have changed the store meanwhile."""
+        still = " ".join(
+            f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
+            for i, a in enumerate(current)
+        )
+        for _attempt in range(_RACE_RETRIES):
+            head = current_head(self.backend)
+            rows = _rows(insert)
+            unchain, chain, new_head = seal(rows, head)
+            marker = next((r[0] for r in rows if r[3] == _G_AUDIT), None)
+            if head is None:
+                linked = f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {_SETTINGS} {_P_AUDIT_CHAIN} ?chain }} }}"
+            else:
+                linked = f"GRAPH {_G_AUDIT} {{ <{head.chain}> {_P_AUDIT_HEAD} {nt_literal(f'{head.sequence} {head.hash}')} }}"
+            guard = f"{still} {linked}"
+            request = guarded_update([*_rows(delete), *unchain], [*rows, *chain], guard)
+            if before:  # the same guard on each operation: all of them apply, or none
+                request = (
+                    before.replace("WHERE {", f"WHERE {{ {guard}") + f" ;\n{request}"
+                )
+            self.backend.update(request)
+            if marker is None or next(
+                self.backend.quads(_node(marker), None, None, OMS.audit), None
+            ):
+                self._head = new_head
+                return
+            if current and self.backend.query(f"ASK {{ {still} }}") is not True:
+                raise StoreError(
+                    "another writer changed "
+                    + ", ".join(f"{a[:12]}…" for a in current)
+                    + " first (it is no longer current); nothing was written",
+                    code=ErrorCode.CONFLICT,
+                )
+        raise StoreError(
+            f"the audit chain kept moving: gave up after {_RACE_RETRIES} attempts",
+            code=ErrorCode.CONFLICT,
+        )
 
     def verify_audit(self) -> AuditReport:
         """Check the audit log's hash chains; the report names the first bad event."""

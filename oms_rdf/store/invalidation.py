@@ -286,7 +286,9 @@ class Invalidation(Questions):
             insert.append((node, _P_REASON, nt_literal(reason), idx))
         insert += self.audit_rows("supersede", target=old_address, result=new_grain.address,
                               actor=by, reason=reason, review=review)  # fmt: skip
-        self._write(delete, insert)
+        self._write(
+            delete, insert, current=[old_address]
+        )  # one successor, whoever races
 
     def retract(
         self,
@@ -357,7 +359,7 @@ class Invalidation(Questions):
                 delete += removed
                 insert += added
             if targets:
-                self._write(delete, insert)
+                self._write(delete, insert, current=targets)
 
     def _void_change(
         self,

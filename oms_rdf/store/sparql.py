@@ -60,6 +60,14 @@ def update_request(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -
     return " ;\n".join(ops)
 
 
+def guarded_update(
+    delete: Sequence[Quad | Row], insert: Sequence[Quad | Row], guard: str
+) -> str:
+    """One update deleting then inserting ground quads only where ``guard`` holds."""
+    removed = f"DELETE {{\n{_data(_rows(delete))}\n}}\n" if delete else ""
+    return f"{removed}INSERT {{\n{_data(_rows(insert))}\n}}\nWHERE {{ {guard} }}"
+
+
 def _rows(items: Iterable[Quad | Row]) -> list[Row]:
     return [item if isinstance(item, tuple) else _row(item) for item in items]
 
