@@ -207,3 +207,96 @@ def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
     assert a.verify_audit().ok and a.verify_audit().events == 3
     a.close()
     b.close()
+
+
+def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
+    tmp_path: Path,
+) -> None:
+    """A kill -9 of the server mid-import; after a restart on the same directory,
+    opening the store finishes the story: the import is wholly there or absent."""
+    import signal
+
+    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
+    assert binary is not None
+    folder, port = tmp_path / "server", free_port()
+    base = f"http://127.0.0.1:{port}"
+
+    def serve() -> subprocess.Popen[bytes]:
+        server = subprocess.Popen(
+            [binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(100):
+            try:
+                httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
+                return server
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError("the oxigraph server did not start")
+
+    source = oms.GrainStore()
+    source.put_many(
+        [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(3000)]
+    )
+    dump = tmp_path / "all.jsonl"
+    source.export(dump)
+    wanted = {g.address for g in source.beliefs("s")}
+
+    program = (
+        "import sys, oms_rdf as oms, oms_rdf.store.journal as j\n"
+        "j.CHUNK_ROWS = 2000\n"
+        f"s = oms.GrainStore(backend=oms.SparqlBackend.oxigraph({base!r}))\n"
+        "print('importing', flush=True)\n"
+        f"s.import_({str(dump)!r})\n"
+    )
+    # How long the import itself takes, once it has started: the kills land inside.
+    server = serve()
+    timing = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE)
+    assert timing.stdout is not None and timing.stdout.readline() == b"importing\n"
+    began = time.monotonic()
+    timing.wait(timeout=120)
+    span = time.monotonic() - began
+    timing.stdout.close()
+    cleaner = oms.SparqlBackend.oxigraph(base)
+    cleaner.update("CLEAR ALL")
+    cleaner.close()
+    server.send_signal(signal.SIGKILL)
+    server.wait()
+    outcomes, interrupted = set(), 0
+    for fraction in (0.1, 0.3, 0.5, 0.7, 0.9, 1.5):
+        server = serve()
+        store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+        store.put(oms.Belief("keep", "r", "o", 0.5, created_at=1))
+        importer = subprocess.Popen(  # it fails when the server dies: stderr is noise
+            [sys.executable, "-c", program],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert (
+            importer.stdout is not None and importer.stdout.readline() == b"importing\n"
+        )
+        importer.stdout.close()
+        time.sleep(fraction * span)
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        importer.wait(timeout=60)
+        store.close()
+        server = serve()
+        probe = oms.SparqlBackend.oxigraph(base)
+        journal = "ASK { GRAPH <https://w3id.org/oms-rdf/ns#index> { <https://w3id.org/oms-rdf/ns#journal> ?p ?o } }"
+        interrupted += bool(probe.query(journal))  # the kill landed inside the import
+        probe.close()
+        again = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))  # recovers
+        have = {g.address for g in again.beliefs("s")}
+        assert have in (set(), wanted), (
+            f"{len(have)} of {len(wanted)} grains after the kill"
+        )
+        assert [g["object"] for g in again.beliefs("keep")] == ["o"]
+        assert again.verify_audit().ok
+        outcomes.add(len(have))
+        again.backend.update("CLEAR ALL")
+        again.close()
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    print(f"imports interrupted: {interrupted} of 6; grains found: {sorted(outcomes)}")
+    assert interrupted >= 1, "no kill landed inside the import"

@@ -438,7 +438,7 @@ class StoreBase:
             ):
                 self._head = new_head
                 return
-            if current and self.backend.query(f"ASK {{ {still} }}") is not True:
+            if current and not bool(self.backend.query(f"ASK {{ {still} }}")):
                 raise StoreError(
                     "another writer changed "
                     + ", ".join(f"{a[:12]}…" for a in current)
