@@ -87,18 +87,13 @@ INDEX_PROPERTIES = (
 JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
 # The audit log's hash chain (store/audit.py) and erasure tombstones.
 AUDIT_PROPERTIES = (
-    "chain",
-    "sequence",
-    "previous",
-    "hash",
-    "auditHead",
-    "auditChain",
-    "erasedAt",
-)
+    "chain", "sequence", "previous", "hash", "auditHead", "auditChain", "erasedAt",
+    "holder",  # the write lock of a shared store (store/writelock.py)
+)  # fmt: skip
 INDIVIDUALS = (
     "active", "superseded", "retracted",
     "unverified", "verified", "contradicted", "disputed",
-    "blobs", "index", "current", "audit", "settings", "journal", "statusScheme", "msgpack",
+    "blobs", "index", "current", "audit", "settings", "journal", "writer", "statusScheme", "msgpack",
 )  # fmt: skip
 
 OMS = Namespace(

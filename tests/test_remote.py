@@ -300,3 +300,67 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
         server.wait()
     print(f"imports interrupted: {interrupted} of 6; grains found: {sorted(outcomes)}")
     assert interrupted >= 1, "no kill landed inside the import"
+
+
+RACER = """
+import json, sys, time, oms_rdf as oms
+base, worker, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+addresses = json.loads(sys.stdin.read())
+store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+while time.time() < start:
+    time.sleep(0.001)
+outcome = []
+for i, old in enumerate(addresses):
+    new = {"type": "belief", "subject": f"race{i}", "relation": "r", "object": f"by {worker}",
+           "confidence": 0.9, "created_at": 2}
+    try:
+        outcome.append(store.supersede(old, new))
+    except oms.OmsError as exc:
+        outcome.append(str(exc.code))
+store.close()
+print(json.dumps(outcome))
+"""
+
+
+def test_two_processes_racing_200_rounds_never_both_win(oxigraph_servers: Any) -> None:
+    import json
+
+    base, rounds = oxigraph_servers(), 200
+    store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+    heads = store.put_many(
+        [oms.Belief(f"race{i}", "r", "first", 0.9, created_at=1) for i in range(rounds)]
+    )
+    start = time.time() + 2.0  # both start together, once both have imported oms_rdf
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, base, str(w), str(start)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
+    for racer in racers:  # both get their work before either is waited for
+        assert racer.stdin is not None
+        racer.stdin.write(json.dumps(heads))
+        racer.stdin.close()
+    outcomes = []
+    for racer in racers:
+        assert racer.stdout is not None
+        outcomes.append(json.loads(racer.stdout.read()))
+        racer.stdout.close()
+        assert racer.wait(timeout=600) == 0
+    for i, head in enumerate(heads):
+        won = [o[i] for o in outcomes if len(o[i]) == 64]
+        lost = [o[i] for o in outcomes if len(o[i]) != 64]
+        assert len(won) == 1, f"round {i}: {outcomes[0][i]} / {outcomes[1][i]}"
+        assert lost == ["ERR_CONFLICT"]
+        assert store.status(head).superseded_by == won[0]
+    assert len(store) == 2 * rounds  # no loser's successor was written
+    successors = list(store.backend.quads(None, oms.vocab.OMS.supersededBy, None, None))
+    assert len(successors) == rounds
+    assert store.verify_audit().ok and store.verify_audit().events == rounds + 1
+    assert all(
+        sum(len(o[i]) == 64 for i in range(rounds)) > 0 for o in outcomes
+    )  # both won some
+    store.close()

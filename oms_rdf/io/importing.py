@@ -16,6 +16,7 @@ from ..store import GrainStore
 from ..store.audit import check as check_audit
 from ..store.journal import Journal
 from ..store.sparql import load_query
+from ..store.writelock import WRITER
 from ..vocab import OMS
 from .adopt import file_base, plan_adoption, scan
 from .formats import _RDF_FORMATS, format_for
@@ -114,6 +115,8 @@ def _restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[]
         except DecodeError:
             journal.rewind()
             return False  # a syntax error: the general path names its line
+    # A write lock caught in the export belongs to a writer of another store.
+    store.backend.update(f"DELETE WHERE {{ GRAPH {OMS.index} {{ {WRITER} ?p ?o }} }}")
     try:
         report.added = _check_restored(store)
     except (OmsError, ValueError):

@@ -29,6 +29,7 @@ from ..schema import BELIEF
 from ..store import GrainStore
 from ..store.erasure import erased_at
 from ..store.journal import JOURNAL
+from ..store.writelock import WRITER
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from .jsonl import loads_json_grain
 from .manifest import _VERIFICATION_IN, VOIDED_KEY
@@ -523,7 +524,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
                     if known.get(s.value) or s.value in bad:
                         continue
-                elif s == OMS.settings or str(quad) in present:
+                elif s == OMS.settings or s == WRITER or str(quad) in present:
                     continue  # there before the import: never written, never removed
                 yield quad
 

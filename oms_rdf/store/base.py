@@ -64,6 +64,7 @@ from .sparql import (
     update_request,
 )
 from .state import CACHE_SIZE, GrainLike, IndexState, Signature, _same_claim
+from .writelock import acquire, release
 
 _RACE_RETRIES = 20  # appends re-sealed when another writer moved the chain's head
 _SETTINGS, _P_AUDIT_CHAIN, _P_AUDIT_HEAD = (
@@ -417,6 +418,23 @@ class StoreBase:
             f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
             for i, a in enumerate(current)
         )
+        holder = acquire(self.backend)  # one writer at a time: see writelock.py
+        try:
+            self._write_held(delete, insert, before, current, still, holder)
+        except BaseException:
+            if next(self.backend.quads(*holder), None) is not None:
+                release(self.backend, holder)
+            raise
+
+    def _write_held(
+        self,
+        delete: Sequence[Quad | Row],
+        insert: Sequence[Quad | Row],
+        before: str,
+        current: Sequence[str],
+        still: str,
+        holder: Quad,
+    ) -> None:
         for _attempt in range(_RACE_RETRIES):
             head = current_head(self.backend)
             rows = _rows(insert)
@@ -428,6 +446,9 @@ class StoreBase:
                 linked = f"GRAPH {_G_AUDIT} {{ <{head.chain}> {_P_AUDIT_HEAD} {nt_literal(f'{head.sequence} {head.hash}')} }}"
             guard = f"{still} {linked}"
             request = guarded_update([*_rows(delete), *unchain], [*rows, *chain], guard)
+            request += " ;\n" + update_request(
+                [holder], []
+            )  # the lock goes with the write
             if before:  # the same guard on each operation: all of them apply, or none
                 request = (
                     before.replace("WHERE {", f"WHERE {{ {guard}") + f" ;\n{request}"
@@ -450,6 +471,15 @@ class StoreBase:
             code=ErrorCode.CONFLICT,
         )
 
+    def _seal_final(self, rows: list[Row]) -> tuple[list[Row], list[Row]]:
+        """Chain a bulk write's closing audit event; on a shared backend, under the
+        write lock, which the closing request releases (see writelock.py)."""
+        holder = (
+            acquire(self.backend) if getattr(self.backend, "shared", False) else None
+        )
+        unchain, chain, _head = seal(rows, current_head(self.backend))
+        return ([*unchain, *_rows([holder])] if holder else unchain), chain
+
     def verify_audit(self) -> AuditReport:
         """Check the audit log's hash chains; the report names the first bad event."""
         with self._lock:
@@ -467,7 +497,7 @@ class StoreBase:
         """
         with self._lock:
             journal = Journal.begin(self.backend)
-            journal.seal = lambda rows: seal(rows, current_head(self.backend))[:2]
+            journal.seal = self._seal_final
             try:
                 yield journal
                 if not journal.finished:
