@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,11 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("default")
+# Over a server every store costs HTTP round trips: fewer examples, the same laws.
+settings.register_profile(
+    "remote", parent=settings.get_profile("default"), max_examples=25
+)
+settings.load_profile("remote" if os.environ.get("OMS_RDF_TEST_BACKEND") else "default")
 
 GOLDEN = Path(__file__).parent / "golden"
 DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
@@ -39,3 +44,71 @@ def belief_fields() -> dict[str, Any]:
         "namespace": "shared",
         "author_did": DID,
     }
+
+
+# With OMS_RDF_TEST_BACKEND=oxigraph, every store a test makes in memory lives on a
+# real Oxigraph server instead: each store has a server of its own while it lives
+# (servers are reused, cleared, once their store is gone). The behaviour suites run
+# this way from tests/test_remote.py.
+BACKEND = os.environ.get("OMS_RDF_TEST_BACKEND")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stores_on_the_backend_under_test(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if BACKEND != "oxigraph":
+        yield
+        return
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import time
+    import weakref
+
+    import httpx
+
+    import oms_rdf as oms
+
+    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
+    assert binary is not None
+    servers: list[subprocess.Popen[bytes]] = []
+    idle: list[str] = []
+
+    def start() -> str:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        servers.append(subprocess.Popen(
+            [binary, "serve", "--location", str(tmp_path_factory.mktemp("server")),
+             "--bind", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ))  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
+                return base
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError("the oxigraph server did not start")
+
+    original = oms.GrainStore.__init__
+
+    def on_a_server(self: Any, path: Any = None, **options: Any) -> None:
+        if path is None and options.get("backend") is None:
+            base = idle.pop() if idle else start()
+            backend = oms.SparqlBackend.oxigraph(base)
+            backend.update("CLEAR ALL")
+            options["backend"] = backend
+            weakref.finalize(
+                self, idle.append, base
+            )  # free again once the store is gone
+            weakref.finalize(self, backend.close)
+        original(self, path, **options)
+
+    oms.GrainStore.__init__ = on_a_server  # type: ignore[method-assign]
+    yield
+    oms.GrainStore.__init__ = original  # type: ignore[method-assign]
+    for server in servers:
+        server.terminate()
+        server.wait()

@@ -364,3 +364,23 @@ def test_two_processes_racing_200_rounds_never_both_win(oxigraph_servers: Any) -
         sum(len(o[i]) == 64 for i in range(rounds)) > 0 for o in outcomes
     )  # both won some
     store.close()
+
+
+BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_policy.py",
+             "tests/test_revision.py", "tests/test_lookup.py"]  # fmt: skip
+
+
+def test_the_behaviour_suites_pass_on_an_oxigraph_server() -> None:
+    """The bi-temporal, time-travel, policy, revision and lookup suites, with every
+    in-memory store of theirs on a real Oxigraph server (see conftest.py)."""
+    import os
+
+    root = Path(__file__).parent.parent
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-W", "ignore::ResourceWarning", *BEHAVIOUR],
+        cwd=root, capture_output=True, text=True, timeout=1200,
+        env={**os.environ, "OMS_RDF_TEST_BACKEND": "oxigraph"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
