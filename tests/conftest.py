@@ -58,39 +58,19 @@ def _stores_on_the_backend_under_test(tmp_path_factory: pytest.TempPathFactory) 
     if BACKEND != "oxigraph":
         yield
         return
-    import shutil
-    import socket
     import subprocess
-    import sys
-    import time
     import weakref
 
-    import httpx
-
     import oms_rdf as oms
+    from tests.servers import start_oxigraph
 
-    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
-    assert binary is not None
     servers: list[subprocess.Popen[bytes]] = []
     idle: list[str] = []
 
     def start() -> str:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        servers.append(subprocess.Popen(
-            [binary, "serve", "--location", str(tmp_path_factory.mktemp("server")),
-             "--bind", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
-                return base
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError("the oxigraph server did not start")
+        server, base = start_oxigraph(tmp_path_factory.mktemp("server"))
+        servers.append(server)
+        return base
 
     original = oms.GrainStore.__init__
 
@@ -100,9 +80,8 @@ def _stores_on_the_backend_under_test(tmp_path_factory: pytest.TempPathFactory) 
             backend = oms.SparqlBackend.oxigraph(base)
             backend.update("CLEAR ALL")
             options["backend"] = backend
-            weakref.finalize(
-                self, idle.append, base
-            )  # free again once the store is gone
+            # The server is free again once the store is gone.
+            weakref.finalize(self, idle.append, base)
             weakref.finalize(self, backend.close)
         original(self, path, **options)
 

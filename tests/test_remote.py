@@ -9,8 +9,6 @@ export and an import, and an erasure.
 from __future__ import annotations
 
 import io
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,45 +16,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 import oms_rdf as oms
+from tests.servers import free_port, race, start_oxigraph
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
 NOW = T0 + 100 * DAY
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def oxigraph_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Start Oxigraph servers on loopback, each on a fresh directory; stop them all."""
-    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
-    assert binary is not None, "the [test] extra installs the oxigraph server"
     running: list[subprocess.Popen[bytes]] = []
 
     def start() -> str:
-        port = free_port()
-        folder = tmp_path_factory.mktemp("oxigraph")
-        running.append(subprocess.Popen(
-            [binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
-                return base
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError("the oxigraph server did not start")
+        server, base = start_oxigraph(tmp_path_factory.mktemp("oxigraph"))
+        running.append(server)
+        return base
 
     yield start
     for server in running:
@@ -216,23 +194,11 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
     opening the store finishes the story: the import is wholly there or absent."""
     import signal
 
-    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
-    assert binary is not None
     folder, port = tmp_path / "server", free_port()
     base = f"http://127.0.0.1:{port}"
 
     def serve() -> subprocess.Popen[bytes]:
-        server = subprocess.Popen(
-            [binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(100):
-            try:
-                httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
-                return server
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError("the oxigraph server did not start")
+        return start_oxigraph(folder, port)[0]  # the same directory and port each time
 
     source = oms.GrainStore()
     source.put_many(
@@ -302,54 +268,14 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
     assert interrupted >= 1, "no kill landed inside the import"
 
 
-RACER = """
-import json, sys, time, oms_rdf as oms
-base, worker, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
-addresses = json.loads(sys.stdin.read())
-store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
-while time.time() < start:
-    time.sleep(0.001)
-outcome = []
-for i, old in enumerate(addresses):
-    new = {"type": "belief", "subject": f"race{i}", "relation": "r", "object": f"by {worker}",
-           "confidence": 0.9, "created_at": 2}
-    try:
-        outcome.append(store.supersede(old, new))
-    except oms.OmsError as exc:
-        outcome.append(str(exc.code))
-store.close()
-print(json.dumps(outcome))
-"""
-
-
 def test_two_processes_racing_200_rounds_never_both_win(oxigraph_servers: Any) -> None:
-    import json
 
     base, rounds = oxigraph_servers(), 200
     store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
     heads = store.put_many(
         [oms.Belief(f"race{i}", "r", "first", 0.9, created_at=1) for i in range(rounds)]
     )
-    start = time.time() + 2.0  # both start together, once both have imported oms_rdf
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, base, str(w), str(start)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(2)
-    ]
-    for racer in racers:  # both get their work before either is waited for
-        assert racer.stdin is not None
-        racer.stdin.write(json.dumps(heads))
-        racer.stdin.close()
-    outcomes = []
-    for racer in racers:
-        assert racer.stdout is not None
-        outcomes.append(json.loads(racer.stdout.read()))
-        racer.stdout.close()
-        assert racer.wait(timeout=600) == 0
+    outcomes = race(base, heads)
     for i, head in enumerate(heads):
         won = [o[i] for o in outcomes if len(o[i]) == 64]
         lost = [o[i] for o in outcomes if len(o[i]) != 64]

@@ -1,0 +1,92 @@
+"""Oxigraph servers for the tests and benchmarks, on free loopback ports.
+
+The server is pip's ``oxigraph`` (the ``[test]`` extra), the same version as
+pyoxigraph. ``RACER`` is the client program two processes run to race on
+supersessions (tests/test_remote.py, benchmarks/bench_remote_race.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+RACER = """
+import json, sys, time, oms_rdf as oms
+base, worker, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+addresses = json.loads(sys.stdin.read())
+store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+while time.time() < start:
+    time.sleep(0.001)
+outcome = []
+for i, old in enumerate(addresses):
+    new = {"type": "belief", "subject": f"race{i}", "relation": "r", "object": f"by {worker}",
+           "confidence": 0.9, "created_at": 2}
+    try:
+        outcome.append(store.supersede(old, new))
+    except oms.OmsError as exc:
+        outcome.append(str(exc.code))
+store.close()
+print(json.dumps(outcome))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_oxigraph(
+    folder: Path, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a server on ``folder``; return it and its base URL once it answers."""
+    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent))
+    assert binary is not None, "the [test] extra installs the oxigraph server"
+    port = port or free_port()
+    server = subprocess.Popen(
+        [binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
+            return server, base
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.kill()
+    raise AssertionError("the oxigraph server did not start")
+
+
+def race(base: str, addresses: list[str], clients: int = 2) -> list[list[str]]:
+    """Run ``clients`` RACER processes over ``addresses`` at once; their outcomes."""
+    import json
+
+    start = time.time() + 2.0  # all start together, once each has imported oms_rdf
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, base, str(w), str(start)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(clients)
+    ]
+    for racer in racers:  # every racer gets its work before any is waited for
+        assert racer.stdin is not None
+        racer.stdin.write(json.dumps(addresses))
+        racer.stdin.close()
+    outcomes = []
+    for racer in racers:
+        assert racer.stdout is not None
+        outcomes.append(json.loads(racer.stdout.read()))
+        racer.stdout.close()
+        assert racer.wait(timeout=600) == 0
+    return outcomes
