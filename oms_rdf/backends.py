@@ -61,8 +61,10 @@ class Backend(Protocol):
     def __len__(self) -> int:
         """Return the number of quads."""
 
-    # Whether other processes write to this storage too: then every write re-checks,
-    # inside itself, what the store checked before it (an attribute, default False).
+    # Two optional attributes, default False: ``shared`` (other processes write to
+    # this storage too: every write then re-checks, inside itself, what the store
+    # checked before it) and ``remote`` (every call is a network round trip: the
+    # store then asks one query where it would make several lookups).
 
 
 class LocalBackend:

@@ -52,6 +52,7 @@ class SparqlBackend:
 
     path = None  # not a local directory: no bulk loader, no vacuum
     shared = True  # other processes write here too: writes re-check inside themselves
+    remote = True  # every call is a round trip: the store prefers one query to lookups
 
     def __init__(
         self,
