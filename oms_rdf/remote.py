@@ -23,6 +23,7 @@ gets ERR_CONFLICT.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
@@ -141,6 +142,8 @@ class SparqlBackend:
     def quads(
         self, s: Any = None, p: Any = None, o: Any = None, g: Any = None
     ) -> Iterator[ox.Quad]:
+        if s is None and p is None and o is None and g is None and self.store_url:
+            return self._everything()  # a whole-store read streams (exports)
         terms = [_term(t, name) for t, name in ((s, "?s"), (p, "?p"), (o, "?o"))]
         pattern = " ".join(terms)
         if isinstance(g, ox.DefaultGraph):
@@ -161,6 +164,24 @@ class SparqlBackend:
                 ox.DefaultGraph() if graph is None else graph,
             ))  # fmt: skip
         return iter(found)
+
+    def _everything(self) -> Iterator[ox.Quad]:
+        """Every quad, streamed from a Graph Store ``GET`` of the whole dataset."""
+        assert self.store_url is not None
+        try:
+            with self.client.stream(
+                "GET", self.store_url, headers={"accept": _NQUADS}
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise StoreError(f"reading the store at {self.store_url} failed with "
+                                     f"HTTP {response.status_code}: {response.text[:300]}")  # fmt: skip
+                body = io.BufferedReader(_Stream(response.iter_bytes()))
+                yield from ox.parse(body, ox.RdfFormat.N_QUADS)
+        except httpx.HTTPError as exc:
+            raise StoreError(
+                f"reading the store at {self.store_url} failed: {exc}"
+            ) from exc
 
     def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
         quads = self.quads(None, None, None, graph)
@@ -191,6 +212,26 @@ class SparqlBackend:
                 f"{what} at {url} failed with HTTP {response.status_code}: {message}"
             )
         return response
+
+
+class _Stream(io.RawIOBase):
+    """An HTTP body as a readable binary stream, for pyoxigraph's parser."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks, self.pending = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.pending = chunk
+        size = min(len(buffer), len(self.pending))
+        buffer[:size], self.pending = self.pending[:size], self.pending[size:]
+        return size
 
 
 def _term(term: Any, variable: str) -> str:
