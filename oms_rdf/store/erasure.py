@@ -261,6 +261,14 @@ def erased_at(store: StoreBase, address: str) -> int | None:
     return value
 
 
+def erased_addresses(store: StoreBase) -> set[str]:
+    """The addresses of every erased grain (its tombstones)."""
+    return {
+        address_of(q.subject)  # type: ignore[arg-type]
+        for q in store.backend.quads(None, OMS.erasedAt, None, OMS.index)
+    }
+
+
 def refuse_erased(store: StoreBase, address: str) -> None:
     """Raise when a grain was erased: one-way means no way back in."""
     when = erased_at(store, address)

@@ -17,7 +17,7 @@ from ..policy import effective_mode
 from ..revision import conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
-from .erasure import refuse_erased
+from .erasure import erased_addresses, refuse_erased
 from .revising import Revising
 from .sparql import _QUERIES, _row, _rows
 from .state import GrainLike, Signature
@@ -90,10 +90,12 @@ class Writes(Revising):
             seen: set[str] = set()
             fresh: list[tuple[Grain, Signature | None]] = []
             empty = self.is_empty()  # then no grain is stored already: no lookups
+            erased = erased_addresses(self)  # a few tombstones, read once
             for grain, signature in accepted:
                 if grain.address in seen or (not empty and grain.address in self):
                     continue
-                refuse_erased(self, grain.address)
+                if grain.address in erased:
+                    refuse_erased(self, grain.address)  # erasure is one-way
                 seen.add(grain.address)
                 fresh.append((grain, signature))
             batch = {g.address: g for g, _ in fresh}
