@@ -31,6 +31,7 @@ from ..errors import ErrorCode, NotFoundError, PolicyError, SchemaError
 from ..grain import Grain
 from ..mapping import address_of, grain_iri, literal_value, millis_literal
 from ..policy import effective_mode
+from ..schema import BELIEF
 from ..terms import entity
 from ..times import iso
 from ..vocab import OMS, PROV, RDF
@@ -299,7 +300,7 @@ def report(
             "verification": state.verification,
             "superseded_by": state.superseded_by,
             "system_to": None if state.system_to is None else iso(state.system_to),
-            "history": [g.address for g in store.history(address)] if grain.type_byte == 1 else [address],
+            "history": [g.address for g in store.history(address)] if grain.type_byte == BELIEF.byte else [address],
             "fields": _plain(dict(grain.fields)),
         })  # fmt: skip
     notes = [
