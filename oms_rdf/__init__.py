@@ -46,11 +46,15 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> _Any:
-    """``SparqlBackend`` needs httpx (the ``[remote]`` extra): imported when asked for."""
+    """The server backends need httpx (the ``[remote]`` extra): imported when asked for."""
     if name == "SparqlBackend":
         from .remote import SparqlBackend
 
         return SparqlBackend
+    if name == "VirtuosoBackend":
+        from .virtuoso import VirtuosoBackend
+
+        return VirtuosoBackend
     raise AttributeError(f"module 'oms_rdf' has no attribute {name!r}")
 
 
@@ -82,6 +86,7 @@ __all__ = [
     "StoreError",
     "SubjectReport",
     "Triples",
+    "VirtuosoBackend",
     "__version__",
     "content_address",
     "decode",

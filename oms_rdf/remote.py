@@ -45,6 +45,7 @@ _MEDIA = {
     ox.RdfFormat.TRIG: "application/trig",
     ox.RdfFormat.TURTLE: "text/turtle",
 }
+_ACCEPT = f"{_RESULTS}, {_CONSTRUCT};q=0.9"
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
 
 
@@ -115,6 +116,16 @@ class SparqlBackend:
             text = (
                 "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in prefixes.items()) + text
             )
+        response = self._post_query(text, self._dataset_params(dataset))
+        kind = response.headers.get("content-type", "").split(";")[0].strip()
+        if kind == _CONSTRUCT or kind == "text/turtle":
+            fmt = ox.RdfFormat.N_TRIPLES if kind == _CONSTRUCT else ox.RdfFormat.TURTLE
+            return iter([ox.Triple(q.subject, q.predicate, q.object)
+                         for q in ox.parse(response.content, fmt)])  # fmt: skip
+        return self._results(response.content)
+
+    def _dataset_params(self, dataset: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The Protocol's ``default-graph-uri``/``named-graph-uri`` for a dataset."""
         params: list[tuple[str, str]] = []
         default = dataset.get("default_graph")
         for graph in default if isinstance(default, list | tuple) else [default]:
@@ -123,36 +134,53 @@ class SparqlBackend:
         for graph in dataset.get("named_graphs") or ():
             if isinstance(graph, ox.NamedNode):
                 params.append(("named-graph-uri", graph.value))
-        response = self._send(
+        return params
+
+    def _post_query(self, text: str, params: list[tuple[str, str]]) -> httpx.Response:
+        """Send a query (the Protocol's POST of the query itself); its response."""
+        return self._send(
             "query", self.query_url, params=params, content=text.encode(),
-            headers={"content-type": "application/sparql-query",
-                     "accept": f"{_RESULTS}, {_CONSTRUCT};q=0.9"},
+            headers={"content-type": "application/sparql-query", "accept": _ACCEPT},
         )  # fmt: skip
-        kind = response.headers.get("content-type", "").split(";")[0].strip()
-        if kind == _CONSTRUCT or kind == "text/turtle":
-            fmt = ox.RdfFormat.N_TRIPLES if kind == _CONSTRUCT else ox.RdfFormat.TURTLE
-            return iter([ox.Triple(q.subject, q.predicate, q.object)
-                         for q in ox.parse(response.content, fmt)])  # fmt: skip
-        return ox.parse_query_results(response.content, ox.QueryResultsFormat.JSON)
+
+    def _results(self, body: bytes) -> Any:
+        """Parse a SPARQL JSON results document."""
+        return ox.parse_query_results(body, ox.QueryResultsFormat.JSON)
+
+    # Graphs that are the server's, not the store's (none on a standard server).
+    hidden_graphs: frozenset[ox.NamedNode] = frozenset()
+
+    def _named_filter(self, variable: str) -> str:
+        """A FILTER keeping ``variable`` off the hidden graphs ('' when none)."""
+        if not self.hidden_graphs:
+            return ""
+        return f"FILTER ({variable} NOT IN ({', '.join(map(str, self.hidden_graphs))}))"
 
     def named_graphs(self) -> Iterator[Any]:
-        rows = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        rows = self.query(
+            f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }} {self._named_filter('?g')} }}"
+        )
         return iter([row["g"] for row in rows])
 
     def quads(
         self, s: Any = None, p: Any = None, o: Any = None, g: Any = None
     ) -> Iterator[ox.Quad]:
-        if s is None and p is None and o is None and g is None and self.store_url:
+        if s is None and p is None and o is None and g is None:
             return self._everything()  # a whole-store read streams (exports)
+        return self._select(s, p, o, g)
+
+    def _select(self, s: Any, p: Any, o: Any, g: Any) -> Iterator[ox.Quad]:
+        """The quads matching a pattern, read with one SELECT."""
         terms = [_term(t, name) for t, name in ((s, "?s"), (p, "?p"), (o, "?o"))]
         pattern = " ".join(terms)
         if isinstance(g, ox.DefaultGraph):
             where = f"{{ {pattern} }}"
         elif g is None:
-            where = f"{{ {pattern} }} UNION {{ GRAPH ?g {{ {pattern} }} }}"
+            where = (f"{{ {pattern} }} UNION "
+                     f"{{ GRAPH ?g {{ {pattern} }} {self._named_filter('?g')} }}")  # fmt: skip
         else:
             where = f"GRAPH {_term(g, '?g')} {{ {pattern} }}"
-        rows = self.query(f"SELECT ?s ?p ?o ?g WHERE {{ {where} }}")
+        rows = self.query(f"SELECT ?s ?p ?o ?g {self._extra} WHERE {{ {where} }}")
         found = []
         for row in rows:
             graph = (
@@ -160,28 +188,36 @@ class SparqlBackend:
             )
             found.append(ox.Quad(
                 s if s is not None else row["s"], p if p is not None else row["p"],
-                o if o is not None else row["o"],
+                o if o is not None else self._object(row),
                 ox.DefaultGraph() if graph is None else graph,
             ))  # fmt: skip
         return iter(found)
 
+    _extra = ""  # more columns for _object to read
+
+    def _object(self, row: Any) -> Any:
+        """The object term of a row read by :meth:`_select`."""
+        return row["o"]
+
     def _everything(self) -> Iterator[ox.Quad]:
-        """Every quad, streamed from a Graph Store ``GET`` of the whole dataset."""
-        assert self.store_url is not None
+        """Every quad: streamed from a Graph Store ``GET`` of the whole dataset."""
+        if self.store_url is None:
+            return self._select(None, None, None, None)
+        return self._streamed(self.store_url)
+
+    def _streamed(self, url: str) -> Iterator[ox.Quad]:
         try:
             with self.client.stream(
-                "GET", self.store_url, headers={"accept": _NQUADS}
+                "GET", url, headers={"accept": _NQUADS}
             ) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise StoreError(f"reading the store at {self.store_url} failed with "
+                    raise StoreError(f"reading the store at {url} failed with "
                                      f"HTTP {response.status_code}: {response.text[:300]}")  # fmt: skip
                 body = io.BufferedReader(_Stream(response.iter_bytes()))
                 yield from ox.parse(body, ox.RdfFormat.N_QUADS)
         except httpx.HTTPError as exc:
-            raise StoreError(
-                f"reading the store at {self.store_url} failed: {exc}"
-            ) from exc
+            raise StoreError(f"reading the store at {url} failed: {exc}") from exc
 
     def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
         quads = self.quads(None, None, None, graph)
@@ -190,8 +226,9 @@ class SparqlBackend:
                      output, fmt)  # fmt: skip
 
     def __len__(self) -> int:
+        named = f"GRAPH ?g {{ ?s ?p ?o }} {self._named_filter('?g')}"
         rows = self.query(
-            "SELECT (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
+            f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ ?s ?p ?o }} UNION {{ {named} }} }}"
         )
         return int(next(iter(rows))["n"].value)
 

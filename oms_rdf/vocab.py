@@ -93,7 +93,7 @@ AUDIT_PROPERTIES = (
 INDIVIDUALS = (
     "active", "superseded", "retracted",
     "unverified", "verified", "contradicted", "disputed",
-    "blobs", "index", "current", "audit", "settings", "journal", "writer", "statusScheme", "msgpack",
+    "blobs", "index", "current", "audit", "grains", "settings", "journal", "writer", "statusScheme", "msgpack",
 )  # fmt: skip
 
 OMS = Namespace(

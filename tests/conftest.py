@@ -46,29 +46,30 @@ def belief_fields() -> dict[str, Any]:
     }
 
 
-# With OMS_RDF_TEST_BACKEND=oxigraph, every store a test makes in memory lives on a
-# real Oxigraph server instead: each store has a server of its own while it lives
-# (servers are reused, cleared, once their store is gone). The behaviour suites run
-# this way from tests/test_remote.py.
+# With OMS_RDF_TEST_BACKEND=oxigraph (or virtuoso), every store a test makes in
+# memory lives on a real server instead: each store has a server of its own while
+# it lives (servers are reused, cleared, once their store is gone). The behaviour
+# suites run this way from tests/test_remote.py.
 BACKEND = os.environ.get("OMS_RDF_TEST_BACKEND")
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _stores_on_the_backend_under_test(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    if BACKEND != "oxigraph":
+    if BACKEND not in ("oxigraph", "virtuoso"):
         yield
         return
     import subprocess
     import weakref
 
     import oms_rdf as oms
-    from tests.servers import start_oxigraph
+    from tests.servers import clear, start_oxigraph, start_virtuoso, virtuoso_backend
 
     servers: list[subprocess.Popen[bytes]] = []
     idle: list[str] = []
 
     def start() -> str:
-        server, base = start_oxigraph(tmp_path_factory.mktemp("server"))
+        starter = start_oxigraph if BACKEND == "oxigraph" else start_virtuoso
+        server, base = starter(tmp_path_factory.mktemp("server"))
         servers.append(server)
         return base
 
@@ -77,8 +78,11 @@ def _stores_on_the_backend_under_test(tmp_path_factory: pytest.TempPathFactory) 
     def on_a_server(self: Any, path: Any = None, **options: Any) -> None:
         if path is None and options.get("backend") is None:
             base = idle.pop() if idle else start()
-            backend = oms.SparqlBackend.oxigraph(base)
-            backend.update("CLEAR ALL")
+            if BACKEND == "oxigraph":
+                backend = oms.SparqlBackend.oxigraph(base)
+            else:
+                backend = virtuoso_backend(base)
+            clear(backend)
             options["backend"] = backend
             # The server is free again once the store is gone.
             weakref.finalize(self, idle.append, base)

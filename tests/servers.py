@@ -1,7 +1,8 @@
-"""Oxigraph servers for the tests and benchmarks, on free loopback ports.
+"""SPARQL servers for the tests and benchmarks, on free loopback ports.
 
-The server is pip's ``oxigraph`` (the ``[test]`` extra), the same version as
-pyoxigraph. ``RACER`` is the client program two processes run to race on
+Oxigraph is pip's ``oxigraph`` (the ``[test]`` extra), the same version as
+pyoxigraph; Virtuoso is Debian's ``virtuoso-opensource`` (``.ci/run`` installs it),
+run on a throwaway database with a user allowed SPARQL Update. ``RACER`` is the client program two processes run to race on
 supersessions (tests/test_remote.py, benchmarks/bench_remote_race.py).
 """
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -63,6 +65,84 @@ def start_oxigraph(
             time.sleep(0.1)
     server.kill()
     raise AssertionError("the oxigraph server did not start")
+
+
+VIRTUOSO_USER, VIRTUOSO_PASSWORD = "oms", "oms-test"
+
+_VIRTUOSO_INI = """\
+[Database]
+DatabaseFile = {dir}/virtuoso.db
+ErrorLogFile = {dir}/virtuoso.log
+LockFile = {dir}/virtuoso.lck
+TransactionFile = {dir}/virtuoso.trx
+xa_persistent_file = {dir}/virtuoso.pxa
+[TempDatabase]
+DatabaseFile = {dir}/virtuoso-temp.db
+TransactionFile = {dir}/virtuoso-temp.trx
+[Parameters]
+ServerPort = 127.0.0.1:{sql}
+DisableUnixSocket = 1
+DirsAllowed = ., {dir}
+NumberOfBuffers = 20000
+MaxDirtyBuffers = 15000
+CheckpointInterval = 60
+[HTTPServer]
+ServerPort = 127.0.0.1:{http}
+ServerRoot = {dir}
+ServerThreads = 10
+MaxClientConnections = 10
+[SPARQL]
+ResultSetMaxRows = 10000000
+MaxQueryExecutionTime = 600
+MaxQueryCostEstimationTime = 600
+"""
+
+
+def start_virtuoso(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start Virtuoso on a new database in ``folder``, with a user who may update
+    (``VIRTUOSO_USER``); return it and its base URL once it answers."""
+    binary, isql = shutil.which("virtuoso-t"), shutil.which("isql-vt")
+    assert binary and isql, "virtuoso-opensource is installed by .ci/run"
+    sql, http = free_port(), free_port()
+    ini = folder / "virtuoso.ini"
+    ini.write_text(_VIRTUOSO_INI.format(dir=folder, sql=sql, http=http))
+    server = subprocess.Popen(
+        [binary, "+foreground", "+configfile", str(ini)], cwd=folder,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{http}"
+    for _ in range(600):
+        try:
+            httpx.get(f"{base}/sparql", params={"query": "ASK {}"}, timeout=1)
+            break
+        except httpx.TransportError:
+            if server.poll() is not None:
+                break
+            time.sleep(0.1)
+    else:
+        server.kill()
+        raise AssertionError("Virtuoso did not start")
+    assert server.poll() is None, (folder / "virtuoso.log").read_text()[-2000:]
+    grant = (
+        f"DB.DBA.USER_CREATE('{VIRTUOSO_USER}', '{VIRTUOSO_PASSWORD}'); "
+        f'GRANT SPARQL_UPDATE TO "{VIRTUOSO_USER}";'
+    )
+    subprocess.run([isql, f"127.0.0.1:{sql}", "dba", "dba", f"exec={grant}"],
+                   check=True, capture_output=True, timeout=60)  # fmt: skip
+    return server, base
+
+
+def virtuoso_backend(base: str) -> Any:
+    """The store's backend on a Virtuoso started by :func:`start_virtuoso`."""
+    import oms_rdf as oms
+
+    return oms.VirtuosoBackend(base, user=VIRTUOSO_USER, password=VIRTUOSO_PASSWORD)
+
+
+def clear(backend: Any) -> None:
+    """Remove every quad of the store from a server (never a server's own graphs)."""
+    drops = [f"DROP SILENT GRAPH {g}" for g in backend.named_graphs()]
+    backend.update(" ;\n".join(["CLEAR DEFAULT", *drops]))
 
 
 def race(base: str, addresses: list[str], clients: int = 2) -> list[list[str]]:
