@@ -31,7 +31,7 @@ def main(rounds: int = 200) -> None:
                 for i in range(rounds)
             ]
         )
-        outcomes = race(base, heads)
+        outcomes = race("oxigraph", base, heads)
         both = sum(all(len(o[i]) == 64 for o in outcomes) for i in range(rounds))
         successors = sum(
             1 for q in store.backend.quads(None, oms.vocab.OMS.supersededBy, None, None)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -47,6 +47,7 @@ import pyoxigraph as ox
 
 from .errors import StoreError
 from .remote import SparqlBackend
+from .store.sparql import update_request
 from .vocab import OMS
 
 __all__ = ["VirtuosoBackend"]
@@ -69,6 +70,10 @@ SYSTEM_GRAPHS = frozenset(
 _STORE_GRAPHS = frozenset(
     g.value for g in (OMS.blobs, OMS.index, OMS.current, OMS.audit)
 )
+
+# Quads in one INSERT DATA operation: Virtuoso 7.2's compiler runs out of memory
+# near 10,000.
+DATA_QUADS = 5000
 
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 _DATA = re.compile(r"\s*(?:INSERT|DELETE)\s+DATA\b", re.IGNORECASE)
@@ -97,8 +102,23 @@ class VirtuosoBackend(SparqlBackend):
         super().__init__(endpoint, endpoint, None, auth=auth, timeout=timeout)
         self.graph = ox.NamedNode(graph)
         self.hidden_graphs = SYSTEM_GRAPHS | {self.graph}
-        self._preamble = f"DEFINE input:default-graph-uri {self.graph}\n"
+        # big-data-const: INSERT DATA of thousands of quads (else 1,000 at most).
+        self._preamble = f"DEFINE sql:big-data-const 1\nDEFINE input:default-graph-uri {self.graph}\n"
         self._graphs: set[str] = set()  # see _named
+
+    def add(self, quads: Iterable[ox.Quad]) -> None:
+        """One request of INSERT DATA operations of ``DATA_QUADS`` quads each."""
+        batch: list[ox.Quad] = []
+        operations = []
+        for quad in quads:
+            batch.append(quad)
+            if len(batch) == DATA_QUADS:
+                operations.append(update_request([], batch))
+                batch = []
+        if batch:
+            operations.append(update_request([], batch))
+        if operations:
+            self.update(" ;\n".join(operations))
 
     def update(self, sparql: str) -> None:
         named = "".join(f"DEFINE input:named-graph-uri <{g}>\n" for g in self._named())

@@ -8,6 +8,7 @@ supersessions (tests/test_remote.py, benchmarks/bench_remote_race.py).
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -20,9 +21,10 @@ import httpx
 
 RACER = """
 import json, sys, time, oms_rdf as oms
-base, worker, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+from tests.servers import backend_for
+kind, base, worker, start = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 addresses = json.loads(sys.stdin.read())
-store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+store = oms.GrainStore(backend=backend_for(kind, base))
 while time.time() < start:
     time.sleep(0.001)
 outcome = []
@@ -103,9 +105,13 @@ def start_virtuoso(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     (``VIRTUOSO_USER``); return it and its base URL once it answers."""
     binary, isql = shutil.which("virtuoso-t"), shutil.which("isql-vt")
     assert binary and isql, "virtuoso-opensource is installed by .ci/run"
-    sql, http = free_port(), free_port()
     ini = folder / "virtuoso.ini"
-    ini.write_text(_VIRTUOSO_INI.format(dir=folder, sql=sql, http=http))
+    new = not (folder / "virtuoso.db").exists()
+    if new:  # a restart keeps its ports, its database and its user
+        sql, http = free_port(), free_port()
+        ini.write_text(_VIRTUOSO_INI.format(dir=folder, sql=sql, http=http))
+    ports = re.findall(r"ServerPort = 127.0.0.1:(\d+)", ini.read_text())
+    sql, http = int(ports[0]), int(ports[1])
     server = subprocess.Popen(
         [binary, "+foreground", "+configfile", str(ini)], cwd=folder,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -123,6 +129,8 @@ def start_virtuoso(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
         server.kill()
         raise AssertionError("Virtuoso did not start")
     assert server.poll() is None, (folder / "virtuoso.log").read_text()[-2000:]
+    if not new:
+        return server, base
     grant = (
         f"DB.DBA.USER_CREATE('{VIRTUOSO_USER}', '{VIRTUOSO_PASSWORD}'); "
         f'GRANT SPARQL_UPDATE TO "{VIRTUOSO_USER}";'
@@ -139,23 +147,38 @@ def virtuoso_backend(base: str) -> Any:
     return oms.VirtuosoBackend(base, user=VIRTUOSO_USER, password=VIRTUOSO_PASSWORD)
 
 
+STARTERS = {"oxigraph": start_oxigraph, "virtuoso": start_virtuoso}
+
+
+def backend_for(kind: str, base: str) -> Any:
+    """The store's backend on a server of ``kind`` ("oxigraph" or "virtuoso")."""
+    import oms_rdf as oms
+
+    if kind == "oxigraph":
+        return oms.SparqlBackend.oxigraph(base)
+    return virtuoso_backend(base)
+
+
 def clear(backend: Any) -> None:
     """Remove every quad of the store from a server (never a server's own graphs)."""
     drops = [f"DROP SILENT GRAPH {g}" for g in backend.named_graphs()]
     backend.update(" ;\n".join(["CLEAR DEFAULT", *drops]))
 
 
-def race(base: str, addresses: list[str], clients: int = 2) -> list[list[str]]:
+def race(
+    kind: str, base: str, addresses: list[str], clients: int = 2
+) -> list[list[str]]:
     """Run ``clients`` RACER processes over ``addresses`` at once; their outcomes."""
     import json
 
     start = time.time() + 2.0  # all start together, once each has imported oms_rdf
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, base, str(w), str(start)],
+            [sys.executable, "-c", RACER, kind, base, str(w), str(start)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            cwd=Path(__file__).parent.parent,  # the racer imports tests.servers
         )
         for w in range(clients)
     ]

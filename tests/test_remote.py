@@ -1,9 +1,10 @@
-"""The same store over a real Oxigraph server (pip `oxigraph`), started on loopback.
+"""The same store over real SPARQL servers started on loopback: Oxigraph server
+(pip `oxigraph`) and Virtuoso 7 (Debian's `virtuoso-opensource`).
 
 One story runs on every backend (embedded in memory, embedded on disk, Oxigraph
-server) and must give the same answers: bi-temporal beliefs, supersession,
-retraction, SPARQL over the knowledge with time travel, the audit chain, an
-export and an import, and an erasure.
+server, Virtuoso) and must give the same answers: bi-temporal beliefs,
+supersession, retraction, SPARQL over the knowledge with time travel, the audit
+chain, an export and an import, and an erasure.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 
 import oms_rdf as oms
-from tests.servers import free_port, race, start_oxigraph
+from tests.servers import STARTERS, backend_for, clear, free_port, race, start_oxigraph
+
+SERVERS = ["oxigraph", "virtuoso"]
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -27,28 +30,28 @@ NOW = T0 + 100 * DAY
 
 
 @pytest.fixture(scope="module")
-def oxigraph_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Start Oxigraph servers on loopback, each on a fresh directory; stop them all."""
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Start servers of a kind on loopback, each on a fresh directory; stop them all."""
     running: list[subprocess.Popen[bytes]] = []
 
-    def start() -> str:
-        server, base = start_oxigraph(tmp_path_factory.mktemp("oxigraph"))
+    def start(kind: str = "oxigraph") -> str:
+        server, base = STARTERS[kind](tmp_path_factory.mktemp(kind))
         running.append(server)
         return base
 
     yield start
     for server in running:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=30)
 
 
 @pytest.fixture
-def oxigraph_server(oxigraph_servers: Any) -> str:
-    base: str = oxigraph_servers()
+def oxigraph_server(servers: Any) -> str:
+    base: str = servers()
     return base
 
 
-@pytest.fixture(params=["memory", "disk", "oxigraph-server"])
+@pytest.fixture(params=["memory", "disk", *SERVERS])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     opened: list[oms.GrainStore] = []
 
@@ -58,10 +61,8 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         elif request.param == "disk":
             store = oms.GrainStore(tmp_path / f"store{len(opened)}", **options)
         else:
-            backend = oms.SparqlBackend.oxigraph(
-                request.getfixturevalue("oxigraph_servers")()
-            )
-            store = oms.GrainStore(backend=backend, **options)
+            base = request.getfixturevalue("servers")(request.param)
+            store = oms.GrainStore(backend=backend_for(request.param, base), **options)
         opened.append(store)
         return store
 
@@ -152,14 +153,15 @@ def test_the_command_line_works_over_a_server(
     )
 
 
+@pytest.mark.parametrize("kind", SERVERS)
 def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
-    oxigraph_servers: Any,
+    kind: str, servers: Any
 ) -> None:
     """Client A checks, client B supersedes the same grain, then A writes: A's write
     re-checks inside itself, finds the grain no longer current, and changes nothing."""
-    base = oxigraph_servers()
-    a = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
-    b = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+    base = servers(kind)
+    a = oms.GrainStore(backend=backend_for(kind, base))
+    b = oms.GrainStore(backend=backend_for(kind, base))
     head = a.put(oms.Belief("x", "r", "first", 0.9, created_at=1))
     writes = oms.GrainStore._write
     done: list[str] = []
@@ -187,18 +189,26 @@ def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
     b.close()
 
 
+@pytest.mark.parametrize("kind", SERVERS)
 def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
-    tmp_path: Path,
+    kind: str, tmp_path: Path
 ) -> None:
     """A kill -9 of the server mid-import; after a restart on the same directory,
     opening the store finishes the story: the import is wholly there or absent."""
     import signal
 
     folder, port = tmp_path / "server", free_port()
-    base = f"http://127.0.0.1:{port}"
+    folder.mkdir()
+    address: list[str] = []
 
     def serve() -> subprocess.Popen[bytes]:
-        return start_oxigraph(folder, port)[0]  # the same directory and port each time
+        """The same directory and ports each time (Virtuoso keeps its own)."""
+        if kind == "oxigraph":
+            server, base = start_oxigraph(folder, port)
+        else:
+            server, base = STARTERS[kind](folder)
+        address[:] = [base]
+        return server
 
     source = oms.GrainStore()
     source.put_many(
@@ -211,30 +221,32 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
     program = (
         "import sys, oms_rdf as oms, oms_rdf.store.journal as j\n"
         "j.CHUNK_ROWS = 2000\n"
-        f"s = oms.GrainStore(backend=oms.SparqlBackend.oxigraph({base!r}))\n"
+        "from tests.servers import backend_for\n"
+        f"s = oms.GrainStore(backend=backend_for({kind!r}, sys.argv[1]))\n"
         "print('importing', flush=True)\n"
         f"s.import_({str(dump)!r})\n"
     )
     # How long the import itself takes, once it has started: the kills land inside.
     server = serve()
-    timing = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE)
+    base = address[0]
+    timing = subprocess.Popen([sys.executable, "-c", program, base], stdout=subprocess.PIPE)
     assert timing.stdout is not None and timing.stdout.readline() == b"importing\n"
     began = time.monotonic()
     timing.wait(timeout=120)
     span = time.monotonic() - began
     timing.stdout.close()
-    cleaner = oms.SparqlBackend.oxigraph(base)
-    cleaner.update("CLEAR ALL")
+    cleaner = backend_for(kind, base)
+    clear(cleaner)
     cleaner.close()
     server.send_signal(signal.SIGKILL)
     server.wait()
     outcomes, interrupted = set(), 0
     for fraction in (0.1, 0.3, 0.5, 0.7, 0.9, 1.5):
         server = serve()
-        store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+        store = oms.GrainStore(backend=backend_for(kind, base))
         store.put(oms.Belief("keep", "r", "o", 0.5, created_at=1))
         importer = subprocess.Popen(  # it fails when the server dies: stderr is noise
-            [sys.executable, "-c", program],
+            [sys.executable, "-c", program, base],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
@@ -248,11 +260,11 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
         importer.wait(timeout=60)
         store.close()
         server = serve()
-        probe = oms.SparqlBackend.oxigraph(base)
+        probe = backend_for(kind, base)
         journal = "ASK { GRAPH <https://w3id.org/oms-rdf/ns#index> { <https://w3id.org/oms-rdf/ns#journal> ?p ?o } }"
         interrupted += bool(probe.query(journal))  # the kill landed inside the import
         probe.close()
-        again = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))  # recovers
+        again = oms.GrainStore(backend=backend_for(kind, base))  # recovers
         have = {g.address for g in again.beliefs("s")}
         assert have in (set(), wanted), (
             f"{len(have)} of {len(wanted)} grains after the kill"
@@ -260,7 +272,7 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
         assert [g["object"] for g in again.beliefs("keep")] == ["o"]
         assert again.verify_audit().ok
         outcomes.add(len(have))
-        again.backend.update("CLEAR ALL")
+        clear(again.backend)
         again.close()
         server.send_signal(signal.SIGKILL)
         server.wait()
@@ -268,14 +280,14 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
     assert interrupted >= 1, "no kill landed inside the import"
 
 
-def test_two_processes_racing_200_rounds_never_both_win(oxigraph_servers: Any) -> None:
-
-    base, rounds = oxigraph_servers(), 200
-    store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+@pytest.mark.parametrize("kind", SERVERS)
+def test_two_processes_racing_200_rounds_never_both_win(kind: str, servers: Any) -> None:
+    base, rounds = servers(kind), 200
+    store = oms.GrainStore(backend=backend_for(kind, base))
     heads = store.put_many(
         [oms.Belief(f"race{i}", "r", "first", 0.9, created_at=1) for i in range(rounds)]
     )
-    outcomes = race(base, heads)
+    outcomes = race(kind, base, heads)
     for i, head in enumerate(heads):
         won = [o[i] for o in outcomes if len(o[i]) == 64]
         lost = [o[i] for o in outcomes if len(o[i]) != 64]
@@ -296,9 +308,10 @@ BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_
              "tests/test_revision.py", "tests/test_lookup.py"]  # fmt: skip
 
 
-def test_the_behaviour_suites_pass_on_an_oxigraph_server() -> None:
+@pytest.mark.parametrize("kind", SERVERS)
+def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
     """The bi-temporal, time-travel, policy, revision and lookup suites, with every
-    in-memory store of theirs on a real Oxigraph server (see conftest.py)."""
+    in-memory store of theirs on a real server of this kind (see conftest.py)."""
     import os
 
     root = Path(__file__).parent.parent
@@ -306,7 +319,7 @@ def test_the_behaviour_suites_pass_on_an_oxigraph_server() -> None:
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-W", "ignore::ResourceWarning", *BEHAVIOUR],
         cwd=root, capture_output=True, text=True, timeout=1200,
-        env={**os.environ, "OMS_RDF_TEST_BACKEND": "oxigraph"},
+        env={**os.environ, "OMS_RDF_TEST_BACKEND": kind},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
     assert " passed" in result.stdout and "failed" not in result.stdout

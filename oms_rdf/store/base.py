@@ -58,6 +58,7 @@ from .sparql import (
     _P_ENVELOPE,
     _P_SIGNED_BY,
     _QUERIES,
+    GUARDED,
     _rows,
     _value,
     guarded_update,
@@ -444,7 +445,7 @@ class StoreBase:
                 linked = f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {_SETTINGS} {_P_AUDIT_CHAIN} ?chain }} }}"
             else:
                 linked = f"GRAPH {_G_AUDIT} {{ <{head.chain}> {_P_AUDIT_HEAD} {nt_literal(f'{head.sequence} {head.hash}')} }}"
-            guard = f"{still} {linked}"
+            guard = f"{GUARDED} {still} {linked}"
             request = guarded_update([*_rows(delete), *unchain], [*rows, *chain], guard)
             request += " ;\n" + update_request(
                 [holder], []
@@ -459,7 +460,7 @@ class StoreBase:
             ):
                 self._head = new_head
                 return
-            if current and not bool(self.backend.query(f"ASK {{ {still} }}")):
+            if current and not bool(self.backend.query(f"ASK {{ {GUARDED} {still} }}")):
                 raise StoreError(
                     "another writer changed "
                     + ", ".join(f"{a[:12]}…" for a in current)

@@ -6,18 +6,21 @@ into an empty on-disk store, goes in chunks, and a crash between two chunks woul
 leave part of it. The journal, kept on node ``oms:journal`` in graph
 ``oms:index``, closes that gap:
 
-- Into a store that holds no grain, the journal keeps the store's few quads as
-  they were (its settings and audit), as N-Quads text. Undoing is one update that
-  clears everything and writes them back. So the chunks may go through RocksDB's
-  bulk loader, which is fast but not atomic.
-- Into a store that holds grains, each chunk records, in the same transaction,
-  the grain nodes it creates and the other quads it adds. Undoing deletes those
-  grains (their quads in every graph, and their knowledge triples) and those
-  quads, then rebuilds the knowledge. Its cost grows with what was written, not
-  with the store.
+- Into an embedded store that holds no grain, the journal keeps the store's few
+  quads as they were (its settings and audit), as N-Quads text. Undoing is one
+  update that clears everything and writes them back. So the chunks may go
+  through RocksDB's bulk loader, which is fast but not atomic.
+- Into a store that holds grains, or one other processes write too (a SPARQL
+  server, which may hold more than this store and which must never be cleared),
+  each chunk records the grain nodes it creates and the other quads it adds. The
+  records go ahead of the data, in the same request: a server that commits an
+  update's operations one by one (Virtuoso) never holds data its journal does not
+  name. Undoing deletes those grains (their quads in every graph, and their
+  knowledge triples) and those quads, then rebuilds the knowledge. Its cost grows
+  with what was written, not with the store.
 
-The update that ends the write removes the journal, adds the audit event and
-rebuilds the knowledge layer, all in one transaction. Opening a store that still
+The update that ends the write rebuilds the knowledge layer, then removes the
+journal and adds the audit event in one operation. Opening a store that still
 has a journal undoes the interrupted write first (:func:`recover`), so a crash at
 any point leaves the store as before the write, or with all of it.
 """
@@ -33,7 +36,8 @@ from ..backends import Backend
 from ..errors import StoreError
 from ..mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..vocab import OMS, RDF
-from .sparql import _row, load_query, update_request
+from .presence import stored_grains, stored_rows
+from .sparql import _data, _row, load_query, update_request
 
 Item = Row | ox.Quad
 
@@ -47,6 +51,7 @@ _P_ADDED, _P_QUAD = str(OMS.journalGrain), str(OMS.journalQuad)
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), _G_INDEX, str(OMS.audit)})
 CHUNK_ROWS = 200_000  # rows per atomic step: bounds a transaction's memory
 _UNDO_BATCH = 500  # grain nodes deleted per update while undoing
+_NODE = f"<{NIH_PREFIX}"
 _REBUILD = load_query("rebuild_current")
 
 
@@ -59,7 +64,8 @@ class Journal:
 
     def __init__(self, backend: Backend, *, empty: bool) -> None:
         self.backend = backend
-        self.empty = empty  # the store held no grain when the write began
+        # The store held no grain when the write began, and no one else writes it.
+        self.empty = empty
         self._seen: dict[str, bool] = {}  # grain node -> created by this write
         self.finished = False
         self.written = 0  # rows written so far
@@ -73,7 +79,9 @@ class Journal:
     @classmethod
     def begin(cls, backend: Backend) -> Journal:
         """Open the journal (one atomic write) and return it."""
-        empty = next(backend.quads(None, OMS.blob, None, OMS.blobs), None) is None
+        empty = not getattr(backend, "shared", False) and (
+            next(backend.quads(None, OMS.blob, None, OMS.blobs), None) is None
+        )
         marks = [ox.Quad(JOURNAL, RDF.type, OMS.Journal, _INDEX)]
         if empty:
             before = rows_to_nquads(_row(q) for q in backend.quads())
@@ -103,7 +111,7 @@ class Journal:
                 bulk(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
                 return
         else:
-            rows += list(self._entries(rows))
+            rows = [*self._entries(rows), *rows]  # the journal first: see above
         self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
 
     def load(self, data: Iterable[bytes] | bytes, fmt: ox.RdfFormat) -> None:
@@ -118,36 +126,36 @@ class Journal:
 
     def _entries(self, rows: list[Row]) -> Iterator[Row]:
         """Journal rows naming what these rows add to a store that holds grains."""
-        for row in rows:
-            s, _p, _o, g = row
-            if g not in _GRAIN_GRAPHS:
-                continue
-            if s.startswith(f"<{NIH_PREFIX}"):
-                created = self._seen.get(s)
-                if created is None:
-                    node = ox.NamedNode(s[1:-1])
-                    stored = self.backend.quads(node, OMS.blob, None, OMS.blobs)
-                    created = self._seen[s] = next(stored, None) is None
-                    if created:
-                        yield (_J, _P_ADDED, s, _G_INDEX)
-                if created:
-                    continue
-            if not _stored(self.backend, row):
+        mine = [r for r in rows if r[3] in _GRAIN_GRAPHS]
+        nodes = {
+            r[0] for r in mine if r[0].startswith(_NODE) and r[0] not in self._seen
+        }
+        stored = stored_grains(self.backend, nodes)
+        for node in nodes:
+            created = self._seen[node] = node not in stored
+            if created:
+                yield (_J, _P_ADDED, node, _G_INDEX)
+        others = [r for r in mine if not (r[0].startswith(_NODE) and self._seen[r[0]])]
+        present = stored_rows(self.backend, others)
+        for row in others:
+            if row not in present:
                 yield (_J, _P_QUAD, nt_literal(rows_to_nquads([row])), _G_INDEX)
 
     def finish(self, rows: Sequence[Item] = (), *, rebuild: bool = True) -> None:
         """End the write in one transaction: drop the journal, add ``rows`` (the
         audit) and, unless the rows written carried it, rebuild the knowledge."""
-        end = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
         final = [item if isinstance(item, tuple) else _row(item) for item in rows]
         unchain, chain = self.seal(final)
+        # One operation drops the journal and appends the audit event, so no
+        # server can keep one without the other; the rebuild before it may be
+        # repeated (the undo ends with one).
+        end = (
+            f"DELETE {{ {_data(unchain)} GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}\n"
+            f"INSERT {{ {_data([*final, *chain])} }}\n"
+            f"WHERE {{ OPTIONAL {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }} }}"
+        )
         # Oxigraph takes a prologue (PREFIX) only at the start of a request.
-        parts = [
-            _REBUILD if rebuild else "",
-            end,
-            update_request(unchain, [*final, *chain]),
-        ]
-        self.backend.update(" ;\n".join(part for part in parts if part))
+        self.backend.update(f"{_REBUILD} ;\n{end}" if rebuild else end)
         self.finished = True
 
     def undo(self) -> None:
@@ -218,11 +226,3 @@ def _parse(text: Any) -> list[ox.Quad]:
     if not isinstance(text, ox.Literal):
         raise StoreError(f"a journal entry must be N-Quads text, found {text}")
     return list(ox.parse(text.value.encode(), ox.RdfFormat.N_QUADS))
-
-
-def _stored(backend: Backend, row: Row) -> bool:
-    q = next(ox.parse(rows_to_nquads([row]).encode(), ox.RdfFormat.N_QUADS))
-    return (
-        next(backend.quads(q.subject, q.predicate, q.object, q.graph_name), None)
-        is not None
-    )

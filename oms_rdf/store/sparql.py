@@ -60,6 +60,12 @@ def update_request(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -
     return " ;\n".join(ops)
 
 
+# Opens a guard made of filters only. A group with a pattern is what SPARQL means
+# anyway, and Virtuoso 7.2 needs one: it finds FILTER NOT EXISTS true in a group
+# with no pattern (or only a BIND), even when the pattern exists.
+GUARDED = "VALUES ?guarded { true }"
+
+
 def guarded_update(
     delete: Sequence[Quad | Row], insert: Sequence[Quad | Row], guard: str
 ) -> str:

@@ -18,6 +18,7 @@ from ..revision import conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
 from .erasure import erased_addresses, refuse_erased
+from .presence import stored_grains
 from .revising import Revising
 from .sparql import _QUERIES, _row, _rows
 from .state import GrainLike, Signature
@@ -91,8 +92,10 @@ class Writes(Revising):
             fresh: list[tuple[Grain, Signature | None]] = []
             empty = self.is_empty()  # then no grain is stored already: no lookups
             erased = erased_addresses(self)  # a few tombstones, read once
+            nodes = {str(grain_iri(g.address)) for g, _ in accepted}
+            held = set() if empty else stored_grains(self.backend, nodes)
             for grain, signature in accepted:
-                if grain.address in seen or (not empty and grain.address in self):
+                if grain.address in seen or str(grain_iri(grain.address)) in held:
                     continue
                 if grain.address in erased:
                     refuse_erased(self, grain.address)  # erasure is one-way
@@ -112,8 +115,9 @@ class Writes(Revising):
                         extra += added + self._withdrawal(grain)
                         earlier.append(grain)
             audit = _rows(self.audit_rows("put_many", count=len(fresh)))
-            if empty and not extra:
-                # Too large for one transaction, perhaps: journalled, bulk-loaded on disk.
+            if not extra and (empty or getattr(self.backend, "shared", False)):
+                # Too large for one transaction, perhaps (a server may take far less
+                # in one request than in process): journalled, bulk-loaded on disk.
                 with self.bulk() as journal:
                     journal.write(rows)
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
