@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io as _io
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -27,8 +27,9 @@ from ..mapping import (
 from ..policy import is_protected
 from ..schema import BELIEF
 from ..store import GrainStore
-from ..store.erasure import erased_at
+from ..store.erasure import erased_addresses
 from ..store.journal import JOURNAL
+from ..store.presence import BATCH, stored_addresses
 from ..store.writelock import WRITER
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from .jsonl import loads_json_grain
@@ -82,10 +83,9 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                 yield grain
 
     policies = _Policies(store)
-    for grain in grains(check=True):
-        if _erased(store, grain.address, report):
-            continue
-        if grain.address not in store and grain.address not in fresh:
+    known = _Known(store, report)
+    for grain in known.new(grains(check=True)):
+        if grain.address not in fresh:
             fresh.add(grain.address)
             policies.see(grain)
     for address, state in states.items():
@@ -155,14 +155,42 @@ def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
     return lambda address: any(r[1] == _P_SYSTEM_TO for r in states.get(address, ()))
 
 
-def _erased(store: GrainStore, address: str, report: ImportReport) -> bool:
-    """Whether a grain was erased here; then the import skips it and says so."""
-    if erased_at(store, address) is None:
-        return False
-    where = f"grain {address[:12]}…"
-    if (where, "erased, skipped") not in report.skipped:
-        report.skipped.append((where, "erased, skipped"))
-    return True
+class _Known:
+    """Which of a source's grains are new here: neither stored nor erased.
+
+    The store's tombstones are read once; stored grains are asked a batch at a
+    time (one query per batch over a server). An erased grain is skipped, and the
+    import says so.
+    """
+
+    def __init__(self, store: GrainStore, report: ImportReport) -> None:
+        self.store, self.report = store, report
+        self.tombstones = erased_addresses(store)
+
+    def erased(self, address: str) -> bool:
+        """Whether a grain was erased here; then the import reports it skipped."""
+        if address not in self.tombstones:
+            return False
+        where = f"grain {address[:12]}…"
+        if (where, "erased, skipped") not in self.report.skipped:
+            self.report.skipped.append((where, "erased, skipped"))
+        return True
+
+    def new(self, grains: Iterable[Grain]) -> Iterator[Grain]:
+        """The grains that are new here, in their order."""
+        batch: list[Grain] = []
+        for grain in grains:
+            batch.append(grain)
+            if len(batch) == BATCH:
+                yield from self._new(batch)
+                batch = []
+        yield from self._new(batch)
+
+    def _new(self, batch: list[Grain]) -> Iterator[Grain]:
+        held = stored_addresses(self.store.backend, {g.address for g in batch})
+        for grain in batch:
+            if grain.address not in held and not self.erased(grain.address):
+                yield grain
 
 
 def _utf8(data: bytes) -> str:
@@ -188,15 +216,14 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
     fresh: set[str] = set()
     flagged: set[str] = set()  # new grains whose signed flag is set
     policies = _Policies(store)
+    known = _Known(store, report)
     with reopen() as raw:
         reader = read_mg(raw, progress=progress)
-        for blob in reader.blobs():
-            grain = Grain.from_blob(blob)
-            if grain.address not in store and not _erased(store, grain.address, report):
-                fresh.add(grain.address)
-                policies.see(grain)
-                if grain.signed:
-                    flagged.add(grain.address)
+        for grain in known.new(Grain.from_blob(blob) for blob in reader.blobs()):
+            fresh.add(grain.address)
+            policies.see(grain)
+            if grain.signed:
+                flagged.add(grain.address)
         manifest = reader.manifest
     states = {
         addr: _state_from_manifest(addr, entry) for addr, entry in manifest.items()
@@ -434,6 +461,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     present: set[str] = set()  # quads not about a grain that the store already has
     closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
     policies = _Policies(store)
+    erasures = _Known(store, report)
 
     def refuse(quad: ox.Quad, why: str) -> None:
         raise StoreError(
@@ -450,7 +478,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 node = s.value
                 if node not in known:
                     known[node] = address_of(s) in store
-                    if _erased(store, address_of(s), report):
+                    if erasures.erased(address_of(s)):
                         bad.add(node)  # skipped, reported, never written
                 if graph == blob_graph and quad.predicate == OMS.blob:
                     with_blob.add(node)

@@ -7,14 +7,22 @@ server (``backend.remote``) each would be a round trip, so they go in batches of
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyoxigraph as ox
 
 from ..backends import Backend
-from ..mapping import Row, rows_to_nquads
+from ..mapping import NIH_PREFIX, Row, rows_to_nquads
 from ..vocab import OMS
 
 BATCH = 1000  # rows looked up per query over a server
 _G_BLOBS, _P_BLOB = str(OMS.blobs), str(OMS.blob)
+
+
+def stored_addresses(backend: Backend, addresses: Iterable[str]) -> set[str]:
+    """The addresses among ``addresses`` whose grains the store holds."""
+    nodes = {f"<{NIH_PREFIX}{a}>": a for a in addresses}
+    return {nodes[n] for n in stored_grains(backend, set(nodes))}
 
 
 def stored_grains(backend: Backend, nodes: set[str]) -> set[str]:
