@@ -1,12 +1,16 @@
-"""The store on an Oxigraph server, against the server's own load and plain HTTP.
+"""The store on a SPARQL server, against the server's own load and plain HTTP.
 
-Run: python -m benchmarks.bench_remote [N]   (default 100000 beliefs)
+Run: python -m benchmarks.bench_remote [N] [KIND ...]
+     (default 100000 beliefs; kinds: embedded, oxigraph, virtuoso; default all)
 
 Baselines, measured in the same run on the same machine (loopback):
-- the server's own load: one Graph Store ``POST`` of the N-Quads of the same grains
-  into an empty server, which ``put_many`` is compared with;
-- a hand-written ``SELECT`` of one subject's current beliefs over HTTP, which
-  ``beliefs(subject)`` is compared with.
+- the server's own load of the same quads over HTTP, which ``put_many`` is
+  compared with: Oxigraph, one Graph Store ``POST`` of N-Quads; Virtuoso, one
+  Graph Store ``POST`` of each graph (its Graph Store takes one graph at a time);
+  embedded, pyoxigraph's own ``Store.load`` of the N-Quads;
+- a hand-written ``SELECT`` of one subject's current beliefs, sent as a plain
+  HTTP request (embedded: asked of pyoxigraph), which ``beliefs(subject)`` is
+  compared with.
 """
 
 from __future__ import annotations
@@ -17,43 +21,123 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pyoxigraph as ox
 
 import oms_rdf as oms
 from benchmarks.data import beliefs
-from tests.servers import start_oxigraph
+from tests.servers import (
+    VIRTUOSO_PASSWORD,
+    VIRTUOSO_USER,
+    start_oxigraph,
+    start_virtuoso,
+    virtuoso_backend,
+)
+
+KINDS = ("embedded", "oxigraph", "virtuoso")
 
 
 def median_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
 
 
-def main(n: int = 100_000) -> None:
-    root = Path(tempfile.mkdtemp(prefix="oms-remote-"))
-    servers = []
-    try:
-        data = beliefs(n)
-        local = oms.GrainStore()
-        local.put_many(data)
-        dump = io.BytesIO()
-        local.export(dump, format="nquads")
+def hand_query(subject: str) -> str:
+    return (
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?g WHERE { ?g oms:subjectText "
+        f'"{subject}" . FILTER NOT EXISTS {{ GRAPH oms:index {{ ?g oms:systemTo ?t }} }} }}'
+    )
 
-        server, raw_base = start_oxigraph(root / "raw")
-        servers.append(server)
+
+class Target:
+    """One kind of store: how to start it, load it natively, and ask it by hand."""
+
+    def __init__(self, kind: str, root: Path) -> None:
+        self.kind, self.root, self.servers = kind, root, []
+
+    def start(self, name: str) -> str:
+        starter = start_oxigraph if self.kind == "oxigraph" else start_virtuoso
+        (self.root / name).mkdir()
+        server, base = starter(self.root / name)
+        self.servers.append(server)
+        return base
+
+    def store(self) -> oms.GrainStore:
+        if self.kind == "embedded":
+            return oms.GrainStore()
+        base = self.start("ours")
+        self.base = base
+        if self.kind == "oxigraph":
+            return oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+        return oms.GrainStore(backend=virtuoso_backend(base))
+
+    def native_load(self, nquads: bytes) -> float:
+        """Seconds the server's own load of these quads takes (into a fresh one)."""
+        if self.kind == "embedded":
+            start = time.perf_counter()
+            ox.Store().load(nquads, ox.RdfFormat.N_QUADS)
+            return time.perf_counter() - start
+        base = self.start("raw")
         start = time.perf_counter()
-        httpx.post(f"{raw_base}/store", content=dump.getvalue(),
-                   headers={"content-type": "application/n-quads"}, timeout=3600)  # fmt: skip
-        raw_load = time.perf_counter() - start
+        if self.kind == "oxigraph":
+            httpx.post(f"{base}/store", content=nquads,
+                       headers={"content-type": "application/n-quads"}, timeout=7200)  # fmt: skip
+            return time.perf_counter() - start
+        graphs: dict[str, list[ox.Triple]] = {}
+        for q in ox.parse(nquads, ox.RdfFormat.N_QUADS):
+            name = (oms.vocab.OMS.grains if isinstance(q.graph_name, ox.DefaultGraph)
+                    else q.graph_name).value  # fmt: skip
+            graphs.setdefault(name, []).append(ox.Triple(q.subject, q.predicate, q.object))
+        start = time.perf_counter()
+        with httpx.Client(auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD),
+                          timeout=7200) as client:  # fmt: skip
+            for name, triples in graphs.items():
+                body = ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES)
+                response = client.post(f"{base}/sparql-graph-crud-auth",
+                                       params={"graph-uri": name}, content=body,
+                                       headers={"content-type": "text/turtle"})  # fmt: skip
+                response.raise_for_status()
+        return time.perf_counter() - start
 
-        server, base = start_oxigraph(root / "ours")
-        servers.append(server)
-        store = oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
+    def asker(self, store: oms.GrainStore) -> Callable[[str], Any]:
+        """A hand-written query, sent the plainest way this kind allows."""
+        if self.kind == "embedded":
+            return lambda text: list(store.backend.query(text))
+        client = httpx.Client(
+            auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD)
+            if self.kind == "virtuoso" else None  # fmt: skip
+        )
+        accept = {"accept": "application/sparql-results+json"}
+        if self.kind == "oxigraph":
+            return lambda text: client.post(
+                f"{self.base}/query", content=text.encode(),
+                headers={"content-type": "application/sparql-query", **accept},
+            )  # fmt: skip
+        grains = oms.vocab.OMS.grains.value
+        return lambda text: client.post(
+            f"{self.base}/sparql-auth", headers=accept,
+            data={"query": text, "default-graph-uri": grains,
+                  "named-graph-uri": oms.vocab.OMS.index.value},
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.terminate()
+            server.wait()
+
+
+def run(kind: str, n: int, data: list[Any], nquads: bytes) -> None:
+    root = Path(tempfile.mkdtemp(prefix=f"oms-{kind}-"))
+    target = Target(kind, root)
+    try:
+        raw_load = target.native_load(nquads)
+        store = target.store()
         start = time.perf_counter()
         store.put_many(data)
         put_many = time.perf_counter() - start
-
         puts = []
         for i in range(100):
             grain = oms.Belief(f"extra{i}", "r", "o", 0.5, created_at=i)
@@ -64,53 +148,48 @@ def main(n: int = 100_000) -> None:
         for i in range(100):
             old = store.beliefs(f"extra{i}")[0]
             start = time.perf_counter()
-            store.supersede(
-                old, {**old.to_dict(), "object": "p", "created_at": 1000 + i}
-            )
+            store.supersede(old, {**old.to_dict(), "object": "p", "created_at": 1000 + i})
             supersedes.append(time.perf_counter() - start)
         subjects = sorted({d["subject"] for d in data})[:200]
+        ask = target.asker(store)
         lookups, by_hand = [], []
-        client = httpx.Client()
         for subject in subjects:
             start = time.perf_counter()
             store.beliefs(subject)
             lookups.append(time.perf_counter() - start)
-            query = (
-                "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?g WHERE { ?g oms:subjectText "
-                f'"{subject}" . FILTER NOT EXISTS {{ GRAPH oms:index {{ ?g oms:systemTo ?t }} }} }}'
-            )
             start = time.perf_counter()
-            client.post(f"{base}/query", content=query.encode(),
-                        headers={"content-type": "application/sparql-query",
-                                 "accept": "application/sparql-results+json"})  # fmt: skip
+            ask(hand_query(subject))
             by_hand.append(time.perf_counter() - start)
-        client.close()
         start = time.perf_counter()
-        answer = store.query(
-            "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", valid_at="2024-01-01"
-        )
-        list(answer)
+        list(store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", valid_at="2024-01-01"))
         travel = time.perf_counter() - start
         start = time.perf_counter()
         store.export(io.BytesIO(), format="nquads")
         export = time.perf_counter() - start
         store.close()
-        print(f"Oxigraph server on loopback, {n:,} beliefs")
-        print(
-            f"  put_many            {put_many:8.1f} s   {put_many / raw_load:5.2f}x the server's own load ({raw_load:.1f} s)"
-        )
-        print(f"  put                 {median_ms(puts):8.1f} ms median")
-        print(f"  supersede           {median_ms(supersedes):8.1f} ms median")
-        print(f"  beliefs(subject)    {median_ms(lookups):8.1f} ms median   "
-              f"{median_ms(lookups) / median_ms(by_hand):5.2f}x a hand-written SELECT ({median_ms(by_hand):.1f} ms)")  # fmt: skip
+        print(f"{kind}, {n:,} beliefs (loopback)")
+        print(f"  put_many            {put_many:8.1f} s    {put_many / raw_load:5.2f}x the native load ({raw_load:.1f} s)")  # fmt: skip
+        print(f"  put                 {median_ms(puts):8.2f} ms median")
+        print(f"  supersede           {median_ms(supersedes):8.2f} ms median")
+        print(f"  beliefs(subject)    {median_ms(lookups):8.2f} ms median  "
+              f"{median_ms(lookups) / median_ms(by_hand):5.2f}x a hand-written SELECT ({median_ms(by_hand):.2f} ms)")  # fmt: skip
         print(f"  time-travel query   {travel:8.1f} s")
-        print(f"  export (N-Quads)    {export:8.1f} s")
+        print(f"  export (N-Quads)    {export:8.1f} s", flush=True)
     finally:
-        for server in servers:
-            server.terminate()
-            server.wait()
+        target.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
+def main(n: int = 100_000, kinds: tuple[str, ...] = KINDS) -> None:
+    data = beliefs(n)
+    local = oms.GrainStore()
+    local.put_many(data)
+    dump = io.BytesIO()
+    local.export(dump, format="nquads")
+    for kind in kinds:
+        run(kind, n, data, dump.getvalue())
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+         tuple(sys.argv[2:]) or KINDS)  # fmt: skip

@@ -110,7 +110,7 @@ class SparqlBackend:
         substitutions: Mapping[ox.Variable, Any] | None = None,
         **dataset: Any,
     ) -> Any:
-        text = _bind(sparql, substitutions or {})
+        text = self._bind(sparql, substitutions or {})
         prefixes = dataset.pop("prefixes", None) or {}
         if prefixes:
             text = (
@@ -123,6 +123,10 @@ class SparqlBackend:
             return iter([ox.Triple(q.subject, q.predicate, q.object)
                          for q in ox.parse(response.content, fmt)])  # fmt: skip
         return self._results(response.content)
+
+    def _bind(self, sparql: str, substitutions: Mapping[ox.Variable, Any]) -> str:
+        """The query with its bound variables given their terms (a VALUES block)."""
+        return _bind(sparql, substitutions)
 
     def _dataset_params(self, dataset: Mapping[str, Any]) -> list[tuple[str, str]]:
         """The Protocol's ``default-graph-uri``/``named-graph-uri`` for a dataset."""

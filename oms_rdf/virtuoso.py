@@ -46,7 +46,7 @@ import httpx
 import pyoxigraph as ox
 
 from .errors import StoreError
-from .remote import SparqlBackend
+from .remote import _WHERE, SparqlBackend
 from .store.sparql import update_request
 from .vocab import OMS
 
@@ -72,10 +72,11 @@ _STORE_GRAPHS = frozenset(
 )
 
 # Quads in one INSERT DATA operation: Virtuoso 7.2's compiler runs out of memory
-# near 10,000.
-DATA_QUADS = 5000
+# near 5,000 (sooner with long literals).
+DATA_QUADS = 2000
 
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
+_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 _DATA = re.compile(r"\s*(?:INSERT|DELETE)\s+DATA\b", re.IGNORECASE)
 _PATTERN = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
 _GRAPH = re.compile(r"\bGRAPH\s+<([^<>\s]*)>\s*\{")
@@ -107,18 +108,21 @@ class VirtuosoBackend(SparqlBackend):
         self._graphs: set[str] = set()  # see _named
 
     def add(self, quads: Iterable[ox.Quad]) -> None:
-        """One request of INSERT DATA operations of ``DATA_QUADS`` quads each."""
+        """INSERT DATA requests of ``DATA_QUADS`` quads each, in order.
+
+        Each request commits by itself: Virtuoso takes no more in one (its SPARQL
+        compiler and its string limit give out), and commits a request's
+        operations one by one anyway. The store writes more than that only
+        through its journal, whose records come first.
+        """
         batch: list[ox.Quad] = []
-        operations = []
         for quad in quads:
             batch.append(quad)
             if len(batch) == DATA_QUADS:
-                operations.append(update_request([], batch))
+                self.update(update_request([], batch))
                 batch = []
         if batch:
-            operations.append(update_request([], batch))
-        if operations:
-            self.update(" ;\n".join(operations))
+            self.update(update_request([], batch))
 
     def update(self, sparql: str) -> None:
         named = "".join(f"DEFINE input:named-graph-uri <{g}>\n" for g in self._named())
@@ -146,6 +150,22 @@ class VirtuosoBackend(SparqlBackend):
         found = sorted(row["g"].value for row in rows)
         self._graphs = {*found, *_STORE_GRAPHS}
         return iter(ox.NamedNode(g) for g in found)
+
+    def _bind(self, sparql: str, substitutions: Mapping[ox.Variable, Any]) -> str:
+        """Bound variables written as their terms in the query's body: Virtuoso
+        plans a VALUES block badly (its cost estimate can pass the server's limit
+        and refuse the query). A body with a nested SELECT, where a variable may
+        be projected, keeps the VALUES block; so does what follows the body (a
+        GROUP BY names variables, not terms)."""
+        match = _WHERE.search(sparql)
+        if not substitutions or match is None or _SELECT.search(sparql, match.end()):
+            return super()._bind(sparql, substitutions)
+        end = _group_end(sparql, match.end())
+        body = sparql[match.end() : end]
+        for variable, term in substitutions.items():
+            text = str(term).replace("\\", "\\\\")  # a replacement template
+            body = re.sub(rf"[?$]{variable.value}\b", text, body)
+        return sparql[: match.end()] + body + sparql[end:]
 
     def _dataset_params(self, dataset: Mapping[str, Any]) -> list[tuple[str, str]]:
         params = super()._dataset_params(dataset)
@@ -210,3 +230,31 @@ class VirtuosoBackend(SparqlBackend):
                     "raise [SPARQL] ResultSetMaxRows in virtuoso.ini above that count"
                 )
             yield from quads
+
+
+def _group_end(text: str, start: int) -> int:
+    """The place of the brace closing the group opened just before ``start``
+    (braces inside string literals do not count)."""
+    depth, i = 1, start
+    while i < len(text):
+        char = text[i]
+        if char in "\"'":
+            i = _string_end(text, i)
+            continue
+        if char == "#":  # a comment, to the end of its line
+            i = text.find("\n", i) % (len(text) + 1)
+            continue
+        depth += (char == "{") - (char == "}")
+        if depth == 0:
+            return i
+        i += 1
+    return len(text)
+
+
+def _string_end(text: str, i: int) -> int:
+    """The place just after the string literal opening at ``i``."""
+    quote = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
+    i += len(quote)
+    while i < len(text) and not text.startswith(quote, i):
+        i += 2 if text[i] == "\\" else 1
+    return i + len(quote)
