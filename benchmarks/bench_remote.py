@@ -90,7 +90,9 @@ class Target:
         for q in ox.parse(nquads, ox.RdfFormat.N_QUADS):
             name = (oms.vocab.OMS.grains if isinstance(q.graph_name, ox.DefaultGraph)
                     else q.graph_name).value  # fmt: skip
-            graphs.setdefault(name, []).append(ox.Triple(q.subject, q.predicate, q.object))
+            graphs.setdefault(name, []).append(
+                ox.Triple(q.subject, q.predicate, q.object)
+            )
         start = time.perf_counter()
         with httpx.Client(auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD),
                           timeout=7200) as client:  # fmt: skip
@@ -108,7 +110,8 @@ class Target:
             return lambda text: list(store.backend.query(text))
         client = httpx.Client(
             auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD)
-            if self.kind == "virtuoso" else None  # fmt: skip
+            if self.kind == "virtuoso"
+            else None  # fmt: skip
         )
         accept = {"accept": "application/sparql-results+json"}
         if self.kind == "oxigraph":
@@ -148,7 +151,9 @@ def run(kind: str, n: int, data: list[Any], nquads: bytes) -> None:
         for i in range(100):
             old = store.beliefs(f"extra{i}")[0]
             start = time.perf_counter()
-            store.supersede(old, {**old.to_dict(), "object": "p", "created_at": 1000 + i})
+            store.supersede(
+                old, {**old.to_dict(), "object": "p", "created_at": 1000 + i}
+            )
             supersedes.append(time.perf_counter() - start)
         subjects = sorted({d["subject"] for d in data})[:200]
         ask = target.asker(store)
@@ -161,7 +166,11 @@ def run(kind: str, n: int, data: list[Any], nquads: bytes) -> None:
             ask(hand_query(subject))
             by_hand.append(time.perf_counter() - start)
         start = time.perf_counter()
-        list(store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", valid_at="2024-01-01"))
+        list(
+            store.query(
+                "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", valid_at="2024-01-01"
+            )
+        )
         travel = time.perf_counter() - start
         start = time.perf_counter()
         store.export(io.BytesIO(), format="nquads")

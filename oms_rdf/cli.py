@@ -71,14 +71,41 @@ def _said(exc: Exception) -> str:
 )
 @click.option("--update-url", help="Its update endpoint (default: the query endpoint).")
 @click.option("--store-url", help="Its Graph Store Protocol endpoint, for bulk loads.")
+@click.option(
+    "--virtuoso",
+    envvar="OMS_RDF_VIRTUOSO",
+    help="The base URL of a Virtuoso server, http(s)://[user:password@]host:port "
+    "(or $OMS_RDF_VIRTUOSO); a user needs the SPARQL_UPDATE role to write.",
+)
 @click.version_option(package_name="oms-rdf")
 @click.pass_context
 def cli(ctx: click.Context, traceback: bool, store_path: str | None, query_url: str | None,
-        update_url: str | None, store_url: str | None) -> None:  # fmt: skip
+        update_url: str | None, store_url: str | None, virtuoso: str | None) -> None:  # fmt: skip
     """Open Memory Specification grains as a bi-temporal RDF knowledge graph."""
     ctx.obj = store_path
     if query_url is not None:
         ctx.obj = (query_url, update_url, store_url)
+    if virtuoso is not None:
+        ctx.obj = ("virtuoso", virtuoso)
+
+
+def _virtuoso(url: str) -> Any:
+    """A Virtuoso backend for ``http(s)://[user:password@]host:port``."""
+    from urllib.parse import unquote, urlsplit
+
+    from .virtuoso import VirtuosoBackend  # needs the [remote] extra
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.UsageError(
+            f"--virtuoso: expected http(s)://host:port, found {url!r}"
+        )
+    base = f"{parts.scheme}://{parts.hostname}" + (
+        f":{parts.port}" if parts.port else ""
+    )
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password else None
+    return VirtuosoBackend(base, user=user, password=password)
 
 
 def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
@@ -88,6 +115,8 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
         raise click.UsageError(
             "this command needs --store PATH or URL, or --query-url (or $OMS_RDF_STORE)"
         )
+    if isinstance(path, tuple) and path[0] == "virtuoso":
+        return _closing(ctx, GrainStore(backend=_virtuoso(path[1])))
     if isinstance(path, tuple) or path.startswith(("http://", "https://")):
         from .remote import SparqlBackend  # needs the [remote] extra
 

@@ -61,15 +61,21 @@ def both(
     return [g.address for g in fast], [g.address for g in general]
 
 
+# On Virtuoso a beliefs query takes some 20 ms: every other time there (all of them
+# in process and on Oxigraph server).
+SERVER = os.environ.get("OMS_RDF_TEST_BACKEND")
+STORY_TIMES = TIMES[::2] if SERVER == "virtuoso" else TIMES
+
+
 def test_story_every_subject_and_time(story: tuple[GrainStore, dict[str, str]]) -> None:  # noqa: F811
     store, _ = story
     answered = 0
-    for subject, valid_at, as_of in product(SUBJECTS, TIMES, TIMES):
+    for subject, valid_at, as_of in product(SUBJECTS, STORY_TIMES, STORY_TIMES):
         for relation, namespace in ((None, None), ("works_at", None), (None, "work")):
             fast, general = both(store, subject, relation, namespace, valid_at, as_of)
             assert fast == general, (subject, relation, namespace, valid_at, as_of)
             answered += bool(fast)
-    assert answered > 100  # the comparison is not between empty answers
+    assert answered > len(STORY_TIMES) ** 2  # not a comparison of empty answers
 
 
 def test_story_answers_by_hand(story: tuple[GrainStore, dict[str, str]]) -> None:  # noqa: F811
@@ -97,9 +103,7 @@ def test_story_answers_by_hand(story: tuple[GrainStore, dict[str, str]]) -> None
 
 
 # Over a server (OMS_RDF_TEST_BACKEND) each example makes thousands of requests.
-@settings(
-    max_examples=5 if os.environ.get("OMS_RDF_TEST_BACKEND") else 25, deadline=None
-)
+@settings(max_examples={None: 25, "virtuoso": 3}.get(SERVER, 5), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_histories(seed: int) -> None:
     rng = random.Random(seed)
