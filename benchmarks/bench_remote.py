@@ -108,11 +108,8 @@ class Target:
         """A hand-written query, sent the plainest way this kind allows."""
         if self.kind == "embedded":
             return lambda text: list(store.backend.query(text))
-        client = httpx.Client(
-            auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD)
-            if self.kind == "virtuoso"
-            else None  # fmt: skip
-        )
+        digest = httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD)
+        client = httpx.Client(auth=digest if self.kind == "virtuoso" else None)
         accept = {"accept": "application/sparql-results+json"}
         if self.kind == "oxigraph":
             return lambda text: client.post(
