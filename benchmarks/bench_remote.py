@@ -74,7 +74,8 @@ class Target:
         self.base = base
         if self.kind == "oxigraph":
             return oms.GrainStore(backend=oms.SparqlBackend.oxigraph(base))
-        return oms.GrainStore(backend=virtuoso_backend(base))
+        backend = virtuoso_backend(base)
+        return oms.GrainStore(backend=backend)
 
     def native_load(self, nquads: bytes) -> float:
         """Seconds the server's own load of these quads takes (into a fresh one)."""

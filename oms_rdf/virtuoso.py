@@ -209,7 +209,11 @@ class VirtuosoBackend(SparqlBackend):
         return row["o"]
 
     def _everything(self) -> Iterator[ox.Quad]:
-        """Every quad of the store, graph by graph, each checked against its count."""
+        """Every quad of the store, graph by graph, each checked against its count.
+
+        Each graph is one SELECT, read whole (Virtuoso has no dataset dump over
+        HTTP): memory grows with the largest graph, the grain layer.
+        """
         graphs: list[Any] = [ox.DefaultGraph(), *self.named_graphs()]
         for graph in graphs:
             where = (
@@ -222,7 +226,12 @@ class VirtuosoBackend(SparqlBackend):
                     "n"
                 ].value
             )
-            quads = list(self._select(None, None, None, graph))
+            saved = self.client.timeout  # a graph of millions takes minutes to read
+            self.client.timeout = httpx.Timeout(saved.connect, read=None)
+            try:
+                quads = list(self._select(None, None, None, graph))
+            finally:
+                self.client.timeout = saved
             if len(quads) != count:
                 raise StoreError(
                     f"Virtuoso answered {len(quads)} of the {count} quads of "

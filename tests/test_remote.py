@@ -340,3 +340,27 @@ def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
+    servers: Any,
+) -> None:
+    """Virtuoso keeps no integer beyond 64 bits and no ill-typed literal (Oxigraph
+    keeps both): such an import fails with ERR_STORE and leaves the store as it was."""
+    store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")))
+    kept = store.put(oms.Belief("keep", "r", "o", 0.5, created_at=1))
+    before = sorted(map(str, store.backend.quads()))
+    for literal in ('"123456789012345678901234"^^xsd:integer', '"tRuE"^^xsd:boolean'):
+        turtle = (
+            "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+            f"<http://example.org/a> <http://example.org/n> {literal} .\n"
+        )
+        with pytest.raises(oms.StoreError) as info:
+            store.import_(io.BytesIO(turtle.encode()), format="turtle")
+        assert info.value.code == oms.ErrorCode.STORE
+        assert sorted(map(str, store.backend.quads())) == before
+    assert [g.address for g in store.beliefs("keep")] == [kept]
+    assert store.verify_audit().ok
+    embedded = oms.GrainStore()  # the same files are kept in process
+    assert embedded.import_(io.BytesIO(turtle.encode()), format="turtle").added == 1
+    store.close()
