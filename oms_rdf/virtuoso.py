@@ -75,6 +75,9 @@ _STORE_GRAPHS = frozenset(
 # near 5,000 (sooner with long literals).
 DATA_QUADS = 2000
 
+# Rows in one page of a whole-graph read: Virtuoso answers at most 2**20.
+PAGE_ROWS = 1_000_000
+
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 _DATA = re.compile(r"\s*(?:INSERT|DELETE)\s+DATA\b", re.IGNORECASE)
@@ -229,7 +232,7 @@ class VirtuosoBackend(SparqlBackend):
             saved = self.client.timeout  # a graph of millions takes minutes to read
             self.client.timeout = httpx.Timeout(saved.connect, read=None)
             try:
-                quads = list(self._select(None, None, None, graph))
+                quads = self._pages(where, graph, count)
             finally:
                 self.client.timeout = saved
             if len(quads) != count:
@@ -239,6 +242,22 @@ class VirtuosoBackend(SparqlBackend):
                     "raise [SPARQL] ResultSetMaxRows in virtuoso.ini above that count"
                 )
             yield from quads
+
+    def _pages(self, where: str, graph: Any, count: int) -> list[ox.Quad]:
+        """A graph's quads: one SELECT, or pages in a total order when the graph
+        holds more than Virtuoso answers at once (2**20 rows, whatever the ini)."""
+        if count <= PAGE_ROWS:
+            return list(self._select(None, None, None, graph))
+        named = None if isinstance(graph, ox.DefaultGraph) else graph
+        quads: list[ox.Quad] = []
+        for offset in range(0, count, PAGE_ROWS):
+            rows = self.query(
+                f"SELECT ?s ?p ?o {self._extra} WHERE {{ {where} }} "
+                f"ORDER BY ?s ?p ?o LIMIT {PAGE_ROWS} OFFSET {offset}"
+            )
+            quads += (ox.Quad(r["s"], r["p"], self._object(r), named or ox.DefaultGraph())
+                      for r in rows)  # fmt: skip
+        return quads
 
 
 def _group_end(text: str, start: int) -> int:

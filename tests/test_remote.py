@@ -364,3 +364,22 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     embedded = oms.GrainStore()  # the same files are kept in process
     assert embedded.import_(io.BytesIO(turtle.encode()), format="turtle").added == 1
     store.close()
+
+
+def test_virtuoso_reads_a_graph_larger_than_a_page_in_pages(
+    servers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Virtuoso answers at most 2**20 rows at once: a larger graph is read in
+    ordered pages. With small pages, the export is still every quad, once."""
+    import oms_rdf.virtuoso as virtuoso
+
+    store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")))
+    store.put_many(
+        [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(300)]
+    )
+    whole = sorted(map(str, store.backend.quads()))
+    monkeypatch.setattr(virtuoso, "PAGE_ROWS", 997)  # the grain layer: 4 pages
+    paged = sorted(map(str, store.backend.quads()))
+    assert paged == whole and len(whole) > 3 * 997
+    assert len(set(paged)) == len(paged)
+    store.close()
