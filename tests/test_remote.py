@@ -370,7 +370,7 @@ def test_virtuoso_reads_a_graph_larger_than_a_page_in_pages(
     servers: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Virtuoso answers at most 2**20 rows at once: a larger graph is read in
-    ordered pages. With small pages, the export is still every quad, once."""
+    shares of its subjects. With small shares, the export is still every quad, once."""
     import oms_rdf.virtuoso as virtuoso
 
     store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")))
@@ -378,8 +378,8 @@ def test_virtuoso_reads_a_graph_larger_than_a_page_in_pages(
         [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(300)]
     )
     whole = sorted(map(str, store.backend.quads()))
-    monkeypatch.setattr(virtuoso, "PAGE_ROWS", 997)  # the grain layer: 4 pages
+    monkeypatch.setattr(virtuoso, "PAGE_ROWS", 397)  # the grain layer: 256 shares
     paged = sorted(map(str, store.backend.quads()))
-    assert paged == whole and len(whole) > 3 * 997
+    assert paged == whole and len(whole) > 9 * 397
     assert len(set(paged)) == len(paged)
     store.close()
