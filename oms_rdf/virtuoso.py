@@ -26,8 +26,10 @@ differently from the standard, and what this backend does about it:
   on a lexical form it reads back (a grain's terms come from its blob).
 - **Whole-store reads** (exports): Virtuoso's Graph Store has no dataset ``GET``, so
   the store is read graph by graph, each checked against its count: an answer
-  cut short by the server's ``[SPARQL] ResultSetMaxRows`` raises instead of losing
-  quads. Set it above the largest graph (the grain layer: 12 quads a belief).
+  cut short by the server raises instead of losing quads. Virtuoso answers at
+  most ``[SPARQL] ResultSetMaxRows`` rows (``max_rows`` here; 2**20 at most) and
+  refuses pages by ORDER BY and OFFSET past 10,000 rows, so a larger graph is
+  read in shares of its subjects (by the first hex digits of their MD5).
 - **Transactions.** Virtuoso commits each operation of an update request on its
   own: when the third of three operations fails, the first two stay. The store's
   single writes (put, supersede, retract, …) are one operation each, guarded on
@@ -76,9 +78,6 @@ _STORE_GRAPHS = frozenset(
 # near 5,000 (sooner with long literals).
 DATA_QUADS = 2000
 
-# Rows in one read of a graph: Virtuoso answers at most 2**20.
-PAGE_ROWS = 1_000_000
-
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 _DATA = re.compile(r"\s*(?:INSERT|DELETE)\s+DATA\b", re.IGNORECASE)
@@ -100,7 +99,10 @@ class VirtuosoBackend(SparqlBackend):
         password: str | None = None,
         graph: str = GRAIN_GRAPH,
         timeout: float = 60.0,
+        max_rows: int = 1_000_000,
     ) -> None:
+        """``max_rows``: the most rows the server answers at once, its ``[SPARQL]
+        ResultSetMaxRows`` (at most 2**20, whatever the ini says)."""
         base = base_url.rstrip("/")
         endpoint = f"{base}/sparql-auth" if user is not None else f"{base}/sparql"
         auth = httpx.DigestAuth(user, password or "") if user is not None else None
@@ -110,6 +112,7 @@ class VirtuosoBackend(SparqlBackend):
         # big-data-const: INSERT DATA of thousands of quads (else 1,000 at most).
         self._preamble = f"DEFINE sql:big-data-const 1\nDEFINE input:default-graph-uri {self.graph}\n"
         self._graphs: set[str] = set()  # see _named
+        self.max_rows = max_rows
 
     def add(self, quads: Iterable[ox.Quad]) -> None:
         """INSERT DATA requests of ``DATA_QUADS`` quads each, in order.
@@ -131,9 +134,8 @@ class VirtuosoBackend(SparqlBackend):
     def update(self, sparql: str) -> None:
         named = "".join(f"DEFINE input:named-graph-uri <{g}>\n" for g in self._named())
         super().update(f"{self._preamble}{named}{sparql}")
-        if _DATA.match(sparql) and not _PATTERN.search(
-            sparql
-        ):  # only the graphs it names
+        data_only = _DATA.match(sparql) and not _PATTERN.search(sparql)
+        if data_only:  # it wrote to the graphs it names, and no other
             self._graphs.update(m.group(1) for m in _GRAPH.finditer(sparql))
         else:
             self._graphs.clear()  # a template may have made a graph: read them again
@@ -250,10 +252,10 @@ class VirtuosoBackend(SparqlBackend):
         ini says). Shares go by the first hex digits of MD5(subject): every quad
         falls in exactly one, and they come out even. (Pages by ORDER BY and
         OFFSET are refused past 10,000 rows.)"""
-        if count <= PAGE_ROWS:
+        if count <= self.max_rows:
             return list(self._select(None, None, None, graph))
         digits = 1
-        while count / 16**digits > PAGE_ROWS / 2:  # room for an uneven share
+        while count / 16**digits > self.max_rows / 2:  # room for an uneven share
             digits += 1
         named = None if isinstance(graph, ox.DefaultGraph) else graph
         quads: list[ox.Quad] = []

@@ -94,7 +94,7 @@ ServerRoot = {dir}
 ServerThreads = 10
 MaxClientConnections = 10
 [SPARQL]
-ResultSetMaxRows = 10000000
+ResultSetMaxRows = 1048576
 MaxQueryExecutionTime = 600
 MaxQueryCostEstimationTime = 600
 """

@@ -366,19 +366,17 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     store.close()
 
 
-def test_virtuoso_reads_a_graph_larger_than_a_page_in_pages(
-    servers: Any, monkeypatch: pytest.MonkeyPatch
+def test_virtuoso_reads_a_graph_larger_than_it_answers_at_once_in_shares(
+    servers: Any,
 ) -> None:
     """Virtuoso answers at most 2**20 rows at once: a larger graph is read in
     shares of its subjects. With small shares, the export is still every quad, once."""
-    import oms_rdf.virtuoso as virtuoso
-
     store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")))
     store.put_many(
         [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(300)]
     )
     whole = sorted(map(str, store.backend.quads()))
-    monkeypatch.setattr(virtuoso, "PAGE_ROWS", 397)  # the grain layer: 256 shares
+    store.backend.max_rows = 397  # as if so set in virtuoso.ini: 256 shares
     paged = sorted(map(str, store.backend.quads()))
     assert paged == whole and len(whole) > 9 * 397
     assert len(set(paged)) == len(paged)
