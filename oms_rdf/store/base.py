@@ -446,18 +446,22 @@ class StoreBase:
             else:
                 linked = f"GRAPH {_G_AUDIT} {{ <{head.chain}> {_P_AUDIT_HEAD} {nt_literal(f'{head.sequence} {head.hash}')} }}"
             guard = f"{GUARDED} {still} {linked}"
-            request = guarded_update([*_rows(delete), *unchain], [*rows, *chain], guard)
-            request += " ;\n" + update_request(
-                [holder], []
-            )  # the lock goes with the write
+            # The lock goes with the write, in the same operation: a write whose
+            # guard failed keeps it (for a retry), and no server can apply one
+            # without the other.
+            removed = [*_rows(delete), *unchain, *_rows([holder])]
+            request = guarded_update(removed, [*rows, *chain], guard)
             if before:  # the same guard on each operation: all of them apply, or none
                 request = (
                     before.replace("WHERE {", f"WHERE {{ {guard}") + f" ;\n{request}"
                 )
             self.backend.update(request)
-            if marker is None or next(
-                self.backend.quads(_node(marker), None, None, OMS.audit), None
-            ):
+            if marker is None:  # nothing tells whether it applied: give the lock back
+                if next(self.backend.quads(*holder), None) is not None:
+                    release(self.backend, holder)
+                self._head = new_head
+                return
+            if next(self.backend.quads(_node(marker), None, None, OMS.audit), None):
                 self._head = new_head
                 return
             if current and not bool(self.backend.query(f"ASK {{ {GUARDED} {still} }}")):
