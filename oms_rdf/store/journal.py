@@ -142,8 +142,8 @@ class Journal:
                 yield (_J, _P_QUAD, nt_literal(rows_to_nquads([row])), _G_INDEX)
 
     def finish(self, rows: Sequence[Item] = (), *, rebuild: bool = True) -> None:
-        """End the write in one transaction: drop the journal, add ``rows`` (the
-        audit) and, unless the rows written carried it, rebuild the knowledge."""
+        """End the write in one request: unless the rows written carried it,
+        rebuild the knowledge; then drop the journal and add ``rows`` (the audit)."""
         final = [item if isinstance(item, tuple) else _row(item) for item in rows]
         unchain, chain = self.seal(final)
         # One operation drops the journal and appends the audit event, so no
