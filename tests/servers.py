@@ -47,6 +47,19 @@ def free_port() -> int:
         return port
 
 
+def _answers(server: subprocess.Popen[bytes], url: str, *, tries: int) -> bool:
+    """Wait until ``url`` answers a query; False if it never does or the server dies."""
+    for _ in range(tries):
+        try:
+            httpx.get(url, params={"query": "ASK {}"}, timeout=1)
+            return True
+        except httpx.TransportError:
+            if server.poll() is not None:
+                return False
+            time.sleep(0.1)
+    return False
+
+
 def start_oxigraph(
     folder: Path, port: int | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -59,12 +72,8 @@ def start_oxigraph(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(f"{base}/query", params={"query": "ASK {}"}, timeout=1)
-            return server, base
-        except httpx.TransportError:
-            time.sleep(0.1)
+    if _answers(server, f"{base}/query", tries=100):
+        return server, base
     server.kill()
     raise AssertionError("the oxigraph server did not start")
 
@@ -117,18 +126,10 @@ def start_virtuoso(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{http}"
-    for _ in range(600):
-        try:
-            httpx.get(f"{base}/sparql", params={"query": "ASK {}"}, timeout=1)
-            break
-        except httpx.TransportError:
-            if server.poll() is not None:
-                break
-            time.sleep(0.1)
-    else:
+    if not _answers(server, f"{base}/sparql", tries=600):
         server.kill()
-        raise AssertionError("Virtuoso did not start")
-    assert server.poll() is None, (folder / "virtuoso.log").read_text()[-2000:]
+        log = (folder / "virtuoso.log").read_text()[-2000:]
+        raise AssertionError(f"Virtuoso did not start: {log}")
     if not new:
         return server, base
     grant = (
