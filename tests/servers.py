@@ -22,13 +22,14 @@ import httpx
 RACER = """
 import json, sys, time, oms_rdf as oms
 from tests.servers import backend_for
-kind, base, worker, start = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+kind, base, worker = sys.argv[1], sys.argv[2], sys.argv[3]
+start, step = float(sys.argv[4]), float(sys.argv[5])
 addresses = json.loads(sys.stdin.read())
 store = oms.GrainStore(backend=backend_for(kind, base))
-while time.time() < start:
-    time.sleep(0.001)
 outcome = []
 for i, old in enumerate(addresses):
+    while time.time() < start + i * step:  # every round starts together
+        time.sleep(0.001)
     new = {"type": "belief", "subject": f"race{i}", "relation": "r", "object": f"by {worker}",
            "confidence": 0.9, "created_at": 2}
     try:
@@ -166,6 +167,11 @@ def clear(backend: Any) -> None:
     backend.update(" ;\n".join(["CLEAR DEFAULT", *drops]))
 
 
+# Seconds between the starts of two rounds: longer than a round takes, so that
+# the clients meet on every grain (a client a round ahead would win them all).
+ROUND = {"oxigraph": 0.03, "virtuoso": 0.25}
+
+
 def race(
     kind: str, base: str, addresses: list[str], clients: int = 2
 ) -> list[list[str]]:
@@ -175,7 +181,16 @@ def race(
     start = time.time() + 2.0  # all start together, once each has imported oms_rdf
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, kind, base, str(w), str(start)],
+            [
+                sys.executable,
+                "-c",
+                RACER,
+                kind,
+                base,
+                str(w),
+                str(start),
+                str(ROUND[kind]),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
