@@ -423,8 +423,7 @@ class StoreBase:
         try:
             self._write_held(delete, insert, before, current, still, holder)
         except BaseException:
-            if next(self.backend.quads(*holder), None) is not None:
-                release(self.backend, holder)
+            release(self.backend, holder)
             raise
 
     def _write_held(
@@ -457,8 +456,7 @@ class StoreBase:
                 )
             self.backend.update(request)
             if marker is None:  # nothing tells whether it applied: give the lock back
-                if next(self.backend.quads(*holder), None) is not None:
-                    release(self.backend, holder)
+                release(self.backend, holder)
                 self._head = new_head
                 return
             if next(self.backend.quads(_node(marker), None, None, OMS.audit), None):

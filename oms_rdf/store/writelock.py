@@ -58,8 +58,10 @@ def acquire(backend: Backend) -> ox.Quad:
 
 
 def release(backend: Backend, holder: ox.Quad) -> None:
-    """Give the lock back without writing (the write failed before it was sent)."""
-    backend.update(update_request([holder], []))
+    """Give the lock back without writing, if the holder is still there (a write
+    that applied removed it, in the same operation)."""
+    if next(backend.quads(*holder), None) is not None:
+        backend.update(update_request([holder], []))
 
 
 def _since(quad: ox.Quad) -> int:
