@@ -804,7 +804,7 @@ def revise_cmd(ctx: click.Context, old: str, source: str, force: bool, by: str |
             f"holds {len(items)} grains, expected one", param_hint="SOURCE"
         )
     store = _store(ctx)
-    store.authorized = frozenset(authorized)
+    store.revision.authorized = frozenset(authorized)
     click.echo(
         store.revise(old, items[0], force=force, by=by, justification=justification)
     )

@@ -39,7 +39,7 @@ def history_by_query(store: GrainStore, address: str) -> list[oms.Grain]:
     solutions = backend.query(
         _QUERIES["history"], {Variable("target"): grain_iri(address)}
     )
-    return store._chronological(_triples(solutions))
+    return store.questions._chronological(_triples(solutions))
 
 
 def both(
@@ -54,7 +54,7 @@ def both(
         subject, relation, namespace=namespace, valid_at=valid_at, as_of=as_of
     )
     now = store.clock()
-    general = store._beliefs_query(
+    general = store.questions._beliefs_query(
         subject, relation, namespace, now if valid_at is None else valid_at,
         now if as_of is None else as_of,
     )  # fmt: skip

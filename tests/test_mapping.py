@@ -238,7 +238,7 @@ def test_a_tampered_stored_blob_fails_on_read() -> None:
     store.backend.store.remove(quad)
     store.backend.add([ox.Quad(node, OMS_BLOB, ox.Literal(base64.b64encode(other.blob).decode(),
                                                            datatype=quad.object.datatype), quad.graph_name)])  # fmt: skip
-    store._cache.clear()
+    store.core.forget()
     with pytest.raises(oms.IntegrityError):
         store.get(grain.address)
 

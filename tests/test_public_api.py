@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import inspect
 import io
 import pkgutil
 import re
@@ -147,3 +148,25 @@ def test_bad_arguments_are_value_errors_with_the_spec_code() -> None:
             mistake()
         assert isinstance(info.value, oms.OmsError), what
         assert info.value.code in (oms.ErrorCode.SCHEMA, oms.ErrorCode.RANGE), what
+
+
+def test_the_store_holds_its_parts() -> None:
+    from oms_rdf.store.delegate import Delegated
+
+    assert oms.GrainStore.__mro__ == (oms.GrainStore, object)
+    store = oms.GrainStore(clock=lambda: 5)
+    delegated = {
+        name: value
+        for name, value in vars(oms.GrainStore).items()
+        if isinstance(value, Delegated)
+    }
+    assert {"put", "beliefs", "supersede", "evidence", "get", "bulk"} <= set(delegated)
+    for name, method in delegated.items():
+        part = getattr(store, method.part)
+        assert getattr(store, name) == getattr(part, name), name
+        assert inspect.signature(getattr(store, name)) == inspect.signature(
+            getattr(part, name)
+        ), name
+        assert method.__doc__ and method.__doc__ == getattr(part, name).__doc__, name
+    address = oms.GrainStore.put(store, oms.Belief("a", "r", "o", 0.5, created_at=1))
+    assert [g.address for g in oms.GrainStore.beliefs(store, "a")] == [address]

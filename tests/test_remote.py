@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import oms_rdf as oms
+from oms_rdf.store.core import Core
 from tests.servers import STARTERS, backend_for, clear, free_port, race, start_oxigraph
 
 SERVERS = ["oxigraph", "virtuoso"]
@@ -176,22 +177,22 @@ def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
     a = oms.GrainStore(backend=backend_for(kind, base))
     b = oms.GrainStore(backend=backend_for(kind, base))
     head = a.put(oms.Belief("x", "r", "first", 0.9, created_at=1))
-    writes = oms.GrainStore._write
+    writes = Core.write
     done: list[str] = []
 
-    def b_goes_first(self: oms.GrainStore, *args: Any, **kwargs: Any) -> Any:
-        if self is a and not done:  # after A's checks, before A's write
+    def b_goes_first(self: Core, *args: Any, **kwargs: Any) -> Any:
+        if self is a.core and not done:  # after A's checks, before A's write
             done.append(
                 b.supersede(head, {**job("by b", 2), "subject": "x", "relation": "r"})
             )
         return writes(self, *args, **kwargs)
 
-    oms.GrainStore._write = b_goes_first  # type: ignore[method-assign]
+    Core.write = b_goes_first  # type: ignore[method-assign]
     try:
         with pytest.raises(oms.StoreError, match="another writer") as info:
             a.supersede(head, {**job("by a", 2), "subject": "x", "relation": "r"})
     finally:
-        oms.GrainStore._write = writes  # type: ignore[method-assign]
+        Core.write = writes  # type: ignore[method-assign]
     assert info.value.code == oms.ErrorCode.CONFLICT
     assert a.status(head).superseded_by == done[0]
     assert len(a) == 2 and a.verify_audit().ok and a.verify_audit().events == 2

@@ -165,7 +165,7 @@ class _Known:
 
     def __init__(self, store: GrainStore, report: ImportReport) -> None:
         self.store, self.report = store, report
-        self.tombstones = erased_addresses(store)
+        self.tombstones = erased_addresses(store.backend)
 
     def erased(self, address: str) -> bool:
         """Whether a grain was erased here; then the import reports it skipped."""

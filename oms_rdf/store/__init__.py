@@ -21,18 +21,27 @@ a refused or failed operation leaves the store exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backends import Backend, LocalBackend
 from ..errors import ErrorCode, PolicyError, StoreError
 from ..grain import Grain
+from ..mapping import MappingSettings
+from ..revision import Entrenchment
 from ..times import to_millis
+from .admission import accept, check_new
 from .audit import AuditReport
+from .core import Core
+from .delegate import Delegated
 from .erasure import ErasureReport, SubjectReport, check_found, due, select
 from .erasure import erase as erase_grains
 from .erasure import report as subject_report
+from .invalidation import Invalidation
 from .knowledge import QueryRow, Snapshot, Solutions, Triples
-from .revising import EvidenceEvent, EvidenceResult
+from .questions import Questions
+from .revising import EvidenceEvent, EvidenceResult, Revision
 from .sparql import update_request
 from .state import IndexState
 from .writes import Writes
@@ -59,7 +68,7 @@ __all__ = [
 ]
 
 
-class GrainStore(Writes):
+class GrainStore:
     """A bi-temporal belief store over Oxigraph.
 
     Args:
@@ -67,16 +76,147 @@ class GrainStore(Writes):
             (RocksDB) store, created if missing and reopened if present.
         base_iri: prefix of entity and relation IRIs; recorded in the store.
         entity_relations: relations whose text objects become entity IRIs.
+        clock: epoch-ms clock for retraction, contradiction and status changes
+            (default: the wall clock); injectable for tests and replays.
+        backend: where the quads live, instead of ``path``: for example a
+            :class:`~oms_rdf.SparqlBackend` over a SPARQL server.
         entrenchment: the tiers :meth:`revise` and conflict resolution rank by.
         functional_relations: relations with one current object per subject
             (``works_at``, ``lives_in``): a conflicting put is resolved or disputed.
         auto_revise: resolve such conflicts by revision when entrenchment allows.
         authorized: DIDs that may ``revise(..., force=True)`` (audited).
-        clock: epoch-ms clock for retraction, contradiction and status changes
-            (default: the wall clock); injectable for tests and replays.
         read_only: open an on-disk store beside the process that writes it: reads
             see the store as of the opening; every write is refused (ERR_STORE).
+
+    The store holds its parts, each a module with one job: the ``core`` (backend,
+    settings, reads, the one write path), ``questions`` (beliefs, queries, time
+    travel, search), ``invalidation`` (supersede, retract, contradict under the
+    policies), ``revision`` (evidence, entrenchment) and ``writes`` (put). Its
+    methods are theirs (see :class:`.delegate.Delegated`).
     """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        base_iri: str | None = None,
+        entity_relations: Iterable[str] = (),
+        clock: Callable[[], int] | None = None,
+        backend: Backend | None = None,
+        entrenchment: Entrenchment | None = None,
+        functional_relations: Iterable[str] = (),
+        auto_revise: bool = False,
+        authorized: Iterable[str] = (),
+        read_only: bool = False,
+    ) -> None:
+        if backend is None:
+            backend = LocalBackend(path, read_only=read_only)
+        entrenchment = entrenchment or Entrenchment()
+        self.core = Core(backend, base_iri=base_iri, entity_relations=entity_relations,
+                         clock=clock, read_only=read_only)  # fmt: skip
+        self.questions = Questions(self.core)
+        self.invalidation = Invalidation(self.core, self.questions)
+        self.revision = Revision(self.core, self.invalidation, entrenchment,
+                                 frozenset(authorized))  # fmt: skip
+        self.writes = Writes(self.core, self.invalidation, entrenchment,
+                             frozenset(functional_relations), auto_revise)  # fmt: skip
+
+    @property
+    def backend(self) -> Backend:
+        return self.core.backend
+
+    @property
+    def settings(self) -> MappingSettings:
+        return self.core.settings
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        return self.core.clock
+
+    @property
+    def read_only(self) -> bool:
+        return self.core.read_only
+
+    @property
+    def entrenchment(self) -> Entrenchment:
+        return self.revision.entrenchment
+
+    # --- putting grains in (writes.py) and the write path every way in uses -----
+
+    put = Delegated("writes", Writes.put)
+    put_many = Delegated("writes", Writes.put_many)
+    conflicts = Delegated("writes", Writes.conflicts)
+    pending_erasure = Delegated("writes", Writes.pending_erasure)
+    accept = staticmethod(accept)
+    rows_for = Delegated("core", Core.rows_for)
+    audit_rows = Delegated("core", Core.audit_rows)
+    bulk = Delegated("core", Core.bulk)
+
+    def check_new(
+        self,
+        grain: Grain,
+        batch: Mapping[str, Grain] | None = None,
+        *,
+        exempt: str | None = None,
+    ) -> None:
+        """Refuse a supersession in disguise; see :func:`.admission.check_new`."""
+        check_new(self.core, grain, batch, exempt=exempt)
+
+    # --- reading grains and their index state (core.py) -------------------------
+
+    get = Delegated("core", Core.get)
+    resolve = Delegated("core", Core.resolve)
+    status = Delegated("core", Core.status)
+    is_empty = Delegated("core", Core.is_empty)
+    verify_audit = Delegated("core", Core.verify_audit)
+
+    def __contains__(self, address: object) -> bool:
+        return address in self.core
+
+    def __len__(self) -> int:
+        """Return the number of grains (counts them all: use is_empty to test)."""
+        return len(self.core)
+
+    # --- questions (questions.py) -----------------------------------------------
+
+    beliefs = Delegated("questions", Questions.beliefs)
+    history = Delegated("questions", Questions.history)
+    ancestors = Delegated("questions", Questions.ancestors)
+    derived = Delegated("questions", Questions.derived)
+    count_beliefs = Delegated("questions", Questions.count_beliefs)
+    query = Delegated("questions", Questions.query)
+    frame = Delegated("questions", Questions.frame)
+    snapshot = Delegated("questions", Questions.snapshot)
+    knowledge_graphs = Delegated("questions", Questions.knowledge_graphs)
+    search = Delegated("questions", Questions.search)
+    reindex = Delegated("questions", Questions.reindex)
+
+    # --- changing what is believed (invalidation.py, revising.py) ----------------
+
+    supersede = Delegated("invalidation", Invalidation.supersede)
+    retract = Delegated("invalidation", Invalidation.retract)
+    retract_all = Delegated("invalidation", Invalidation.retract_all)
+    contradict = Delegated("invalidation", Invalidation.contradict)
+    set_verification = Delegated("invalidation", Invalidation.set_verification)
+    revise = Delegated("revision", Revision.revise)
+    evidence = Delegated("revision", Revision.evidence)
+    evidence_log = Delegated("revision", Revision.evidence_log)
+    effective_confidence = Delegated("revision", Revision.effective_confidence)
+
+    # --- upkeep (core.py) -------------------------------------------------------
+
+    rebuild_current = Delegated("core", Core.rebuild_current)
+    optimize = Delegated("core", Core.optimize)
+    flush = Delegated("core", Core.flush)
+    close = Delegated("core", Core.close)
+
+    def __enter__(self) -> GrainStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- import and export (oms_rdf.io) -------------------------------------------
 
     def export(
         self,
@@ -210,7 +350,7 @@ class GrainStore(Writes):
         unless one is given. ``.to_json()`` for the person, ``.records()`` or
         ``.frame()`` for a table.
         """
-        with self._lock:
+        with self.core.lock:
             return subject_report(self, subject, namespace=namespace, user_id=user_id)
 
     def process_erasures(
@@ -222,7 +362,7 @@ class GrainStore(Writes):
         kept and reported.
         """
         when = self.clock() if now is None else to_millis(now)
-        with self._lock:
+        with self.core.lock:
             found = list(due(self, when, sla_days))
             return erase_grains(
                 self, found, reason=f"consent withdrawn, {sla_days:g}-day SLA passed"
@@ -237,11 +377,10 @@ class GrainStore(Writes):
         vacuum = getattr(self.backend, "vacuum", None)
         if vacuum is None:
             raise StoreError("this backend cannot be vacuumed", code=ErrorCode.STORE)
-        with self._lock:
+        with self.core.lock:
             vacuum(progress)
-            self._cache.clear()
-            self._search = None
-            self._write([], self.audit_rows("vacuum"))
+            self.core.forget()
+            self.core.write([], self.audit_rows("vacuum"))
 
     @classmethod
     def from_rdflib(cls, dataset: rdflib.Dataset) -> GrainStore:

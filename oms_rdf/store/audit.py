@@ -34,7 +34,14 @@ import pyoxigraph as ox
 
 from ..backends import Backend
 from ..errors import ErrorCode, IntegrityError
-from ..mapping import Row, literal_value, nt_literal, rows_to_nquads
+from ..mapping import (
+    Row,
+    grain_iri,
+    literal_value,
+    millis_literal,
+    nt_literal,
+    rows_to_nquads,
+)
 from ..vocab import OMS, XSD
 
 _G = str(OMS.audit)
@@ -45,6 +52,9 @@ _P_AUDIT_CHAIN = str(OMS.auditChain)
 _EVENT = str(OMS.AuditEvent)
 _TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 _INTEGER = XSD.integer.value
+_P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
+_P_RESULT, _P_ACTOR, _P_REASON = str(OMS.result), str(OMS.actor), str(OMS.reason)
+_P_COUNT, _P_NEEDS_REVIEW = str(OMS.count), str(OMS.needsReview)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,39 @@ def current_head(backend: Backend) -> Head | None:
                              code=ErrorCode.INTEGRITY)  # fmt: skip
     sequence, digest = max(heads)
     return Head(str(pointer.object.value), sequence, digest)  # type: ignore[union-attr]
+
+
+def event_rows(
+    operation: str,
+    at: int,
+    *,
+    target: str | None = None,
+    result: str | None = None,
+    actor: str | None = None,
+    reason: str | None = None,
+    count: int | None = None,
+    review: Sequence[str] = (),
+) -> list[Row]:
+    """The rows of one audit event at epoch-ms ``at``, N-Triples text like a
+    grain's rows; :func:`seal` chains it when it is written."""
+    node = f"<urn:uuid:{uuid.uuid4()}>"
+    rows = [
+        (node, _TYPE, _EVENT, _G),
+        (node, _P_OPERATION, nt_literal(operation), _G),
+        (node, _P_AT, str(millis_literal(at)), _G),
+    ]
+    if target is not None:
+        rows.append((node, _P_TARGET, str(grain_iri(target)), _G))
+    if result is not None:
+        rows.append((node, _P_RESULT, str(grain_iri(result)), _G))
+    if actor is not None:
+        rows.append((node, _P_ACTOR, nt_literal(actor), _G))
+    if reason is not None:
+        rows.append((node, _P_REASON, nt_literal(reason), _G))
+    if count is not None:
+        rows.append((node, _P_COUNT, nt_literal(str(count), _INTEGER), _G))
+    rows += [(node, _P_NEEDS_REVIEW, nt_literal(note), _G) for note in review]
+    return rows
 
 
 def seal(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from ..backends import Backend
 from ..errors import ErrorCode, NotFoundError, PolicyError, SchemaError
 from ..grain import Grain
 from ..mapping import address_of, grain_iri, literal_value, millis_literal
@@ -38,7 +39,6 @@ from ..vocab import OMS, PROV, RDF
 
 if TYPE_CHECKING:
     from . import GrainStore
-    from .base import StoreBase
 
 DAY_MS = 86_400_000
 REMAIN = (
@@ -186,7 +186,7 @@ def erase(
         )
     report = ErasureReport()
     now = store.clock()
-    with store._lock:
+    with store.core.lock:
         targets = []
         for address in dict.fromkeys(addresses):
             grain = store.get(address)
@@ -203,10 +203,8 @@ def erase(
             insert.append(ox.Quad(node, OMS.erasedAt, millis_literal(now), OMS.index))
             insert += store.audit_rows("erase", target=grain.address, actor=by,
                                        reason=reason, at=now)  # fmt: skip
-        store._write([], insert, before=" ;\n".join(ops))
-        for grain in targets:
-            store._cache.pop(grain.address, None)
-        store._search = None
+        store.core.write([], insert, before=" ;\n".join(ops))
+        store.core.forget(g.address for g in targets)
         report.erased = [g.address for g in targets]
         erased = set(report.erased)
         report.derived = sorted(
@@ -251,28 +249,26 @@ DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
 DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }} }}"""
 
 
-def erased_at(store: StoreBase, address: str) -> int | None:
+def erased_at(backend: Backend, address: str) -> int | None:
     """When a grain was erased, or None: its tombstone."""
-    quad = next(
-        store.backend.quads(grain_iri(address), OMS.erasedAt, None, OMS.index), None
-    )
+    quad = next(backend.quads(grain_iri(address), OMS.erasedAt, None, OMS.index), None)
     if quad is None:
         return None
     value: int = literal_value(quad.object)  # type: ignore[arg-type]
     return value
 
 
-def erased_addresses(store: StoreBase) -> set[str]:
+def erased_addresses(backend: Backend) -> set[str]:
     """The addresses of every erased grain (its tombstones)."""
     return {
         address_of(q.subject)  # type: ignore[arg-type]
-        for q in store.backend.quads(None, OMS.erasedAt, None, OMS.index)
+        for q in backend.quads(None, OMS.erasedAt, None, OMS.index)
     }
 
 
-def refuse_erased(store: StoreBase, address: str) -> None:
+def refuse_erased(backend: Backend, address: str) -> None:
     """Raise when a grain was erased: one-way means no way back in."""
-    when = erased_at(store, address)
+    when = erased_at(backend, address)
     if when is not None:
         raise PolicyError(
             f"grain {address[:12]}… was erased on {iso(when)}; an erased grain never "
@@ -344,6 +340,6 @@ def check_found(store: GrainStore, address: str) -> str:
     try:
         return store.resolve(address)
     except NotFoundError:
-        if len(address) == 64 and erased_at(store, address) is not None:
+        if len(address) == 64 and erased_at(store.backend, address) is not None:
             raise NotFoundError(f"grain {address[:12]}… was erased") from None
         raise

@@ -24,6 +24,8 @@ from ..mapping import (
 from ..policy import MAX_HOPS, Protector, check
 from ..signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..vocab import OMS, RDF
+from .admission import accept, check_new
+from .core import Core
 from .questions import Questions
 from .sparql import _ACTIVE, _G_INDEX, _P_STATUS, DEFAULT
 from .state import (
@@ -41,11 +43,15 @@ _P_SYSTEM_TO, _P_INVALIDATION_TYPE = str(OMS.systemTo), str(OMS.invalidationType
 _P_INITIATOR, _P_REASON = str(OMS.invalidationInitiator), str(OMS.invalidationReason)
 
 
-class Invalidation(Questions):
+class Invalidation:
     """Index mutations, each checked against the protection policies, each atomic."""
 
+    def __init__(self, core: Core, questions: Questions) -> None:
+        self.core = core
+        self.questions = questions  # a grain's chain, for the lineage policies
+
     def _protectors(self, address: str) -> list[Protector]:
-        grain = self.get(address)
+        grain = self.core.get(address)
         out = []
         if grain.get("invalidation_policy") is not None:
             out.append(
@@ -62,10 +68,10 @@ class Invalidation(Questions):
             next_frontier = []
             for g in frontier:
                 for parent in g.get("derived_from", ()):
-                    if parent in seen or parent not in self:
+                    if parent in seen or parent not in self.core:
                         continue
                     seen.add(parent)
-                    ancestor = self.get(parent)
+                    ancestor = self.core.get(parent)
                     policy = ancestor.get("invalidation_policy")
                     if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
                         out.append(
@@ -82,9 +88,13 @@ class Invalidation(Questions):
         # no successor, so its chain is its ancestors: cheap pattern lookups.
         node = grain_iri(address)
         has_successor = next(
-            self.backend.quads(node, OMS.supersededBy, None, OMS.index), None
+            self.core.backend.quads(node, OMS.supersededBy, None, OMS.index), None
         )
-        chain = self.history(address) if has_successor else self.ancestors(address)
+        chain = (
+            self.questions.history(address)
+            if has_successor
+            else self.questions.ancestors(address)
+        )
         for member in chain:
             policy = member.get("invalidation_policy")
             if (
@@ -107,27 +117,29 @@ class Invalidation(Questions):
         ``leaving``: addresses of grains leaving in the same write, which keep
         nothing current.
         """
-        quad = truthy_triple(grain, self.settings)
+        quad = truthy_triple(grain, self.core.settings)
         if quad is None:
             return []
         s, p, o, graph = quad.subject, quad.predicate, quad.object, quad.graph_name
         me = grain_iri(grain.address)
         # Another current belief asserting the same quad keeps it (pattern lookups
         # from the subject: a handful of beliefs, not a query).
-        for q in self.backend.quads(None, RDF.subject, s, DEFAULT):
+        for q in self.core.backend.quads(None, RDF.subject, s, DEFAULT):
             other = q.subject
             if other == me or (
                 isinstance(other, NamedNode) and address_of(other) in leaving
             ):
                 continue
             same = (
-                next(self.backend.quads(other, RDF.predicate, p, DEFAULT), None)
-                and next(self.backend.quads(other, RDF.object, o, DEFAULT), None)
-                and _graph_of(self.backend, other) == graph
+                next(self.core.backend.quads(other, RDF.predicate, p, DEFAULT), None)
+                and next(self.core.backend.quads(other, RDF.object, o, DEFAULT), None)
+                and _graph_of(self.core.backend, other) == graph
             )
             if (
                 same
-                and next(self.backend.quads(other, OMS.systemTo, None, OMS.index), None)
+                and next(
+                    self.core.backend.quads(other, OMS.systemTo, None, OMS.index), None
+                )
                 is None
             ):
                 return []
@@ -163,9 +175,9 @@ class Invalidation(Questions):
                 is no longer current; ERR_RANGE when the new grain is older.
             SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
-        with self._lock:
-            old_address = self.resolve(old)
-            old_grain = self.get(old_address)
+        with self.core.lock:
+            old_address = self.core.resolve(old)
+            old_grain = self.core.get(old_address)
             self._require_current(old_address)
             new_grain, signature = self._successor(
                 old_address, new, justification, auth, signer
@@ -186,7 +198,7 @@ class Invalidation(Questions):
             review = check(
                 "supersede",
                 self._protectors(old_address),
-                now_ms=self.clock(),
+                now_ms=self.core.clock(),
                 justification=reason,
                 signer=signed_by,
                 cosigners=_cosigners(new_grain, old_address),
@@ -198,10 +210,12 @@ class Invalidation(Questions):
         return new_grain.address
 
     def _require_current(self, address: str) -> None:
-        closed = self.backend.quads(grain_iri(address), OMS.systemTo, None, OMS.index)
+        closed = self.core.backend.quads(
+            grain_iri(address), OMS.systemTo, None, OMS.index
+        )
         if next(closed, None) is None:
             return  # current: no system end (the full state is read only to explain)
-        state = self.status(address)
+        state = self.core.status(address)
         if not state.is_current:
             successor = (
                 f", superseded by {state.superseded_by[:12]}…"
@@ -247,9 +261,9 @@ class Invalidation(Questions):
                 raise SchemaError(
                     "signer= needs a mapping or a Grain to sign", code=ErrorCode.SCHEMA
                 )
-            return self.accept(new)
+            return accept(new)
         if signer is None:
-            return self.accept(grain)
+            return accept(grain)
         return grain, Signature(sign(grain.blob, signer), signer.did)
 
     def _write_supersession(
@@ -265,9 +279,9 @@ class Invalidation(Questions):
         """One atomic update: the new grain (if new) and the old grain's index change."""
         old_address = old_grain.address
         insert: list[Quad | Row] = []
-        if new_grain.address not in self:
-            self.check_new(new_grain, exempt=old_address)
-            insert += self.rows_for(new_grain, signature)
+        if new_grain.address not in self.core:
+            check_new(self.core, new_grain, exempt=old_address)
+            insert += self.core.rows_for(new_grain, signature)
         # The index change as N-Triples rows, like the new grain's own rows.
         node, idx = str(grain_iri(old_address)), _G_INDEX
         delete: list[Quad | Row] = [
@@ -284,9 +298,9 @@ class Invalidation(Questions):
             insert.append((node, _P_INITIATOR, nt_literal(by), idx))
         if reason:
             insert.append((node, _P_REASON, nt_literal(reason), idx))
-        insert += self.audit_rows("supersede", target=old_address, result=new_grain.address,
+        insert += self.core.audit_rows("supersede", target=old_address, result=new_grain.address,
                               actor=by, reason=reason, review=review)  # fmt: skip
-        self._write(
+        self.core.write(
             delete, insert, current=[old_address]
         )  # one successor, whoever races
 
@@ -347,8 +361,8 @@ class Invalidation(Questions):
         at: TimeLike,
     ) -> None:
         """Retract or contradict grains in one atomic write, after every check."""
-        with self._lock:
-            targets = list(dict.fromkeys(self.resolve(a) for a in addresses))
+        with self.core.lock:
+            targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
             leaving = frozenset(targets)
             delete: list[Quad | Row] = []
             insert: list[Quad | Row] = []
@@ -359,7 +373,7 @@ class Invalidation(Questions):
                 delete += removed
                 insert += added
             if targets:
-                self._write(delete, insert, current=targets)
+                self.core.write(delete, insert, current=targets)
 
     def _void_change(
         self,
@@ -372,10 +386,10 @@ class Invalidation(Questions):
         leaving: frozenset[str] = frozenset(),
     ) -> tuple[list[Quad | Row], list[Quad | Row]]:
         """Check a retraction or contradiction; return the quads to delete and insert."""
-        when = _to_millis(at, self.clock)
-        address = self.resolve(address)
-        grain = self.get(address)
-        state = self.status(address)
+        when = _to_millis(at, self.core.clock)
+        address = self.core.resolve(address)
+        grain = self.core.get(address)
+        state = self.core.status(address)
         if state.voided_at is not None:
             raise PolicyError(
                 f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
@@ -390,7 +404,7 @@ class Invalidation(Questions):
         review = check(
             operation,
             self._protectors(address),
-            now_ms=self.clock(),
+            now_ms=self.core.clock(),
             justification=reason,
         )
         node, idx = grain_iri(address), OMS.index
@@ -420,7 +434,7 @@ class Invalidation(Questions):
                 insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
             if by is not None:
                 insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
-        insert += self.audit_rows(
+        insert += self.core.audit_rows(
             operation,
             target=address,
             actor=by,
@@ -456,10 +470,10 @@ class Invalidation(Questions):
                 f"verification status must be one of {list(VERIFICATIONS)}; found {status!r}",
                 code=ErrorCode.SCHEMA,
             )
-        when = _to_millis(at, self.clock)
-        with self._lock:
-            address = self.resolve(address)
-            state = self.status(address)
+        when = _to_millis(at, self.core.clock)
+        with self.core.lock:
+            address = self.core.resolve(address)
+            state = self.core.status(address)
             if state.verification == "contradicted":
                 raise PolicyError(
                     f"{address[:12]}… is contradicted; a contradiction is not undone by "
@@ -478,10 +492,10 @@ class Invalidation(Questions):
             insert: list[Quad | Row] = [
                 Quad(node, OMS.verificationStatus, getattr(OMS, status), OMS.index)
             ]
-            insert += self.audit_rows(
+            insert += self.core.audit_rows(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
-            self._write(delete, insert)
+            self.core.write(delete, insert)
 
 
 def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:

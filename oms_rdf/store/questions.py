@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from ..mapping import (
 from ..tables import GrainList, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS, RDF
-from .base import StoreBase
+from .core import Core
 from .knowledge import (
     PREFIXES,
     RESERVED_GRAPHS,
@@ -40,16 +39,19 @@ from .knowledge import (
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
+from .search import SearchIndex, search_texts
 from .sparql import _QUERIES, _term, texts_query
 from .state import STATUSES, TimeLike, _to_millis
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
-from .search import SearchIndex, search_texts
 
 
-class Questions(StoreBase):
-    """What is believed, was true, was believed; how beliefs evolved."""
+class Questions:
+    """What is believed, was true, was believed; how beliefs evolved; recall."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
 
     def beliefs(
         self,
@@ -82,24 +84,27 @@ class Questions(StoreBase):
                     f"valid_at/as_of; found status={status!r}",
                     path="status",
                 )
-            texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
+            texts, bindings = _bound_texts(
+                subject, relation, namespace, self.core.settings
+            )
             bindings[Variable("statusNode")] = getattr(OMS, status)
             query = texts_query("beliefs_by_status", texts)
-            return self._grains(self.backend.query(query, bindings))
-        known = _to_millis(as_of, self.clock)
-        valid = _to_millis(valid_at, self.clock)
-        if subject is None or getattr(self.backend, "remote", False):
+            return self._grains(self.core.backend.query(query, bindings))
+        known = _to_millis(as_of, self.core.clock)
+        valid = _to_millis(valid_at, self.core.clock)
+        if subject is None or getattr(self.core.backend, "remote", False):
             # Over a network one query beats the lookups' many round trips.
             return self._beliefs_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
         # times faster than the query, with the same answer (see lookup.py).
         # Several pattern reads: under the writers' lock, so that they all see the
         # store before a write or after it, never between (a torn read).
-        with self._lock:
-            rows = subject_rows(self.backend, self.settings, subject, relation,
+        with self.core.lock:
+            rows = subject_rows(self.core.backend, self.core.settings, subject, relation,
                                 namespace, valid_at=valid, as_of=known)  # fmt: skip
             return GrainList(
-                [self._grain_of(address_of(r.node), r.blob) for r in rows], self.status
+                [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
+                self.core.status,
             )
 
     def _beliefs_query(
@@ -111,11 +116,11 @@ class Questions(StoreBase):
         known: int,
     ) -> GrainList:
         """:meth:`beliefs` by the general query ``beliefs.rq``."""
-        texts, bindings = _bound_texts(subject, relation, namespace, self.settings)
+        texts, bindings = _bound_texts(subject, relation, namespace, self.core.settings)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
         query = texts_query("beliefs", texts)
-        return self._grains(self.backend.query(query, bindings))
+        return self._grains(self.core.backend.query(query, bindings))
 
     # --- SPARQL over the knowledge ------------------------------------------------
 
@@ -178,7 +183,7 @@ class Questions(StoreBase):
         values.update((k, _term(v)) for k, v in bindings.items())
         dataset = _dataset(default_graph_uris, named_graph_uris, grains)
         if grains:
-            return run_query(self.backend, sparql, values, **dataset)
+            return run_query(self.core.backend, sparql, values, **dataset)
         if timed or namespace is not None:
             view = self._knowledge_store(valid_at, as_of, namespace)
             if (
@@ -190,7 +195,7 @@ class Questions(StoreBase):
                 ]
             return run_query(view, sparql, values, **dataset)
         return run_query(
-            self.backend,
+            self.core.backend,
             sparql,
             values,
             **{
@@ -239,7 +244,7 @@ class Questions(StoreBase):
 
     def knowledge_graphs(self) -> list[Any]:
         """Return the names of the adopted named graphs that hold knowledge now."""
-        return [g for g in self.backend.named_graphs() if g not in RESERVED_GRAPHS]
+        return [g for g in self.core.backend.named_graphs() if g not in RESERVED_GRAPHS]
 
     def snapshot(
         self,
@@ -262,8 +267,8 @@ class Questions(StoreBase):
             for ns in _namespaces(namespace):
                 grains += self._current_beliefs(ns)
         else:
-            known = _to_millis(as_of, self.clock)
-            valid = _to_millis(valid_at, self.clock)
+            known = _to_millis(as_of, self.core.clock)
+            valid = _to_millis(valid_at, self.core.clock)
             point = (valid, known)
             for ns in _namespaces(namespace):
                 grains += self._beliefs_query(None, None, ns, valid, known)
@@ -292,12 +297,14 @@ class Questions(StoreBase):
             if valid_at is None and as_of is None:
                 view.extend(self._knowledge_quad(g) for g in self._current_beliefs(ns))
                 continue
-            texts, bindings = _bound_texts(None, None, ns, self.settings)
-            bindings[Variable("asOf")] = millis_literal(_to_millis(as_of, self.clock))
-            bindings[Variable("validAt")] = millis_literal(
-                _to_millis(valid_at, self.clock)
+            texts, bindings = _bound_texts(None, None, ns, self.core.settings)
+            bindings[Variable("asOf")] = millis_literal(
+                _to_millis(as_of, self.core.clock)
             )
-            rows = self.backend.query(texts_query("snapshot", texts), bindings)
+            bindings[Variable("validAt")] = millis_literal(
+                _to_millis(valid_at, self.core.clock)
+            )
+            rows = self.core.backend.query(texts_query("snapshot", texts), bindings)
             default = ox.DefaultGraph()
             view.extend(
                 ox.Quad(
@@ -311,14 +318,14 @@ class Questions(StoreBase):
         return view
 
     def _knowledge_quad(self, grain: Grain) -> ox.Quad:
-        s, p, o, g = belief_terms(grain.fields, self.settings)
+        s, p, o, g = belief_terms(grain.fields, self.core.settings)
         graph = ox.DefaultGraph() if g is None else unskolem(g)
         return ox.Quad(unskolem(s), p, unskolem(o), graph)
 
     def _current_beliefs(self, namespace: str | None) -> GrainList:
         texts, bindings = _bound_texts(None, None, namespace)
         query = texts_query("current_beliefs", texts)
-        return self._grains(self.backend.query(query, bindings))
+        return self._grains(self.core.backend.query(query, bindings))
 
     # --- recall ---------------------------------------------------------------------
 
@@ -348,72 +355,78 @@ class Questions(StoreBase):
         if limit < 1:
             raise SchemaError(f"limit must be at least 1, not {limit}", path="limit")
         timed = valid_at is not None or as_of is not None
-        valid = _to_millis(valid_at, self.clock) if timed else 0
-        known = _to_millis(as_of, self.clock) if timed else 0
+        valid = _to_millis(valid_at, self.core.clock) if timed else 0
+        known = _to_millis(as_of, self.core.clock) if timed else 0
         wanted = None if namespace is None else set(_namespaces(namespace))
         index = self._search_index()
         found: list[Grain] = []
         for address, _score in index.ranked(text):
             node = grain_iri(address)
-            if address not in self._cache and address not in self:
+            if address not in self.core:
                 continue  # indexed by a write that failed
             if timed:
-                if not in_force(self.backend, node, valid_at=valid, as_of=known):
+                if not in_force(self.core.backend, node, valid_at=valid, as_of=known):
                     continue
-            elif next(self.backend.quads(node, OMS.systemTo, None, OMS.index), None):
+            elif next(
+                self.core.backend.quads(node, OMS.systemTo, None, OMS.index), None
+            ):
                 continue
-            grain = self.get(address)
+            grain = self.core.get(address)
             if wanted is not None and grain.get("namespace", "shared") not in wanted:
                 continue
             found.append(grain)
             if len(found) == limit:
                 break
-        return GrainList(found, self.status)
+        return GrainList(found, self.core.status)
 
     def reindex(self) -> None:
         """Rebuild the search index from the grain layer (done on the next search)."""
-        self._search = None
+        self.core.search_index = None
 
     def _search_index(self) -> SearchIndex:
-        with self._lock:
-            if self._search is None:
+        with self.core.lock:
+            if self.core.search_index is None:
                 index = SearchIndex()
-                for q in self.backend.quads(None, RDF.subject, None, ox.DefaultGraph()):
+                for q in self.core.backend.quads(
+                    None, RDF.subject, None, ox.DefaultGraph()
+                ):
                     if isinstance(q.subject, ox.NamedNode):
-                        grain = self.get(address_of(q.subject))
+                        grain = self.core.get(address_of(q.subject))
                         index.add(grain.address, search_texts(grain))
-                self._search = index
-            return self._search
+                self.core.search_index = index
+            return self.core.search_index
 
     def count_beliefs(
         self, *, valid_at: TimeLike = None, as_of: TimeLike = None
     ) -> int:
         """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size)."""
-        known = _to_millis(as_of, self.clock)
-        valid = _to_millis(valid_at, self.clock)
+        known = _to_millis(as_of, self.core.clock)
+        valid = _to_millis(valid_at, self.core.clock)
         bindings = {
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),
         }
-        rows = list(self.backend.query(_QUERIES["beliefs_count"], bindings))
+        rows = list(self.core.backend.query(_QUERIES["beliefs_count"], bindings))
         return int(rows[0]["count"].value) if rows else 0
 
     def history(self, address: str | Grain) -> GrainList:
         """Return the supersession chain through a grain, oldest first (forks included)."""
-        address = self.resolve(address)
+        address = self.core.resolve(address)
         # A chain is a few grains: walking it by pattern beats the query (lookup.py).
-        with self._lock:  # one view of the chain (see beliefs)
-            return self._chronological(chain_rows(self.backend, grain_iri(address)))
+        with self.core.lock:  # one view of the chain (see beliefs)
+            return self._chronological(
+                chain_rows(self.core.backend, grain_iri(address))
+            )
 
     def ancestors(self, address: str | Grain) -> GrainList:
         """Return the versions before a grain, first version first (not the grain itself)."""
-        address = self.resolve(address)
+        address = self.core.resolve(address)
         chain = []
         seen = {address}
         current = address
         while True:
             earlier = next(
-                self.backend.quads(
+                self.core.backend.quads(
                     None, OMS.supersededBy, grain_iri(current), OMS.index
                 ),
                 None,
@@ -424,13 +437,13 @@ class Questions(StoreBase):
             if current in seen:
                 break  # a cycle in imported index state; stop rather than loop
             seen.add(current)
-            chain.append(self.get(current))
-        return GrainList(chain[::-1], self.status)
+            chain.append(self.core.get(current))
+        return GrainList(chain[::-1], self.core.status)
 
     def derived(self, address: str | Grain) -> GrainList:
         """Return the grains derived from a grain, transitively, oldest first."""
-        address = self.resolve(address)
-        solutions = self.backend.query(
+        address = self.core.resolve(address)
+        solutions = self.core.backend.query(
             _QUERIES["derived"], {Variable("target"): grain_iri(address)}
         )
         return self._chronological(_triples(solutions))
@@ -444,7 +457,8 @@ class Questions(StoreBase):
             if start is not None  # an erased grain: only its address is left
         )
         return GrainList(
-            (self._grain_of(address, blob) for _, address, blob in ordered), self.status
+            (self.core.grain_of(address, blob) for _, address, blob in ordered),
+            self.core.status,
         )
 
     def _grains(self, solutions: QuerySolutions) -> GrainList:
@@ -452,19 +466,13 @@ class Questions(StoreBase):
         names = {v.value for v in solutions.variables}
         return GrainList(
             (
-                self._grain_of(
+                self.core.grain_of(
                     address_of(row["g"]), row["blob"] if "blob" in names else None
                 )
                 for row in solutions
             ),
-            self.status,
+            self.core.status,
         )
-
-    def _grain_of(self, address: str, blob: Any) -> Grain:
-        """A grain from a query row: its projected blob spares a lookup."""
-        if blob is None or address in self._cache:
-            return self.get(address)
-        return self._remember(Grain.stored(base64.b64decode(blob.value), address))
 
 
 def _namespaces(namespace: str | Sequence[str] | None) -> tuple[str | None, ...]:

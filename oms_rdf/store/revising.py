@@ -12,13 +12,15 @@ from ..errors import ErrorCode, PolicyError
 from ..grain import Grain
 from ..mapping import grain_iri, literal_value, millis_literal
 from ..policy import effective_mode
-from ..revision import LOWER, UPPER, SprtState
+from ..revision import LOWER, UPPER, Entrenchment, SprtState
 from ..signing import SigningKey
 from ..vocab import OMS, RDF, XSD
+from .admission import accept
+from .core import Core
 from .invalidation import Invalidation
 from .state import GrainLike, TimeLike, _to_millis
 
-__all__ = ["EvidenceEvent", "EvidenceResult", "Revising"]
+__all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,8 +54,20 @@ def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD.double)
 
 
-class Revising(Invalidation):
-    """Evidence, entrenchment-ranked revision, and walking back a lineage."""
+class Revision:
+    """Evidence (SPRT) and entrenchment-ranked revision."""
+
+    def __init__(
+        self,
+        core: Core,
+        invalidation: Invalidation,
+        entrenchment: Entrenchment,
+        authorized: frozenset[str],
+    ) -> None:
+        self.core = core
+        self.invalidation = invalidation  # a revision is a supersession
+        self.entrenchment = entrenchment
+        self.authorized = authorized  # DIDs that may force a revision
 
     def evidence(
         self,
@@ -84,11 +98,11 @@ class Revising(Invalidation):
             PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
                 contradicted.
         """
-        when = _to_millis(at, self.clock)
-        with self._lock:
-            address = self.resolve(address)
-            grain = self.get(address)
-            state = self.status(address)
+        when = _to_millis(at, self.core.clock)
+        with self.core.lock:
+            address = self.core.resolve(address)
+            grain = self.core.get(address)
+            state = self.core.status(address)
             if not state.is_current:
                 raise PolicyError(
                     f"evidence refused: {address[:12]}… is {state.status}"
@@ -124,15 +138,15 @@ class Revising(Invalidation):
                 insert.append(Quad(event, OMS.note, Literal(note), idx))
             if by is not None:
                 insert.append(Quad(event, OMS.actor, Literal(by), idx))
-            delete = [q for q in self.backend.quads(node, None, None, idx)
+            delete = [q for q in self.core.backend.quads(node, None, None, idx)
                       if q.predicate in (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)]  # fmt: skip
             reason = (
                 f"{kind} {strength:g}: {after.status}"  # the note stays in the index
             )
-            rows = self.audit_rows(
+            rows = self.core.audit_rows(
                 "evidence", target=address, actor=by, reason=reason, at=when
             )
-            self._write(delete, [*insert, *rows])
+            self.core.write(delete, [*insert, *rows])
         return EvidenceResult(
             address=address,
             log_ratio=after.log_ratio,
@@ -148,14 +162,16 @@ class Revising(Invalidation):
         Observations made in the same millisecond are put in the order their
         recorded log ratios follow one from the other.
         """
-        address = self.resolve(address)
-        confidence = self.get(address).get("confidence", 0.5)
+        address = self.core.resolve(address)
+        confidence = self.core.get(address).get("confidence", 0.5)
         idx = OMS.index
         events = []
-        for q in self.backend.quads(None, OMS.evidenceFor, grain_iri(address), idx):
+        for q in self.core.backend.quads(
+            None, OMS.evidenceFor, grain_iri(address), idx
+        ):
             values: dict[Any, Any] = {
                 p.predicate: p.object
-                for p in self.backend.quads(q.subject, None, None, idx)
+                for p in self.core.backend.quads(q.subject, None, None, idx)
             }
             events.append({
                 "at": literal_value(values[OMS.at]), "kind": values[OMS.evidenceKind].value,
@@ -181,11 +197,11 @@ class Revising(Invalidation):
 
     def effective_confidence(self, address: str | Grain) -> float:
         """The grain's confidence as the store reports it: adjusted by earned evidence."""
-        address = self.resolve(address)
-        state = self.status(address)
+        address = self.core.resolve(address)
+        state = self.core.status(address)
         if state.effective_confidence is not None:
             return state.effective_confidence
-        confidence: float = self.get(address).get("confidence", 0.0)
+        confidence: float = self.core.get(address).get("confidence", 0.0)
         return confidence
 
     def revise(
@@ -209,8 +225,8 @@ class Revising(Invalidation):
             PolicyError: ERR_INVALIDATION_DENIED when the tiers refuse, or ``force``
                 comes from a DID the store does not authorize; as :meth:`supersede`.
         """
-        old_grain = self.get(self.resolve(old))
-        fields = new if not isinstance(new, Grain | bytes) else self._grain(new).fields
+        old_grain = self.core.get(self.core.resolve(old))
+        fields = new if not isinstance(new, Grain | bytes) else accept(new)[0].fields
         if force:
             if by is None or by not in self.authorized:
                 raise PolicyError(
@@ -218,15 +234,15 @@ class Revising(Invalidation):
                     code=ErrorCode.INVALIDATION_DENIED,
                 )
             reason = justification or "forced revision"
-            address = self.supersede(
+            address = self.invalidation.supersede(
                 old_grain, new, justification=reason, by=by, signer=signer
             )
-            with self._lock:
+            with self.core.lock:
                 tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"
-                self._write([], self.audit_rows("revise(force)", target=old_grain.address, result=address,
+                self.core.write([], self.core.audit_rows("revise(force)", target=old_grain.address, result=address,
                                              actor=by, reason=f"entrenchment overridden: {tiers}"))  # fmt: skip
             return address
         self.entrenchment.check(old_grain.fields, fields)
-        return self.supersede(
+        return self.invalidation.supersede(
             old_grain, new, justification=justification, by=by, signer=signer
         )

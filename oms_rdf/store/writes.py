@@ -14,20 +14,36 @@ from ..errors import ConflictWarning, OmsError, PolicyError
 from ..grain import Grain
 from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..policy import effective_mode
-from ..revision import conflicts
+from ..revision import Entrenchment, conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
+from .admission import accept, check_new
+from .core import Core
 from .erasure import erased_addresses, refuse_erased
+from .invalidation import Invalidation
 from .presence import stored_grains
-from .revising import Revising
 from .sparql import _QUERIES, _row, _rows
 from .state import GrainLike, Signature
 
 T = TypeVar("T")
 
 
-class Writes(Revising):
-    """put and put_many."""
+class Writes:
+    """put and put_many: conflicts on functional relations, consent withdrawal."""
+
+    def __init__(
+        self,
+        core: Core,
+        invalidation: Invalidation,
+        entrenchment: Entrenchment,
+        functional_relations: frozenset[str],
+        auto_revise: bool,
+    ) -> None:
+        self.core = core
+        self.invalidation = invalidation  # auto-revision supersedes
+        self.entrenchment = entrenchment
+        self.functional_relations = functional_relations
+        self.auto_revise = auto_revise
 
     def put(self, item: GrainLike, /) -> str:
         """Store a grain; return its address. Storing the same bytes again is a no-op.
@@ -51,25 +67,25 @@ class Writes(Revising):
                 protected grain with the same subject, relation and namespace: that
                 is a supersession, which must go through :meth:`supersede`.
         """
-        grain, signature = self.accept(item)
-        with self._lock:
-            if grain.address in self:
+        grain, signature = accept(item)
+        with self.core.lock:
+            if grain.address in self.core:
                 return grain.address
-            refuse_erased(self, grain.address)  # erasure is one-way
-            self.check_new(grain)
+            refuse_erased(self.core.backend, grain.address)  # erasure is one-way
+            check_new(self.core, grain)
             rivals = self._rivals(grain)
             refusal = self._auto_revise(grain, rivals) if rivals else None
             if refusal == "":
                 return grain.address  # superseded its one rival
-            rows = self.rows_for(grain, signature)
+            rows = self.core.rows_for(grain, signature)
             delete, extra = self._dispute(grain, rivals, refusal)
             extra += self._withdrawal(grain)
-            rows += _rows(self.audit_rows("put", target=grain.address))
+            rows += _rows(self.core.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
-                self._write([d for d in delete if d not in rows], [*rows, *extra])
+                self.core.write([d for d in delete if d not in rows], [*rows, *extra])
             else:
-                self._write([], rows)
+                self.core.write([], rows)
         return grain.address
 
     def put_many(
@@ -83,30 +99,32 @@ class Writes(Revising):
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
         """
-        accepted = [_numbered(self.accept, i, item) for i, item in enumerate(items)]
-        with self._lock:
+        accepted = [_numbered(accept, i, item) for i, item in enumerate(items)]
+        with self.core.lock:
             rows: list[Row] = []
             delete: list[Row] = []
             extra: list[Quad | Row] = []
             seen: set[str] = set()
             fresh: list[tuple[Grain, Signature | None]] = []
-            empty = self.is_empty()  # then no grain is stored already: no lookups
-            erased = erased_addresses(self)  # a few tombstones, read once
+            empty = self.core.is_empty()  # then no grain is stored already: no lookups
+            erased = erased_addresses(self.core.backend)  # a few tombstones, read once
             nodes = {str(grain_iri(g.address)) for g, _ in accepted}
-            held = set() if empty else stored_grains(self.backend, nodes)
+            held = set() if empty else stored_grains(self.core.backend, nodes)
             for grain, signature in accepted:
                 if grain.address in seen or str(grain_iri(grain.address)) in held:
                     continue
                 if grain.address in erased:
-                    refuse_erased(self, grain.address)  # erasure is one-way
+                    refuse_erased(
+                        self.core.backend, grain.address
+                    )  # erasure is one-way
                 seen.add(grain.address)
                 fresh.append((grain, signature))
             batch = {g.address: g for g, _ in fresh}
             earlier: list[Grain] = []
             with _progress(fresh, progress) as iterator:
                 for grain, signature in iterator:
-                    self.check_new(grain, batch)
-                    rows.extend(self.rows_for(grain, signature))
+                    check_new(self.core, grain, batch)
+                    rows.extend(self.core.rows_for(grain, signature))
                     if self.functional_relations or grain.type_byte == CONSENT.byte:
                         removed, added = self._dispute(
                             grain, self._rivals(grain, earlier)
@@ -114,11 +132,11 @@ class Writes(Revising):
                         delete += removed
                         extra += added + self._withdrawal(grain)
                         earlier.append(grain)
-            audit = _rows(self.audit_rows("put_many", count=len(fresh)))
-            if not extra and (empty or getattr(self.backend, "shared", False)):
+            audit = _rows(self.core.audit_rows("put_many", count=len(fresh)))
+            if not extra and (empty or getattr(self.core.backend, "shared", False)):
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
-                with self.bulk() as journal:
+                with self.core.bulk() as journal:
                     journal.write(rows)
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
                 return [g.address for g, _ in accepted]
@@ -129,9 +147,9 @@ class Writes(Revising):
                 new_rows, dropped = set(rows), set(delete)
                 rows = [r for r in rows if r not in dropped]
                 stored = [d for d in delete if d not in new_rows]
-                self._write(stored, [*rows, *extra])
+                self.core.write(stored, [*rows, *extra])
             else:
-                self._write([], rows)
+                self.core.write([], rows)
         return [g.address for g, _ in accepted]
 
     # --- conflicts on functional relations --------------------------------------
@@ -146,10 +164,12 @@ class Writes(Revising):
         # The subject's current beliefs, by pattern: a handful of grains.
         by, term = subject_pattern(grain["subject"])
         stored = [
-            self.get(address_of(q.subject))
-            for q in self.backend.quads(None, by, term, DefaultGraph())
+            self.core.get(address_of(q.subject))
+            for q in self.core.backend.quads(None, by, term, DefaultGraph())
             if isinstance(q.subject, NamedNode)
-            and next(self.backend.quads(q.subject, OMS.systemTo, None, OMS.index), None)
+            and next(
+                self.core.backend.quads(q.subject, OMS.systemTo, None, OMS.index), None
+            )
             is None
         ]
         candidates = [g for g in [*stored, *batch] if g.address != grain.address]
@@ -176,7 +196,7 @@ class Writes(Revising):
                 f"rival's {theirs}"
             )
         try:
-            self.supersede(
+            self.invalidation.supersede(
                 rival, grain, justification="auto-revision of a functional relation"
             )
         except PolicyError as exc:  # protected, or older than the rival
@@ -203,7 +223,9 @@ class Writes(Revising):
                 Quad(node, OMS.conflictsWith, other, idx),
                 Quad(other, OMS.conflictsWith, node, idx),
             ]
-            state = self.status(rival.address) if rival.address in self else None
+            state = (
+                self.core.status(rival.address) if rival.address in self.core else None
+            )
             current = "unverified" if state is None else state.verification
             if current != "disputed":
                 delete.append(
@@ -222,7 +244,7 @@ class Writes(Revising):
             ),
             stacklevel=4,
         )
-        insert += self.audit_rows(
+        insert += self.core.audit_rows(
             "conflict",
             target=grain.address,
             reason=f"conflicts with {rival_addresses}{why}",
@@ -232,7 +254,7 @@ class Writes(Revising):
     def conflicts(self) -> list[tuple[str, str]]:
         """Return the disputed pairs recorded on functional relations, each once."""
         pairs = set()
-        for q in self.backend.quads(None, OMS.conflictsWith, None, OMS.index):
+        for q in self.core.backend.quads(None, OMS.conflictsWith, None, OMS.index):
             a, b = (
                 address_of(t)  # type: ignore[arg-type]
                 for t in (q.subject, q.object)
@@ -247,20 +269,22 @@ class Writes(Revising):
         if grain.type_byte != CONSENT.byte or grain.get("is_withdrawal") is not True:
             return []
         withdrawn = grain.get("prior_consent")
-        now = self.clock()
-        rows = self.backend.query(
+        now = self.core.clock()
+        rows = self.core.backend.query(
             _QUERIES["consent_dependents"], {Variable("consent"): Literal(withdrawn)}
         )
         quads: list[Quad | Row] = []
         marked = held = 0
         for row in rows:
             address = address_of(row["g"])
-            mode = effective_mode(self.get(address).get("invalidation_policy"), now)
+            mode = effective_mode(
+                self.core.get(address).get("invalidation_policy"), now
+            )
             if mode == "hold":
                 held += 1  # a hold overrides consent withdrawal (spec §8.3)
             elif (
                 mode == "consent_cascade"
-                and self.status(address).pending_erasure is None
+                and self.core.status(address).pending_erasure is None
             ):
                 quads.append(
                     Quad(
@@ -272,7 +296,7 @@ class Writes(Revising):
                 )
                 marked += 1
         reason = f"{marked} grains pending erasure, {held} held"
-        return quads + self.audit_rows(
+        return quads + self.core.audit_rows(
             "consent_withdrawn", target=grain.address, reason=reason, count=marked
         )
 
@@ -280,7 +304,7 @@ class Writes(Revising):
         """Addresses of grains pending erasure after their consent was withdrawn."""
         return sorted(
             address_of(q.subject)  # type: ignore[arg-type]
-            for q in self.backend.quads(None, OMS.pendingErasure, None, OMS.index)
+            for q in self.core.backend.quads(None, OMS.pendingErasure, None, OMS.index)
         )
 
 

@@ -1,37 +1,21 @@
-"""The store's foundation: settings, reading grains and index state, writing rows."""
+"""The store's core: settings, reads of grains and index state, the one write path."""
 
 from __future__ import annotations
 
 import base64
 import threading
-import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from pyoxigraph import (
-    Literal,
-    NamedNode,
-    Quad,
-    RdfFormat,
-)
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
-from ..backends import Backend, LocalBackend
+from ..backends import Backend
 from ..codec import check_address
-from ..errors import (
-    ErrorCode,
-    IntegrityError,
-    NotFoundError,
-    PolicyError,
-    SchemaError,
-    SignatureError,
-    StoreError,
-)
+from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, StoreError
 from ..grain import Grain, now_ms
 from ..mapping import (
-    BELIEF_BYTE,
     NIH_PREFIX,
     MappingSettings,
     Row,
@@ -40,15 +24,12 @@ from ..mapping import (
     grain_rows,
     knowledge_row,
     literal_value,
-    millis_literal,
     nt_literal,
     rows_to_nquads,
 )
-from ..policy import is_protected
-from ..revision import Entrenchment
-from ..signing import is_envelope, verify
-from ..vocab import DEFAULT_BASE, OMS, RDF, XSD
-from .audit import AuditReport, Head, current_head, seal
+from ..schema import BELIEF
+from ..vocab import DEFAULT_BASE, OMS, XSD
+from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .journal import Journal, recover
 from .search import SearchIndex, search_texts
@@ -64,68 +45,55 @@ from .sparql import (
     guarded_update,
     update_request,
 )
-from .state import CACHE_SIZE, GrainLike, IndexState, Signature, _same_claim
+from .state import CACHE_SIZE, IndexState, Signature
 from .writelock import acquire, release
 
+COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
 _RACE_RETRIES = 20  # appends re-sealed when another writer moved the chain's head
 _SETTINGS, _P_AUDIT_CHAIN, _P_AUDIT_HEAD = (
     str(OMS.settings),
     str(OMS.auditChain),
     str(OMS.auditHead),
 )
-_P_SYSTEM_TO = str(OMS.systemTo)
-_UNREAD = object()
+_P_SYSTEM_TO, _G_AUDIT = str(OMS.systemTo), str(OMS.audit)
+_UNREAD = object()  # the audit head before it is read from the store
 
 
 def _node(text: str) -> NamedNode:
     """The IRI of an N-Triples IRI term (``<…>``)."""
-    return NamedNode(text[1:-1])  # the audit head before it is read from the store
+    return NamedNode(text[1:-1])
 
 
-COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
-_G_AUDIT, _P_TYPE, _AUDIT_EVENT = str(OMS.audit), str(RDF.type), str(OMS.AuditEvent)
-_P_OPERATION, _P_AT, _P_TARGET = str(OMS.operation), str(OMS.at), str(OMS.target)
-_P_RESULT, _P_ACTOR, _P_REASON = str(OMS.result), str(OMS.actor), str(OMS.reason)
-_P_COUNT, _P_NEEDS_REVIEW = str(OMS.count), str(OMS.needsReview)
+class Core:
+    """The store's foundation: its backend and settings, reads of grains and of the
+    index state, and the one write path every operation ends in.
 
-
-class StoreBase:
-    """Settings, reads, the index state, and the primitive writes of the store."""
-
-    _lock: threading.RLock
+    The parts of a :class:`~oms_rdf.store.GrainStore` (questions, invalidation,
+    revision, writes) each hold the core; none of them writes around it.
+    """
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        backend: Backend,
         *,
         base_iri: str | None = None,
         entity_relations: Iterable[str] = (),
         clock: Callable[[], int] | None = None,
-        backend: Backend | None = None,
-        entrenchment: Entrenchment | None = None,
-        functional_relations: Iterable[str] = (),
-        auto_revise: bool = False,
-        authorized: Iterable[str] = (),
         read_only: bool = False,
     ) -> None:
-        self.backend: Backend = (
-            backend if backend is not None else LocalBackend(path, read_only=read_only)
-        )
+        self.backend = backend
         self.read_only = read_only
         self.clock = clock or now_ms
-        self.entrenchment = entrenchment or Entrenchment()
-        self.functional_relations = frozenset(functional_relations)
-        self.auto_revise = auto_revise
-        self.authorized = frozenset(authorized)  # DIDs that may force a revision
-        self._lock = threading.RLock()
-        # Decoded grains by address. A blob never changes under its address and the
-        # store deletes nothing, so entries never go stale; the cache only spares
-        # decoding the same blob again (supersede reads a grain several times).
+        # Taken by every write, and by reads that make several lookups, so that a
+        # reader sees the store before a write or after it, never between.
+        self.lock = threading.RLock()
+        # Decoded grains by address. A blob never changes under its address, so an
+        # entry goes stale only when its grain is erased (forget()); the cache only
+        # spares decoding the same blob again (supersede reads a grain several times).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
-        self._search: SearchIndex | None = None  # built on the first search
-        self._head: Head | object | None = (
-            _UNREAD  # of the audit chain, read when needed
-        )
+        # Built by the first search (questions.py), kept up by rows_for.
+        self.search_index: SearchIndex | None = None
+        self._head: Head | object | None = _UNREAD  # of the audit chain
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
@@ -170,6 +138,8 @@ class StoreBase:
     def __contains__(self, address: object) -> bool:
         if not isinstance(address, str) or len(address) != 64:
             return False
+        if address in self._cache:
+            return True
         return (
             next(
                 self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
@@ -194,7 +164,7 @@ class StoreBase:
             SchemaError: ERR_HASH_FORMAT for an ambiguous prefix.
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
-        with self._lock:  # the cache is shared with writers and other readers
+        with self.lock:  # the cache is shared with writers and other readers
             cached = self._cache.get(address)
             if cached is not None:
                 self._cache.move_to_end(address)
@@ -207,7 +177,7 @@ class StoreBase:
         )
         if quad is None:
             raise NotFoundError(f"no grain {address} in this store")
-        return self._remember(
+        return self.remember(
             Grain.stored(base64.b64decode(_value(quad.object)), address)
         )
 
@@ -222,7 +192,7 @@ class StoreBase:
         """
         if isinstance(ref, Grain) or len(ref) == 64:
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
-            if address not in self._cache and address not in self:
+            if address not in self:
                 raise NotFoundError(f"no grain {address} in this store")
             return address
         if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
@@ -248,13 +218,32 @@ class StoreBase:
             )
         return found[0]
 
-    def _remember(self, grain: Grain) -> Grain:
+    def remember(self, grain: Grain) -> Grain:
         """Keep a decoded, verified grain in the cache (least recently used goes first)."""
-        with self._lock:
+        with self.lock:
             self._cache[grain.address] = grain
             if len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return grain
+
+    def grain_of(self, address: str, blob: Any) -> Grain:
+        """A grain from a query row: its projected blob (a literal) spares a lookup."""
+        if blob is None or address in self._cache:
+            return self.get(address)
+        return self.remember(Grain.stored(base64.b64decode(blob.value), address))
+
+    def forget(self, addresses: Iterable[str] | None = None) -> None:
+        """Drop what is kept beside the store after grains left it or came in
+        around the write path: cached grains (all, or these), the search index and
+        the audit head."""
+        with self.lock:
+            if addresses is None:
+                self._cache.clear()
+            else:
+                for address in addresses:
+                    self._cache.pop(address, None)
+            self.search_index = None
+            self._head = _UNREAD
 
     def status(self, address: str | Grain) -> IndexState:
         """Return the index state of a stored grain.
@@ -305,47 +294,6 @@ class StoreBase:
             conflicts_with=tuple(sorted(rivals)),
         )
 
-    def _grain(self, item: GrainLike) -> Grain:
-        return self.accept(item)[0]
-
-    def accept(self, item: GrainLike) -> tuple[Grain, Signature | None]:
-        """A grain from what a caller gave, and its verified signature if it came signed.
-
-        Raises:
-            SignatureError: ERR_SIGNED_MISMATCH for a grain whose signed flag is set
-                but that arrives without its COSE envelope (spec §9.2).
-        """
-        signature: Signature | None = None
-        if isinstance(item, Grain):
-            grain = item
-        elif isinstance(item, bytes | bytearray | memoryview):
-            data = bytes(item)
-            if is_envelope(data):
-                blob, did = verify(data)
-                grain, signature = Grain.from_blob(blob), Signature(data, did)
-            else:
-                grain = Grain.from_blob(data)
-        elif isinstance(item, Mapping):
-            grain = Grain.from_dict(item)
-        else:
-            raise SchemaError(
-                f"expected a Grain, a mapping of fields, blob bytes or a COSE_Sign1 "
-                f"envelope; found {type(item).__name__}"
-            )
-        if grain.get("_disclosure_of") is not None:
-            raise SchemaError(
-                "a disclosed view is generated on demand and not stored (spec §10); "
-                f"store the original {grain['_disclosure_of'][:12]}… instead",
-                path="$._disclosure_of",
-            )
-        if grain.signed and signature is None:
-            raise SignatureError(
-                "the grain's signed flag (header bit 0) is set but it arrived without its "
-                "COSE_Sign1 envelope; put the envelope from oms_rdf.signing.sign()",
-                code=ErrorCode.SIGNED_MISMATCH,
-            )
-        return grain, signature
-
     def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its signature and its knowledge triple."""
         rows = grain_rows(grain, self.settings)
@@ -365,13 +313,13 @@ class StoreBase:
             )
             rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
         # The initial index state (active, unverified) is the absence of index rows.
-        if self._search is not None and grain.type_byte == BELIEF_BYTE:
-            self._search.add(grain.address, search_texts(grain))
+        if self.search_index is not None and grain.type_byte == BELIEF.byte:
+            self.search_index.add(grain.address, search_texts(grain))
         if current is not None:
             rows.append(current)
         return rows
 
-    def _write(
+    def write(
         self,
         delete: Sequence[Quad | Row],
         insert: Sequence[Quad | Row],
@@ -414,7 +362,7 @@ class StoreBase:
         before: str,
         current: Sequence[str],
     ) -> None:
-        """:meth:`_write` where other writers may have changed the store meanwhile."""
+        """:meth:`write` where other writers may have changed the store meanwhile."""
         still = " ".join(
             f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
             for i, a in enumerate(current)
@@ -485,7 +433,7 @@ class StoreBase:
 
     def verify_audit(self) -> AuditReport:
         """Check the audit log's hash chains; the report names the first bad event."""
-        with self._lock:
+        with self.lock:
             return verify_chain(self.backend)
 
     @contextmanager
@@ -498,7 +446,7 @@ class StoreBase:
         block left by an exception, or without ``finish``, is undone; a crash is
         undone when the store is next opened (see :mod:`.journal`).
         """
-        with self._lock:
+        with self.lock:
             journal = Journal.begin(self.backend)
             journal.seal = self._seal_final
             try:
@@ -510,9 +458,7 @@ class StoreBase:
                     journal.undo()
                 raise
             finally:
-                self._cache.clear()  # grains may have come in as quads
-                self._search = None
-                self._head = _UNREAD  # an import may have brought the chain
+                self.forget()  # grains, and perhaps an audit chain, came in as quads
             if journal.written >= COMPACT_AFTER:
                 self.optimize()  # now, rather than in the middle of the next command
 
@@ -520,7 +466,7 @@ class StoreBase:
         """Compact an on-disk store; bulk writes of ``COMPACT_AFTER`` rows do it."""
         optimize = getattr(self.backend, "optimize", None)
         if optimize is not None:
-            with self._lock:
+            with self.lock:
                 optimize()
 
     def audit_rows(
@@ -535,87 +481,27 @@ class StoreBase:
         count: int | None = None,
         review: Sequence[str] = (),
     ) -> list[Row]:
-        """The rows of one audit event, N-Triples text like a grain's rows."""
-        node, g = f"<urn:uuid:{uuid.uuid4()}>", _G_AUDIT
-        when = millis_literal(self.clock() if at is None else at)
-        rows = [
-            (node, _P_TYPE, _AUDIT_EVENT, g),
-            (node, _P_OPERATION, nt_literal(operation), g),
-            (node, _P_AT, str(when), g),
-        ]
-        if target is not None:
-            rows.append((node, _P_TARGET, str(grain_iri(target)), g))
-        if result is not None:
-            rows.append((node, _P_RESULT, str(grain_iri(result)), g))
-        if actor is not None:
-            rows.append((node, _P_ACTOR, nt_literal(actor), g))
-        if reason is not None:
-            rows.append((node, _P_REASON, nt_literal(reason), g))
-        if count is not None:
-            rows.append((node, _P_COUNT, nt_literal(str(count), XSD.integer.value), g))
-        rows += [(node, _P_NEEDS_REVIEW, nt_literal(note), g) for note in review]
-        return rows
-
-    def check_new(
-        self,
-        grain: Grain,
-        batch: Mapping[str, Grain] | None = None,
-        *,
-        exempt: str | None = None,
-    ) -> None:
-        """Refuse a supersession in disguise (spec §17 Level 2; design §4)."""
-        parents = grain.get("derived_from")
-        if not parents or grain.type_byte != BELIEF_BYTE:
-            return
-        now = self.clock()
-        for parent in parents:
-            if parent == exempt:
-                continue  # the grain being superseded, through supersede itself
-            if batch is not None and parent in batch:
-                other = batch[parent]
-            elif parent in self:
-                other = self.get(parent)
-                if not self.status(parent).is_current:
-                    continue
-            else:
-                continue
-            if other.type_byte != BELIEF_BYTE or not is_protected(
-                other.get("invalidation_policy"), now
-            ):
-                continue
-            if _same_claim(grain, other):
-                raise PolicyError(
-                    f"put refused: derived_from names {parent[:12]}…, a current protected "
-                    "belief with the same subject, relation and namespace; that is a "
-                    "supersession, use store.supersede(old, new)",
-                    code=ErrorCode.INVALIDATION_DENIED,
-                    path="$.derived_from",
-                )
+        """The rows of one audit event at ``at`` (default now), N-Triples text like
+        a grain's rows; the write that carries them chains them."""
+        return event_rows(operation, self.clock() if at is None else at, target=target,
+                          result=result, actor=actor, reason=reason, count=count,
+                          review=review)  # fmt: skip
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
-        with self._lock:
+        with self.lock:
             self.backend.update(_QUERIES["rebuild_current"])
 
     def close(self) -> None:
         """Make every write durable and release the store; later calls raise StoreError."""
-        with self._lock:
+        with self.lock:
             close = getattr(self.backend, "close", None)
             if close is not None:
                 close()
             self._cache.clear()
-
-    def __enter__(self) -> StoreBase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def flush(self) -> None:
         """Make every write of an on-disk store durable."""
         flush = getattr(self.backend, "flush", None)
         if flush is not None:
             flush()
-
-
-# The first pattern of the beliefs query, by the most selective bound text.
