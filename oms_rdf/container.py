@@ -11,7 +11,8 @@ are big-endian.
 Wire framing: repeated ``u32 length`` + grain bytes, ended by ``00 00 00 00``.
 
 Both readers stream: a container is read once front to back, so files larger
-than memory are fine; only the offset index (4 bytes a grain) is held.
+than memory are fine; only the offset index (4 bytes a grain) and one grain or
+manifest entry at a time are held (and, compressed, the grain region).
 
 >>> import io
 >>> from oms_rdf.grain import Belief
@@ -35,7 +36,7 @@ from typing import IO, Any
 
 import msgpack
 
-from .codec import decode
+from .codec import check_address, decode
 from .errors import DecodeError, ErrorCode, IntegrityError, OmsError
 
 __all__ = ["MgReader", "read_frames", "read_mg", "write_frames", "write_mg"]
@@ -55,6 +56,9 @@ _ZSTD_STEP = 256  # compressed bytes fed to the decompressor at a time
 # The largest last grain of a compressed container (the spec recommends 1 MB for
 # extended devices); it bounds the decompressed region.
 LAST_GRAIN_LIMIT = 16 << 20
+# The largest manifest entry read (a signed grain's envelope, its evidence): the
+# manifest is read an entry at a time, so this, not its size, bounds memory.
+ENTRY_LIMIT = 64 << 20
 
 
 def write_mg(
@@ -147,7 +151,18 @@ class MgReader:
     manifest: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def blobs(self) -> Iterator[bytes]:
-        """Yield every grain blob, then check the manifest and the footer."""
+        """Yield every grain blob; the manifest is gathered into ``manifest``, and
+        the footer checked, after the last."""
+        for item in self.items():
+            if isinstance(item, bytes):
+                yield item
+            else:
+                self.manifest[item[0]] = item[1]
+
+    def items(self) -> Iterator[bytes | tuple[str, dict[str, Any]]]:
+        """Yield every grain blob in order, then each manifest entry as
+        ``(address, fields)``, read as it comes; the footer is checked after the
+        last. Memory holds the offset index and one grain or entry at a time."""
         digest = hashlib.sha256()
         stream = _HashingReader(self.source, digest, self.progress)
         header = stream.read_exact(HEADER_SIZE, "header")
@@ -200,27 +215,27 @@ class MgReader:
                     path=f"index[{i + 1}]",
                 )
             yield _checked(region.read_exact(size, f"grain {i}"), i, offsets[i])
+        # The last grain runs to the manifest or the footer: it ends where its
+        # MessagePack map ends.
         if isinstance(region, _ZstdRegion):
-            tail = region.read_all()
-            body = region.leftover + stream.read_to_footer()
+            rest = _Rest(region.leftover, stream)
+            if self.count:
+                tail = region.read_all()
+                last = _split_grain(tail, self.count - 1, offsets[-1])
+                if len(last) != len(tail):
+                    raise DecodeError(
+                        f"{len(tail) - len(last)} bytes after the last grain in the compressed region"
+                    )
+                yield _checked(last, self.count - 1, offsets[-1])
         else:
-            tail = body = stream.read_to_footer()
-        if self.count:
-            last = _split_grain(tail, self.count - 1, offsets[-1])
-            yield _checked(last, self.count - 1, offsets[-1])
-            if tail is body:
-                body = body[len(last) :]
-            elif len(last) != len(tail):
-                raise DecodeError(
-                    f"{len(tail) - len(last)} bytes after the last grain in the compressed region"
-                )
+            rest = _Rest(b"", stream)
+            if self.count:
+                last = rest.grain(self.count - 1, offsets[-1])
+                yield _checked(last, self.count - 1, offsets[-1])
         if self.flags & FLAG_MANIFEST:
-            self.manifest = _read_manifest(body, stream.offset - len(body))
-        elif body:
-            raise DecodeError(
-                f"{len(body)} unexpected bytes after the last grain (no manifest flag)",
-                path=f"offset {stream.offset - len(body)}",
-            )
+            yield from rest.manifest()
+        rest.end(bool(self.flags & FLAG_MANIFEST))
+        stream.end()
         expected = digest.digest()
         if stream.footer != expected:
             raise IntegrityError(
@@ -244,29 +259,31 @@ class _HashingReader:
         self, source: IO[bytes], digest: Any, progress: Callable[[int], object] | None
     ) -> None:
         self.source, self.digest, self.progress = source, digest, progress
-        self.pending = b""  # bytes read but maybe part of the footer
+        self.pending = bytearray()  # bytes read but maybe part of the footer ...
+        self.head = 0  # ... from this position on
         self.footer = b""
         self.offset = 0
 
     def _fill(self, n: int) -> None:
         # Chunks of a fixed size: a count or length read from the file asks for
         # at most what the file holds, never an allocation of its own size.
-        while len(self.pending) < n + FOOTER_SIZE:
+        while len(self.pending) - self.head < n + FOOTER_SIZE:
             chunk = self.source.read(_CHUNK)
             if not chunk:
                 break
             if self.progress is not None:
                 self.progress(len(chunk))
+            if self.head > _CHUNK:  # drop what was read, now and then
+                del self.pending[: self.head]
+                self.head = 0
             self.pending += chunk
 
     def read(self, n: int) -> bytes:
         """Read up to n bytes, never into the last 32 (the footer)."""
         self._fill(n)
-        available = max(0, len(self.pending) - FOOTER_SIZE)
-        data, self.pending = (
-            self.pending[: min(n, available)],
-            self.pending[min(n, available) :],
-        )
+        available = max(0, len(self.pending) - self.head - FOOTER_SIZE)
+        data = bytes(self.pending[self.head : self.head + min(n, available)])
+        self.head += len(data)
         self.digest.update(data)
         self.offset += len(data)
         return data
@@ -282,21 +299,127 @@ class _HashingReader:
             )
         return data
 
-    def read_to_footer(self) -> bytes:
-        body = bytearray()
-        while True:
-            data = self.read(_CHUNK)
-            if not data:
-                break
-            body += data
-        if len(self.pending) != FOOTER_SIZE:
+    def end(self) -> None:
+        """Take the footer, once every byte before it has been read."""
+        left = len(self.pending) - self.head
+        if left != FOOTER_SIZE:
             raise DecodeError(
-                f"file ends without its 32-byte footer ({len(self.pending)} bytes left)",
+                f"file ends without its 32-byte footer ({left} bytes left)",
                 code=ErrorCode.TOO_SHORT,
                 path="footer",
             )
-        self.footer = self.pending
-        return bytes(body)
+        self.footer = bytes(self.pending[self.head :])
+
+
+class _Rest:
+    """What follows the grains of known size: the last grain, then the manifest.
+
+    Neither has a length of its own: each ends where its MessagePack ends, so
+    both are read by an unpacker fed a chunk at a time (one entry in memory).
+    """
+
+    def __init__(self, prefix: bytes, stream: _HashingReader) -> None:
+        self.stream = stream
+        self.buffer = bytearray(prefix)  # read, not yet given to an unpacker
+        self.offset = stream.offset - len(prefix)  # of buffer[0] in the file
+        self.unpacker: Any = None  # the manifest's, once it is read
+        self.fed = 0  # bytes given to it
+
+    def grain(self, index: int, offset: int) -> bytes:
+        """The last grain: its 9-byte header and one map."""
+        where = f"grain[{index}] at offset {offset}"
+        data, self.buffer = self.buffer, bytearray()
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
+                                    max_buffer_size=LAST_GRAIN_LIMIT + _CHUNK)  # fmt: skip
+        fed = 0
+        while True:
+            if len(data) > 9 + fed:
+                unpacker.feed(bytes(data[9 + fed :]))
+                fed = len(data) - 9
+                try:
+                    unpacker.skip()
+                    break
+                except msgpack.OutOfData:
+                    pass
+                except (ValueError, msgpack.UnpackException) as exc:
+                    raise DecodeError(
+                        f"grain {index} is not MessagePack: {exc}", path=where
+                    ) from exc
+            chunk = self.stream.read(_CHUNK)
+            if not chunk:
+                raise DecodeError(f"grain {index} is truncated",
+                                  code=ErrorCode.TOO_SHORT, path=where)  # fmt: skip
+            if len(data) > LAST_GRAIN_LIMIT:
+                raise DecodeError(
+                    f"grain {index} runs past {LAST_GRAIN_LIMIT} bytes", path=where
+                )
+            data += chunk
+        end = 9 + unpacker.tell()
+        self.offset += end
+        self.buffer = data[end:]
+        return bytes(data[:end])
+
+    def manifest(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each entry of the index manifest, a map of address to index fields."""
+        where = f"manifest at offset {self.offset}"
+        self.unpacker = msgpack.Unpacker(raw=False, max_buffer_size=ENTRY_LIMIT)
+        self.fed = len(self.buffer)
+        self.unpacker.feed(bytes(self.buffer))
+        self.buffer = bytearray()
+        try:
+            count = self._next(self.unpacker.read_map_header, where)
+        except DecodeError:
+            raise
+        except (ValueError, msgpack.UnpackException) as exc:
+            raise DecodeError(
+                f"index manifest must map addresses to maps of index fields: {exc}",
+                path=where,
+            ) from exc
+        for number in range(count):
+            key = self._next(self.unpacker.unpack, where)
+            value = self._next(self.unpacker.unpack, where)
+            if not isinstance(key, str) or not isinstance(value, dict):
+                raise DecodeError(
+                    "index manifest must map addresses to maps of index fields; "
+                    f"entry {number} maps {type(key).__name__} to {type(value).__name__}",
+                    path=where,
+                )
+            yield check_address(key, path=f"manifest entry {number}"), value
+
+    def _next(self, read: Callable[[], Any], where: str) -> Any:
+        while True:
+            try:
+                return read()
+            except msgpack.OutOfData:
+                chunk = self.stream.read(_CHUNK)
+                if not chunk:
+                    raise DecodeError("index manifest is truncated",
+                                      code=ErrorCode.TOO_SHORT, path=where) from None  # fmt: skip
+                try:
+                    self.unpacker.feed(chunk)
+                except msgpack.BufferFull:
+                    raise DecodeError(
+                        f"a manifest entry runs past {ENTRY_LIMIT} bytes", path=where
+                    ) from None
+                self.fed += len(chunk)
+            except (ValueError, msgpack.UnpackException) as exc:
+                raise DecodeError(
+                    f"index manifest is not MessagePack: {exc}", path=where
+                ) from exc
+
+    def end(self, manifest: bool) -> None:
+        """Every byte before the footer must have been read."""
+        extra = len(self.buffer)
+        if self.unpacker is not None:
+            extra = self.fed - self.unpacker.tell()
+        while chunk := self.stream.read(_CHUNK):
+            extra += len(chunk)
+        if extra:
+            after = "the manifest" if manifest else "the last grain (no manifest flag)"
+            raise DecodeError(
+                f"{extra} unexpected bytes after {after}",
+                path=f"offset {self.stream.offset - extra}",
+            )
 
 
 class _ZstdRegion:
@@ -391,24 +514,6 @@ def _checked(blob: bytes, index: int, offset: int) -> bytes:
             f"grain {index}: {exc.message}", code=exc.code, path=where
         ) from exc
     return blob
-
-
-def _read_manifest(body: bytes, offset: int) -> dict[str, dict[str, Any]]:
-    try:
-        manifest = msgpack.unpackb(body, raw=False)
-    except (ValueError, msgpack.UnpackException) as exc:
-        raise DecodeError(
-            f"index manifest is not MessagePack: {exc}",
-            path=f"manifest at offset {offset}",
-        ) from exc
-    if not isinstance(manifest, dict) or not all(
-        isinstance(k, str) and isinstance(v, dict) for k, v in manifest.items()
-    ):
-        raise DecodeError(
-            "index manifest must map addresses to maps of index fields",
-            path=f"manifest at offset {offset}",
-        )
-    return manifest
 
 
 def write_frames(blobs: Iterable[bytes], out: IO[bytes]) -> int:

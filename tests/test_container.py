@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -11,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
-from oms_rdf.container import read_frames, read_mg, write_frames, write_mg
+from oms_rdf.container import (
+    ENTRY_LIMIT,
+    read_frames,
+    read_mg,
+    write_frames,
+    write_mg,
+)
 from oms_rdf.errors import DecodeError, ErrorCode
 from oms_rdf.grain import Belief
 from tests.strategies import grains
@@ -183,14 +190,51 @@ def test_a_zstd_bomb_is_refused_before_it_expands() -> None:
     assert grown_kb < 256 * 1024, f"the bomb grew the process by {grown_kb} KB"
 
 
-def test_a_manifest_larger_than_msgpacks_default_buffer_is_read() -> None:
-    """800k entries make a manifest past msgpack's 100 MiB default buffer."""
+def test_an_800k_entry_manifest_is_read_an_entry_at_a_time() -> None:
+    """Past msgpack's 100 MiB default buffer once, and never held whole now."""
     grains = [Belief("s", "r", str(i), 0.5, created_at=i) for i in range(3)]
-    note = "x" * (101 << 20)  # one entry as large as 800k ordinary ones
-    manifest = {grains[-1].address: {"ireason": note}}
+    reason = "checked by hand against the source, which said so at the time"
+    manifest = {f"{i:064x}": {"ireason": reason} for i in range(800_000)}
+    manifest[grains[-1].address] = {"ireason": "the last grain's"}
+    buffer = io.BytesIO()
+    write_mg([g.blob for g in grains], buffer, manifest=manifest)
+    size = buffer.tell()
+    del manifest
+    buffer.seek(0)
+    tracemalloc.start()
+    try:
+        items = read_mg(buffer).items()
+        blobs = [next(items) for _ in grains]
+        count = 0
+        for address, entry in items:  # type: ignore[misc]
+            count += 1
+            if address == grains[-1].address:
+                assert entry == {"ireason": "the last grain's"}
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert blobs == [g.blob for g in grains] and count == 800_001
+    assert size > 100 << 20 and peak < 10 << 20, (size, peak)
+
+
+def test_a_manifest_entry_past_the_limit_is_refused() -> None:
+    grains = [Belief("s", "r", str(i), 0.5, created_at=i) for i in range(2)]
+    manifest = {grains[-1].address: {"ireason": "x" * (ENTRY_LIMIT + 1)}}
     buffer = io.BytesIO()
     write_mg([g.blob for g in grains], buffer, manifest=manifest)
     buffer.seek(0)
-    reader = read_mg(buffer)
-    assert list(reader.blobs()) == [g.blob for g in grains]
-    assert reader.manifest[grains[-1].address]["ireason"] == note
+    with pytest.raises(oms.DecodeError, match="manifest entry runs past") as info:
+        list(read_mg(buffer).blobs())
+    assert info.value.code == oms.ErrorCode.CORRUPT and "manifest at offset" in str(
+        info.value.path
+    )
+
+
+@pytest.mark.parametrize("key", ["not an address", "3b6feff5\x0c" + "0" * 55, "AB" * 32])
+def test_a_manifest_key_that_is_no_address_is_refused(key: str) -> None:
+    buffer = io.BytesIO()
+    write_mg(BLOBS[:2], buffer, manifest={key: {"vstatus": "verified"}})
+    buffer.seek(0)
+    with pytest.raises(oms.IntegrityError) as info:
+        list(read_mg(buffer).blobs())
+    assert info.value.path == "manifest entry 0"

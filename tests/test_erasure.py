@@ -207,3 +207,22 @@ def test_a_tombstone_travels_and_keeps_an_old_export_out_elsewhere() -> None:
     result = replica.import_(io.BytesIO(old.getvalue()), format="trig")
     assert result.skipped == [(f"grain {gone[:12]}…", "erased, skipped")]
     assert gone not in replica and NAME not in plain_dump(replica)
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl", "nquads"])
+def test_an_old_export_with_state_for_an_erased_grain_skips_it(fmt: str) -> None:
+    """The erased grain's index state (it was superseded) comes with it in the
+    export; the import skips both, and keeps the rest."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    gone = store.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))
+    later = store.supersede(
+        gone, {"type": "belief", "subject": NAME, "relation": "likes",
+               "object": "coffee", "confidence": 0.6, "created_at": 2},
+    )  # fmt: skip
+    old = io.BytesIO()
+    store.export(old, format=fmt)
+    store.erase(gone, reason="request")
+    result = store.import_(io.BytesIO(old.getvalue()), format=fmt)
+    assert (f"grain {gone[:12]}…", "erased, skipped") in result.skipped
+    assert result.added == 0 and gone not in store and later in store
+    assert store.status(later).is_current and store.verify_audit().ok

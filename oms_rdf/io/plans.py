@@ -89,9 +89,9 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
             fresh.add(grain.address)
             policies.see(grain)
     for address, state in states.items():
-        if address not in fresh:
+        if address not in fresh and address not in known.tombstones:
             _check_same_state(store, address, state)
-    for grain, exc in policies.refused(_closed(states)):
+    for grain, exc in policies.refused(lambda a: _closes(states.get(a, ()))):
         fresh.discard(grain.address)
         _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
     report.added = len(fresh)
@@ -99,9 +99,8 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     def rows() -> Iterator[Row]:
         for grain in _unique(grains(check=False), fresh):
             state = states.get(grain.address, ())
-            yield from _knowing(
-                store.rows_for(grain, signatures.get(grain.address)), state
-            )
+            signature = signatures.get(grain.address)
+            yield from _knowing(store.rows_for(grain, signature), _closes(state))
             yield from state
 
     yield rows
@@ -142,17 +141,17 @@ class _Policies:
                 yield grain, exc
 
 
-def _knowing(rows: list[Row], state: Sequence[Row]) -> list[Row]:
+def _knowing(rows: list[Row], closed: bool) -> list[Row]:
     """A new grain's rows, without its knowledge triple when its state closes it:
     then the rows are the knowledge as the store would rebuild it."""
-    if not any(r[1] == _P_SYSTEM_TO for r in state):
+    if not closed:
         return rows
     return [row for row in rows if row[3] in _GRAIN_GRAPHS]
 
 
-def _closed(states: Mapping[str, list[Row]]) -> Callable[[str], bool]:
+def _closes(state: Sequence[Row]) -> bool:
     """Whether the index rows an import brings close a grain (oms:systemTo)."""
-    return lambda address: any(r[1] == _P_SYSTEM_TO for r in states.get(address, ()))
+    return any(r[1] == _P_SYSTEM_TO for r in state)
 
 
 class _Known:
@@ -213,72 +212,117 @@ def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
 @contextmanager
 def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
              skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
-    fresh: set[str] = set()
-    flagged: set[str] = set()  # new grains whose signed flag is set
-    policies = _Policies(store)
-    known = _Known(store, report)
+    plan = _MgPlan(store, report, skip)
     with reopen() as raw:
-        reader = read_mg(raw, progress=progress)
-        for grain in known.new(Grain.from_blob(blob) for blob in reader.blobs()):
-            fresh.add(grain.address)
-            policies.see(grain)
-            if grain.signed:
-                flagged.add(grain.address)
-        manifest = reader.manifest
-    states = {
-        addr: _state_from_manifest(addr, entry) for addr, entry in manifest.items()
-    }
-    refused = set()
-    # A signed grain travels with its envelope; verified here as put verifies it.
-    signatures: dict[str, Any] = {}
-    for address in sorted(flagged):
-        try:
-            envelope = manifest.get(address, {}).get("oms_rdf:envelope")
-            if not isinstance(envelope, bytes):
-                raise SignatureError(
-                    "the grain's signed flag (header bit 0) is set but the manifest "
-                    "holds no COSE_Sign1 envelope for it (oms_rdf:envelope)",
-                    code=ErrorCode.SIGNED_MISMATCH,
-                )
-            signed, signature = store.accept(envelope)
-            if signed.address != address:
-                raise SignatureError(
-                    f"the envelope in the manifest signs {signed.address[:12]}…",
-                    code=ErrorCode.SIGNATURE,
-                )
-            signatures[address] = signature
-        except OmsError as exc:
-            refused.add(address)
-            fresh.discard(address)
-            _fail_or_skip(report, skip, f"grain {address[:12]}…", exc)
-    for grain, error in policies.refused(_closed(states)):
-        refused.add(grain.address)
-        fresh.discard(grain.address)
-        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
-    for address, state in states.items():
-        if address in refused:
-            continue
-        if address not in fresh and address in store:
-            _check_same_state(store, address, state)
-        elif address not in fresh:
-            _fail_or_skip(report, skip, f"manifest {address[:12]}…",
-                          DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
-    report.added = len(fresh)
+        plan.read(read_mg(raw, progress=progress).items())
+    report.added = len(plan.fresh)
 
     def rows() -> Iterator[Row]:
         with reopen() as raw:
-            for blob in read_mg(raw).blobs():
-                grain = Grain.from_blob(blob)
-                if grain.address in fresh:
-                    state = states.get(grain.address, [])
-                    yield from _knowing(
-                        store.rows_for(grain, signatures.get(grain.address)), state
-                    )
-        for address, state in states.items():
-            if address in fresh:
-                yield from state
+            for item in read_mg(raw).items():
+                if isinstance(item, bytes):
+                    grain = Grain.from_blob(item)
+                    if grain.address in plan.fresh:
+                        signature = plan.signatures.get(grain.address)
+                        yield from _knowing(store.rows_for(grain, signature),
+                                            grain.address in plan.closed)  # fmt: skip
+                elif item[0] in plan.fresh:
+                    yield from _state_from_manifest(*item)
 
     yield rows
+
+
+class _MgPlan:
+    """What an ``.mg`` import adds, decided in one read of the container.
+
+    Its grains come first, then its manifest, an entry at a time: only sets of
+    addresses are kept, never the manifest itself (the rows are made again from
+    a second read).
+    """
+
+    def __init__(self, store: GrainStore, report: ImportReport, skip: bool) -> None:
+        self.store, self.report, self.skip = store, report, skip
+        self.fresh: set[str] = set()  # the new grains, to be added
+        self.contained: set[str] = set()  # every grain the container holds
+        self.flagged: set[str] = set()  # new grains whose signed flag is set
+        self.closed: set[str] = set()  # new grains their entry closes
+        self.entries: set[str] = set()  # addresses the manifest names
+        self.signatures: dict[str, Any] = {}
+        self.policies = _Policies(store)
+        self.known = _Known(store, report)
+
+    def read(self, items: Iterator[bytes | tuple[str, dict[str, Any]]]) -> None:
+        batch: list[Grain] = []
+        for item in items:
+            if isinstance(item, bytes):
+                batch.append(Grain.from_blob(item))
+                if len(batch) == BATCH:
+                    self._grains(batch)
+                    batch = []
+            else:
+                self._grains(batch)  # every grain is seen before the first entry
+                batch = []
+                self._entry(*item)
+        self._grains(batch)
+        for address in sorted(self.flagged - self.entries):
+            self._refuse(address, _unsigned())
+        for grain, error in self.policies.refused(self.closed.__contains__):
+            self._refuse(grain.address, error)
+
+    def _grains(self, batch: list[Grain]) -> None:
+        self.contained.update(g.address for g in batch)
+        for grain in self.known.new(batch):
+            self.fresh.add(grain.address)
+            self.policies.see(grain)
+            if grain.signed:
+                self.flagged.add(grain.address)
+
+    def _entry(self, address: str, entry: dict[str, Any]) -> None:
+        if address in self.entries:
+            raise DecodeError(f"the manifest names {address[:12]}… twice",
+                              path=f"manifest {address[:12]}…")  # fmt: skip
+        self.entries.add(address)
+        state = _state_from_manifest(address, entry)
+        if address in self.flagged:
+            # A signed grain travels with its envelope; verified here as put does.
+            try:
+                self.signatures[address] = _envelope(self.store, address, entry)
+            except OmsError as exc:
+                self._refuse(address, exc)
+        if address in self.fresh:
+            if _closes(state):
+                self.closed.add(address)
+        elif address in self.store:
+            _check_same_state(self.store, address, state)
+        elif address not in self.contained:
+            _fail_or_skip(self.report, self.skip, f"manifest {address[:12]}…",
+                          DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
+
+    def _refuse(self, address: str, error: OmsError) -> None:
+        self.fresh.discard(address)
+        _fail_or_skip(self.report, self.skip, f"grain {address[:12]}…", error)
+
+
+def _unsigned() -> SignatureError:
+    return SignatureError(
+        "the grain's signed flag (header bit 0) is set but the manifest holds no "
+        "COSE_Sign1 envelope for it (oms_rdf:envelope)",
+        code=ErrorCode.SIGNED_MISMATCH,
+    )
+
+
+def _envelope(store: GrainStore, address: str, entry: Mapping[str, Any]) -> Any:
+    """The verified signature of a signed grain, from its manifest entry."""
+    envelope = entry.get("oms_rdf:envelope")
+    if not isinstance(envelope, bytes):
+        raise _unsigned()
+    signed, signature = store.accept(envelope)
+    if signed.address != address:
+        raise SignatureError(
+            f"the envelope in the manifest signs {signed.address[:12]}…",
+            code=ErrorCode.SIGNATURE,
+        )
+    return signature
 
 
 def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
