@@ -879,13 +879,20 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
         report = store.import_(src, format=fmt or ("nquads" if source == "-" else None),
                                progress=bar.update, skip_invalid=skip_invalid,
                                namespace=namespace, confidence=confidence,
-                               base_iri=base_iri)  # fmt: skip
+                               base_iri=base_iri, stage=_stage(quiet))  # fmt: skip
     for where, why in report.skipped:
         click.echo(f"skipped {where}: {why}", err=True)
     click.echo(
         f"imported {report.added} grains ({report.quads} quads), already believed "
         f"{report.believed}, skipped {len(report.skipped)}"
     )
+
+
+def _stage(quiet: bool) -> Callable[[str], object] | None:
+    """Say on stderr when a long write goes into a phase that shows no progress."""
+    if quiet:
+        return None
+    return lambda name: click.echo(f"{name} the store…", err=True)
 
 
 class _NoBar:

@@ -230,7 +230,9 @@ def test_a_manifest_entry_past_the_limit_is_refused() -> None:
     )
 
 
-@pytest.mark.parametrize("key", ["not an address", "3b6feff5\x0c" + "0" * 55, "AB" * 32])
+@pytest.mark.parametrize(
+    "key", ["not an address", "3b6feff5\x0c" + "0" * 55, "AB" * 32]
+)
 def test_a_manifest_key_that_is_no_address_is_refused(key: str) -> None:
     buffer = io.BytesIO()
     write_mg(BLOBS[:2], buffer, manifest={key: {"vstatus": "verified"}})

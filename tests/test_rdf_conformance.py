@@ -252,6 +252,14 @@ def test_a_crafted_export_cannot_smuggle_quads_into_reserved_graphs(
         assert info.value.code == oms.ErrorCode.CONFLICT
         assert info.value.path is not None and info.value.path.startswith("line ")
         assert {str(q) for q in store.backend.quads()} == before
+    # A grain node without its blob, in the grain layer.
+    store = GrainStore()
+    before = {str(q) for q in store.backend.quads()}
+    with pytest.raises(oms.DecodeError, match="without its blob") as info:
+        extra = f"{stray} <http://e/b> <http://e/c> .\n"
+        store.import_(io.BytesIO(genuine + extra.encode()), format="nquads")
+    assert info.value.path == f"grain {'ab' * 6}…"
+    assert {str(q) for q in store.backend.quads()} == before
     # Knowledge quads are never taken from a file: they are rebuilt from the grains.
     store = GrainStore()
     store.import_(

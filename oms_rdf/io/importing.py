@@ -37,6 +37,7 @@ def import_(
     confidence: float = 1.0,
     base_iri: str | None = None,
     progress: Progress = None,
+    stage: Callable[[str], object] | None = None,
 ) -> ImportReport:
     """Import ``src`` into ``store``; all or nothing unless ``skip_invalid``.
 
@@ -50,6 +51,8 @@ def import_(
         namespace, confidence: for beliefs adopted from foreign RDF.
         base_iri: resolves relative IRIs of foreign RDF (default: the file's URI).
         progress: called with the number of bytes read, as reading goes.
+        stage: called with "compacting" when a large import into an on-disk store
+            compacts it at its end (see :meth:`GrainStore.bulk`).
 
     Raises:
         DecodeError, SchemaError, IntegrityError: a bad record (its line, offset or
@@ -64,7 +67,7 @@ def import_(
     )
     report = ImportReport()
     base = base_iri if base_iri is not None else file_base(src)
-    with store.bulk() as journal, _reopenable(src) as (reopen, size):
+    with store.bulk(stage=stage) as journal, _reopenable(src) as (reopen, size):
         plan: Any
         rebuild = False  # grain rows carry their knowledge triples; a dataset's do not
         if fmt == "mg":
@@ -157,6 +160,12 @@ def _check_restored(store: GrainStore) -> int:
     )
     if described != count:
         raise DecodeError(f"{described} grains described but {count} blobs")
+    [layer] = store.backend.query(load_query("restore_subjects"))
+    if layer["subjects"] != layer["grains"]:
+        raise StoreError(
+            f"the source's grain layer describes {layer['subjects'].value} subjects, "
+            f"of which {layer['grains'].value} are grains with their blobs"
+        )
     if store.backend.query(load_query("restore_strays")):
         raise StoreError("the source holds quads an oms_rdf export would not")
     check_audit(store.backend)

@@ -246,13 +246,14 @@ class GrainStore:
         confidence: float = 1.0,
         base_iri: str | None = None,
         progress: Callable[[int], object] | None = None,
+        stage: Callable[[str], object] | None = None,
     ) -> ImportReport:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
         from ..io import import_
 
         return import_(self, src, format=format, skip_invalid=skip_invalid,
                        namespace=namespace, confidence=confidence, base_iri=base_iri,
-                       progress=progress)  # fmt: skip
+                       progress=progress, stage=stage)  # fmt: skip
 
     def update(
         self,

@@ -437,7 +437,9 @@ class Core:
             return verify_chain(self.backend)
 
     @contextmanager
-    def bulk(self) -> Iterator[Journal]:
+    def bulk(
+        self, *, stage: Callable[[str], object] | None = None
+    ) -> Iterator[Journal]:
         """Hold the store for one write too large for a transaction, all or nothing.
 
         The public write path of imports and bulk loads: inside the block, write
@@ -445,6 +447,10 @@ class Core:
         with ``journal.write``, then end with ``journal.finish(audit_rows)``. A
         block left by an exception, or without ``finish``, is undone; a crash is
         undone when the store is next opened (see :mod:`.journal`).
+
+        A write of ``COMPACT_AFTER`` rows or more compacts an on-disk store at its
+        end, so that the next command does not; ``stage`` is called with
+        "compacting" before that (it takes a while and tells nothing on the way).
         """
         with self.lock:
             journal = Journal.begin(self.backend)
@@ -459,7 +465,10 @@ class Core:
                 raise
             finally:
                 self.forget()  # grains, and perhaps an audit chain, came in as quads
-            if journal.written >= COMPACT_AFTER:
+            on_disk = getattr(self.backend, "path", None) is not None
+            if journal.written >= COMPACT_AFTER and on_disk:
+                if stage is not None:
+                    stage("compacting")
                 self.optimize()  # now, rather than in the middle of the next command
 
     def optimize(self) -> None:

@@ -28,6 +28,7 @@ any point leaves the store as before the write, or with all of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import pyoxigraph as ox
@@ -92,27 +93,52 @@ class Journal:
         return cls(backend, empty=empty)
 
     def write(self, items: Iterable[Item]) -> None:
-        """Write rows or quads, in chunks of ``CHUNK_ROWS``."""
-        chunk: list[Row] = []
-        for item in items:
-            chunk.append(item if isinstance(item, tuple) else _row(item))
-            if len(chunk) >= CHUNK_ROWS:
-                self._chunk(chunk)
-                chunk = []
-        if chunk:
-            self._chunk(chunk)
+        """Write rows or quads, in chunks of ``CHUNK_ROWS``.
 
-    def _chunk(self, rows: list[Row]) -> None:
-        """Write one chunk; its journal entries go in the same transaction."""
+        Into an empty on-disk store the chunks go to RocksDB's bulk loader, one at
+        a time and in order, on a thread of their own: the loader releases the
+        GIL, so the next chunk is made meanwhile. Every load has ended, and its
+        error is raised, before this returns.
+        """
+        chunk: list[Row] = []
+        loading: Future[None] | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="oms-bulk-load") as loader:
+            try:
+                for item in items:
+                    chunk.append(item if isinstance(item, tuple) else _row(item))
+                    if len(chunk) >= CHUNK_ROWS:
+                        loading = self._chunk(chunk, loader, loading)
+                        chunk = []
+                if chunk:
+                    loading = self._chunk(chunk, loader, loading)
+            except BaseException:
+                if loading is not None:
+                    wait(
+                        [loading]
+                    )  # before any undo; the first error is the one raised
+                raise
+            if loading is not None:
+                loading.result()
+
+    def _chunk(
+        self, rows: list[Row], loader: ThreadPoolExecutor, loading: Future[None] | None
+    ) -> Future[None] | None:
+        """Write one chunk; its journal entries go in the same transaction.
+
+        Returns the bulk load it started, if it started one (see :meth:`write`).
+        """
         self.written += len(rows)
         if self.empty:
             bulk = getattr(self.backend, "bulk_load", None)
             if bulk is not None and getattr(self.backend, "path", None) is not None:
-                bulk(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
-                return
+                data = rows_to_nquads(rows).encode()
+                if loading is not None:
+                    loading.result()  # one load at a time, in order
+                return loader.submit(bulk, data, ox.RdfFormat.N_QUADS)
         else:
             rows = [*self._entries(rows), *rows]  # the journal first: see above
         self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
+        return None
 
     def load(self, data: Iterable[bytes] | bytes, fmt: ox.RdfFormat) -> None:
         """Load serialised quads natively; only into a store that held no grain."""

@@ -136,7 +136,7 @@ class Writes:
             if not extra and (empty or getattr(self.core.backend, "shared", False)):
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
-                with self.core.bulk() as journal:
+                with self.core.bulk(stage=_said if progress else None) as journal:
                     journal.write(rows)
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
                 return [g.address for g, _ in accepted]
@@ -315,6 +315,11 @@ def _numbered(accept: Callable[[GrainLike], T], index: int, item: GrainLike) -> 
     except OmsError as exc:
         raise type(exc)(f"item {index}: {exc.message}", code=exc.code,
                         path=f"[{index}]{exc.path or ''}") from exc  # fmt: skip
+
+
+def _said(stage: str) -> None:
+    """Say on stderr that a bulk write went into a phase without a progress bar."""
+    print(f"{stage} the store…", file=sys.stderr)
 
 
 def _progress(items: list[T], show: bool) -> AbstractContextManager[Iterable[T]]:

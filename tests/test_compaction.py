@@ -1,0 +1,78 @@
+"""Large bulk writes into an on-disk store compact it at their end, and say so."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import oms_rdf as oms
+from oms_rdf.backends import LocalBackend
+from oms_rdf.cli import cli
+from oms_rdf.store import core
+
+
+def export(n: int) -> bytes:
+    store = oms.GrainStore()
+    store.put_many(
+        oms.Belief(f"s{i}", "r", f"o{i}", 0.5, created_at=i) for i in range(n)
+    )
+    out = io.BytesIO()
+    store.export(out, format="jsonl")
+    return out.getvalue()
+
+
+def test_a_large_import_on_disk_compacts_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core, "COMPACT_AFTER", 50)  # rows: 20 grains are past it
+    compactions: list[str] = []
+    real = LocalBackend.optimize
+
+    def optimize(self: LocalBackend) -> None:
+        compactions.append("optimize")
+        real(self)
+
+    monkeypatch.setattr(LocalBackend, "optimize", optimize)
+    data = export(20)
+    stages: list[str] = []
+    on_disk = oms.GrainStore(tmp_path / "store")
+    on_disk.import_(io.BytesIO(data), format="jsonl", stage=stages.append)
+    assert stages == ["compacting"] and compactions == ["optimize"]
+    assert len(on_disk.beliefs("s3")) == 1
+    # Nothing to compact in memory, and a small write is left to RocksDB.
+    stages.clear()
+    oms.GrainStore().import_(io.BytesIO(data), format="jsonl", stage=stages.append)
+    small = oms.GrainStore(tmp_path / "small")
+    small.import_(io.BytesIO(export(2)), format="jsonl", stage=stages.append)
+    assert stages == [] and compactions == ["optimize"]
+
+
+def test_the_cli_says_when_an_import_compacts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core, "COMPACT_AFTER", 50)
+    source = tmp_path / "source.jsonl"
+    source.write_bytes(export(20))
+    store = str(tmp_path / "store")
+    result = CliRunner().invoke(cli, ["--store", store, "import", str(source)])
+    assert result.exit_code == 0, result.output
+    assert "compacting the store…" in result.stderr
+    assert "imported 20 grains" in result.stdout
+    quiet = CliRunner().invoke(
+        cli, ["--store", str(tmp_path / "quiet"), "import", str(source), "--quiet"]
+    )
+    assert quiet.exit_code == 0 and "compacting" not in quiet.stderr
+
+
+def test_put_many_with_progress_says_when_it_compacts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(core, "COMPACT_AFTER", 50)
+    grains = [oms.Belief(f"s{i}", "r", "o", 0.5, created_at=i) for i in range(20)]
+    oms.GrainStore(tmp_path / "a").put_many(grains, progress=True)
+    assert "compacting the store…" in capsys.readouterr().err
+    oms.GrainStore(tmp_path / "b").put_many(grains)
+    assert "compacting" not in capsys.readouterr().err
