@@ -29,7 +29,8 @@ differently from the standard, and what this backend does about it:
   cut short by the server raises instead of losing quads. Virtuoso answers at
   most ``[SPARQL] ResultSetMaxRows`` rows (``max_rows`` here; 2**20 at most) and
   refuses pages by ORDER BY and OFFSET past 10,000 rows, so a larger graph is
-  read in shares of its subjects (by the first hex digits of their MD5).
+  read in shares of its subjects (by the first hex digits of their MD5), which
+  also bounds the memory an export takes (``share_rows``).
 - **Transactions.** Virtuoso commits each operation of an update request on its
   own: when the third of three operations fails, the first two stay. The store's
   single writes (put, supersede, retract, …) are one operation each, guarded on
@@ -100,9 +101,11 @@ class VirtuosoBackend(SparqlBackend):
         graph: str = GRAIN_GRAPH,
         timeout: float = 60.0,
         max_rows: int = 1_000_000,
+        share_rows: int = 250_000,
     ) -> None:
         """``max_rows``: the most rows the server answers at once, its ``[SPARQL]
-        ResultSetMaxRows`` (at most 2**20, whatever the ini says)."""
+        ResultSetMaxRows`` (at most 2**20, whatever the ini says). ``share_rows``:
+        the most quads a whole-store read (an export) holds at once."""
         base = base_url.rstrip("/")
         endpoint = f"{base}/sparql-auth" if user is not None else f"{base}/sparql"
         auth = httpx.DigestAuth(user, password or "") if user is not None else None
@@ -113,6 +116,7 @@ class VirtuosoBackend(SparqlBackend):
         self._preamble = f"DEFINE sql:big-data-const 1\nDEFINE input:default-graph-uri {self.graph}\n"
         self._graphs: set[str] = set()  # see _named
         self.max_rows = max_rows
+        self.share_rows = share_rows
 
     def add(self, quads: Iterable[ox.Quad]) -> None:
         """INSERT DATA requests of ``DATA_QUADS`` quads each, in order.
@@ -217,8 +221,10 @@ class VirtuosoBackend(SparqlBackend):
     def _everything(self) -> Iterator[ox.Quad]:
         """Every quad of the store, graph by graph, each checked against its count.
 
-        Each graph is one SELECT, read whole (Virtuoso has no dataset dump over
-        HTTP): memory grows with the largest graph, the grain layer.
+        Virtuoso has no dataset dump over HTTP, so each graph is read by SELECT:
+        in one answer when it holds at most ``share_rows`` quads, else in shares
+        of its subjects, each yielded as it comes (memory holds one share). A
+        graph whose shares do not add up to its count raises after its last.
         """
         graphs: list[Any] = [ox.DefaultGraph(), *self.named_graphs()]
         for graph in graphs:
@@ -227,46 +233,45 @@ class VirtuosoBackend(SparqlBackend):
                 if isinstance(graph, ox.DefaultGraph)
                 else f"GRAPH {graph} {{ ?s ?p ?o }}"
             )
-            count = int(
-                next(iter(self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ {where} }}")))[
-                    "n"
-                ].value
-            )
+            [row] = self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ {where} }}")
+            count, read = int(row["n"].value), 0
             saved = self.client.timeout  # a graph of millions takes minutes to read
             self.client.timeout = httpx.Timeout(saved.connect, read=None)
             try:
-                quads = self._pages(where, graph, count)
+                for quads in self._shares(where, graph, count):
+                    read += len(quads)
+                    yield from quads
             finally:
                 self.client.timeout = saved
-            if len(quads) != count:
+            if read != count:
                 raise StoreError(
-                    f"Virtuoso answered {len(quads)} of the {count} quads of "
+                    f"Virtuoso answered {read} of the {count} quads of "
                     f"{'the grain layer' if isinstance(graph, ox.DefaultGraph) else graph}: "
                     "raise [SPARQL] ResultSetMaxRows in virtuoso.ini above that count"
                 )
-            yield from quads
 
-    def _pages(self, where: str, graph: Any, count: int) -> list[ox.Quad]:
+    def _shares(self, where: str, graph: Any, count: int) -> Iterator[list[ox.Quad]]:
         """A graph's quads: one SELECT, or one per share of the subjects when the
-        graph holds more than Virtuoso answers at once (2**20 rows, whatever the
-        ini says). Shares go by the first hex digits of MD5(subject): every quad
-        falls in exactly one, and they come out even. (Pages by ORDER BY and
-        OFFSET are refused past 10,000 rows.)"""
-        if count <= self.max_rows:
-            return list(self._select(None, None, None, graph))
+        graph holds more than one answer may (``share_rows``, and Virtuoso's
+        ``max_rows``). Shares go by the first hex digits of MD5(subject): every
+        quad falls in exactly one, and they come out even. (Pages by ORDER BY and
+        OFFSET are refused past 10,000 rows.) Each share is a scan of the graph,
+        so they are no smaller than they need to be."""
+        limit = min(self.share_rows, self.max_rows)
+        if count <= limit:
+            yield list(self._select(None, None, None, graph))
+            return
         digits = 1
-        while count / 16**digits > self.max_rows / 2:  # room for an uneven share
+        while count / 16**digits > limit / 2:  # room for an uneven share
             digits += 1
         named = None if isinstance(graph, ox.DefaultGraph) else graph
-        quads: list[ox.Quad] = []
         for share in itertools.product("0123456789abcdef", repeat=digits):
             rows = self.query(
                 f"SELECT ?s ?p ?o {self._extra} WHERE {{ {where} "
                 f'FILTER (STRSTARTS(MD5(STR(?s)), "{"".join(share)}")) }}'
             )
-            quads += (ox.Quad(r["s"], r["p"], self._object(r), named or ox.DefaultGraph())
-                      for r in rows)  # fmt: skip
-        return quads
+            yield [ox.Quad(r["s"], r["p"], self._object(r), named or ox.DefaultGraph())
+                   for r in rows]  # fmt: skip
 
 
 def _group_end(text: str, start: int) -> int:
