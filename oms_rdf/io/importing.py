@@ -155,12 +155,11 @@ def _check_restored(store: GrainStore) -> int:
     }
     for _grain, error in policies.refused(closed.__contains__):
         raise error  # the general path names the grain
-    described = sum(
-        1 for _ in store.backend.quads(None, OMS.systemFrom, None, ox.DefaultGraph())
-    )
-    if described != count:
-        raise DecodeError(f"{described} grains described but {count} blobs")
     [layer] = store.backend.query(load_query("restore_subjects"))
+    if int(layer["described"].value) != count:
+        raise DecodeError(
+            f"{layer['described'].value} grains described but {count} blobs"
+        )
     if layer["subjects"] != layer["grains"]:
         raise StoreError(
             f"the source's grain layer describes {layer['subjects'].value} subjects, "
