@@ -1,6 +1,6 @@
 """On-disk imports end to end: the import, then the first command after it.
 
-Run: python -m benchmarks.bench_import [N] [--against DIR]
+Run: python -m benchmarks.bench_import [N] [--against DIR] [--formats jsonl,nquads]
 
 Each step runs in a fresh process, as a user's commands would: export N beliefs
 as JSON Lines and as N-Quads, import each into a new on-disk store (timed), then
@@ -61,12 +61,12 @@ def _step(code: Path, step: str, folder: Path, fmt: str, n: int) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def measure(code: Path, n: int) -> dict[str, dict[str, float]]:
+def measure(code: Path, n: int, formats: list[str]) -> dict[str, dict[str, float]]:
     """Import, first command and sizes for each format, with the code in ``code``."""
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="oms-import-") as tmp:
         folder = Path(tmp)
-        for fmt in ("jsonl", "nquads"):
+        for fmt in formats:
             _step(code, "export", folder, fmt, n)
             imported = _step(code, "import", folder, fmt, n)
             after_import = _size(folder / f"store-{fmt}")
@@ -88,9 +88,14 @@ def main() -> None:
         at = args.index("--against")
         against = Path(args[at + 1]).resolve()
         del args[at : at + 2]
+    formats = ["jsonl", "nquads"]
+    if "--formats" in args:
+        at = args.index("--formats")
+        formats = args[at + 1].split(",")
+        del args[at : at + 2]
     n = int(args[0]) if args else 100_000
-    ours = measure(ROOT, n)
-    base = measure(against, n) if against is not None else None
+    ours = measure(ROOT, n, formats)
+    base = measure(against, n, formats) if against is not None else None
     print(f"N = {n:,} beliefs, on-disk stores, each step in its own process")
     for fmt, row in ours.items():
         line = (
