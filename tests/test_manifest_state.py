@@ -9,6 +9,7 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf.container import read_mg, write_mg
+from oms_rdf.io import plans
 from oms_rdf.signing import generate_key, sign
 
 NOW = 1_800_000_000_000
@@ -42,8 +43,15 @@ def learnt() -> tuple[oms.GrainStore, str, str]:
     return store, tea, signed.address
 
 
+@pytest.mark.parametrize("one_pass", [True, False], ids=["kept", "read again"])
 @pytest.mark.parametrize("fmt", ["mg", "jsonl"])
-def test_evidence_disputes_and_signatures_come_back(fmt: str) -> None:
+def test_evidence_disputes_and_signatures_come_back(
+    fmt: str, one_pass: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the first read's grains are kept for writing, or the file is read
+    again (past ONE_PASS_LIMIT), the same state comes back."""
+    if not one_pass:
+        monkeypatch.setattr(plans, "ONE_PASS_LIMIT", 2)
     store, tea, signed = learnt()
     buffer = io.BytesIO()
     store.export(buffer, format=fmt)

@@ -218,26 +218,34 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
     report.added = len(plan.fresh)
 
     def rows() -> Iterator[Row]:
-        with reopen() as raw:
-            for item in read_mg(raw).items():
-                if isinstance(item, bytes):
-                    grain = Grain.from_blob(item)
-                    if grain.address in plan.fresh:
-                        signature = plan.signatures.get(grain.address)
-                        yield from _knowing(store.rows_for(grain, signature),
-                                            grain.address in plan.closed)  # fmt: skip
-                elif item[0] in plan.fresh:
-                    yield from _state_from_manifest(*item)
+        items = plan.kept if plan.kept is not None else _reread(reopen)
+        for item in items:
+            if isinstance(item, Grain):
+                if item.address in plan.fresh:
+                    signature = plan.signatures.get(item.address)
+                    yield from _knowing(store.rows_for(item, signature),
+                                        item.address in plan.closed)  # fmt: skip
+            elif item[0] in plan.fresh:
+                yield from _state_from_manifest(*item)
 
     yield rows
+
+
+def _reread(
+    reopen: Callable[[], IO[bytes]],
+) -> Iterator[Grain | tuple[str, dict[str, Any]]]:
+    with reopen() as raw:
+        for item in read_mg(raw).items():
+            yield Grain.from_blob(item) if isinstance(item, bytes) else item
 
 
 class _MgPlan:
     """What an ``.mg`` import adds, decided in one read of the container.
 
-    Its grains come first, then its manifest, an entry at a time: only sets of
-    addresses are kept, never the manifest itself (the rows are made again from
-    a second read).
+    Its grains come first, then its manifest, an entry at a time. The new grains
+    and their entries are kept for writing while they are at most
+    ``ONE_PASS_LIMIT``; past that, only sets of addresses are kept, and the rows
+    are made again from a second read.
     """
 
     def __init__(self, store: GrainStore, report: ImportReport, skip: bool) -> None:
@@ -248,6 +256,8 @@ class _MgPlan:
         self.closed: set[str] = set()  # new grains their entry closes
         self.entries: set[str] = set()  # addresses the manifest names
         self.signatures: dict[str, Any] = {}
+        # What the rows are made from, in the container's order, while it fits.
+        self.kept: list[Grain | tuple[str, dict[str, Any]]] | None = []
         self.policies = _Policies(store)
         self.known = _Known(store, report)
 
@@ -276,6 +286,7 @@ class _MgPlan:
             self.policies.see(grain)
             if grain.signed:
                 self.flagged.add(grain.address)
+            self._keep(grain)
 
     def _entry(self, address: str, entry: dict[str, Any]) -> None:
         if address in self.entries:
@@ -292,11 +303,18 @@ class _MgPlan:
         if address in self.fresh:
             if _closes(state):
                 self.closed.add(address)
+            self._keep((address, entry))
         elif address in self.store:
             _check_same_state(self.store, address, state)
         elif address not in self.contained:
             _fail_or_skip(self.report, self.skip, f"manifest {address[:12]}…",
                           DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
+
+    def _keep(self, item: Grain | tuple[str, dict[str, Any]]) -> None:
+        if self.kept is not None:
+            self.kept = self.kept if len(self.kept) < ONE_PASS_LIMIT else None
+        if self.kept is not None:
+            self.kept.append(item)
 
     def _refuse(self, address: str, error: OmsError) -> None:
         self.fresh.discard(address)
