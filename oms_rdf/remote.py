@@ -197,6 +197,16 @@ class SparqlBackend:
             ))  # fmt: skip
         return iter(found)
 
+    def quads_of(
+        self, sparql: str, substitutions: Mapping[ox.Variable, Any] | None = None
+    ) -> list[ox.Quad]:
+        """The quads named by the ``?g ?p ?o ?graph`` solutions of a query (no
+        ``?graph``: the default graph), read with one request; ``#EXACT`` in the
+        query's SELECT clause is where the backend may add columns."""
+        rows = self.query(sparql.replace("#EXACT", self._extra), substitutions)
+        return [ox.Quad(r["g"], r["p"], self._object(r), r["graph"] or ox.DefaultGraph())
+                for r in rows]  # fmt: skip
+
     _extra = ""  # more columns for _object to read
 
     def _object(self, row: Any) -> Any:

@@ -24,6 +24,13 @@ TIMES = [None, day(2019, 6, 1), day(2020, 2, 1), day(2021), day(2023, 3, 5),
          day(2024), day(2024, 1, 15), day(2024, 7, 1), day(2025, 6, 1), NOW]  # fmt: skip
 
 
+def embedded_copy(store: GrainStore) -> GrainStore:
+    """The same quads in an embedded store, for queries Virtuoso answers apart."""
+    copy = LocalBackend()
+    copy.add(store.backend.quads())
+    return GrainStore(backend=copy, clock=store.clock)
+
+
 def history_by_query(store: GrainStore, address: str) -> list[oms.Grain]:
     """history() as queries/history.rq answers it.
 
@@ -235,8 +242,16 @@ def test_times_outside_xsd_datetime_answer_as_the_query_does(
               "confidence": 0.9, "created_at": day(2025), **times}  # fmt: skip
     store.put(fields)
     store.put(oms.Belief("zed", "is", "plain", 0.8, created_at=day(2025)))
+    # Virtuoso compares an xsd:integer with an xsd:dateTime where SPARQL has an
+    # error: there, beliefs(subject) answers as SPARQL and the embedded store do.
+    asked = (
+        embedded_copy(store)
+        if isinstance(store.backend, oms.VirtuosoBackend)
+        else store
+    )
     for valid_at, as_of in product([None, day(2000), 5], [None, day(2025, 6, 1)]):
-        fast, general = both(store, "zed", None, None, valid_at, as_of)
+        fast = [g.address for g in store.beliefs("zed", valid_at=valid_at, as_of=as_of)]
+        general = both(asked, "zed", None, None, valid_at, as_of)[1]
         assert fast == general, (valid_at, as_of)
 
 

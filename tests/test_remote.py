@@ -93,6 +93,12 @@ def test_one_story_gives_the_same_answers_on_every_backend(make_store: Any) -> N
     assert [g["object"] for g in store.beliefs("bob", as_of=T0 + 15 * DAY)] == ["Paris"]
     assert [g.address for g in store.history(initech)] == [acme, initech]
     assert store.status(acme).superseded_by == initech
+    # Over a server, beliefs(subject) brings that subject's grains and their
+    # successors in one request, and nothing else.
+    copy = store.questions._subject_copy("alice")
+    if copy is not None:
+        nodes = {q.subject.value for q in copy.quads()}
+        assert nodes == {f"nih:sha-256;{a}" for a in (acme, initech)}
 
     ask = "SELECT ?o WHERE { ?s ?p ?o } ORDER BY ?o"
     assert [r["o"].value for r in store.query(ask)] == ["Initech"]

@@ -12,6 +12,7 @@ from pyoxigraph import (
     Variable,
 )
 
+from ..backends import LocalBackend
 from ..errors import QueryError, SchemaError
 from ..grain import Grain
 from ..mapping import (
@@ -92,20 +93,33 @@ class Questions:
             return self._grains(self.core.backend.query(query, bindings))
         known = _to_millis(as_of, self.core.clock)
         valid = _to_millis(valid_at, self.core.clock)
-        if subject is None or getattr(self.core.backend, "remote", False):
-            # Over a network one query beats the lookups' many round trips.
+        if subject is None:
             return self._beliefs_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
         # times faster than the query, with the same answer (see lookup.py).
         # Several pattern reads: under the writers' lock, so that they all see the
         # store before a write or after it, never between (a torn read).
         with self.core.lock:
-            rows = subject_rows(self.core.backend, self.core.settings, subject, relation,
+            backend = self._subject_copy(subject) or self.core.backend
+            rows = subject_rows(backend, self.core.settings, subject, relation,
                                 namespace, valid_at=valid, as_of=known)  # fmt: skip
             return GrainList(
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
                 self.core.status,
             )
+
+    def _subject_copy(self, subject: str) -> LocalBackend | None:
+        """Over a network, a copy in memory of what the lookups of one subject
+        read, brought in one request (a round trip per lookup would cost more
+        than the general query); None in process."""
+        remote = self.core.backend
+        if not getattr(remote, "remote", False):
+            return None
+        by, term = subject_pattern(subject)
+        bindings = {Variable("by"): by, Variable("term"): term}
+        copy = LocalBackend()
+        copy.add(remote.quads_of(_QUERIES["subject_grains"], bindings))  # type: ignore[attr-defined]
+        return copy
 
     def _beliefs_query(
         self,

@@ -98,6 +98,7 @@ _QUERIES = {
         "rebuild_current",
         "consent_dependents",
         "current_beliefs",
+        "subject_grains",
     )
 }
 
