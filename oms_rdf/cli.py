@@ -25,6 +25,7 @@ from .errors import (
 from .grain import Grain
 from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
 from .mapping import TIME_FIELDS, millis_literal
+from .progress import Bars
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
 from .store import GrainStore, Solutions
@@ -874,25 +875,19 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
     with (
         click.progressbar(length=size, label="reading", file=sys.stderr)
         if show
-        else _no_bar() as bar
+        else _no_bar() as bar,
+        Bars() as stages,
     ):
         report = store.import_(src, format=fmt or ("nquads" if source == "-" else None),
                                progress=bar.update, skip_invalid=skip_invalid,
                                namespace=namespace, confidence=confidence,
-                               base_iri=base_iri, stage=_stage(quiet))  # fmt: skip
+                               base_iri=base_iri, stage=None if quiet else stages)  # fmt: skip
     for where, why in report.skipped:
         click.echo(f"skipped {where}: {why}", err=True)
     click.echo(
         f"imported {report.added} grains ({report.quads} quads), already believed "
         f"{report.believed}, skipped {len(report.skipped)}"
     )
-
-
-def _stage(quiet: bool) -> Callable[[str], object] | None:
-    """Say on stderr when a long write goes into a phase that shows no progress."""
-    if quiet:
-        return None
-    return lambda name: click.echo(f"{name} the store…", err=True)
 
 
 class _NoBar:

@@ -12,6 +12,7 @@ import pyoxigraph as ox
 from ..errors import DecodeError, ErrorCode, OmsError, StoreError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX
+from ..progress import Stage
 from ..store import GrainStore
 from ..store.audit import check as check_audit
 from ..store.journal import Journal
@@ -37,7 +38,7 @@ def import_(
     confidence: float = 1.0,
     base_iri: str | None = None,
     progress: Progress = None,
-    stage: Callable[[str], object] | None = None,
+    stage: Stage | None = None,
 ) -> ImportReport:
     """Import ``src`` into ``store``; all or nothing unless ``skip_invalid``.
 
@@ -51,8 +52,8 @@ def import_(
         namespace, confidence: for beliefs adopted from foreign RDF.
         base_iri: resolves relative IRIs of foreign RDF (default: the file's URI).
         progress: called with the number of bytes read, as reading goes.
-        stage: called with "compacting" when a large import into an on-disk store
-            compacts it at its end (see :meth:`GrainStore.bulk`).
+        stage: told as the writing and a compaction begin, to show them (see
+            :mod:`oms_rdf.progress`; the reading is shown by ``progress``).
 
     Raises:
         DecodeError, SchemaError, IntegrityError: a bad record (its line, offset or
@@ -93,7 +94,7 @@ def import_(
                 plan = _plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
                 rebuild = True
         with plan as rows:
-            journal.write(rows())
+            journal.write(rows(), grains=report.added)
         report.quads = journal.written
         check_audit(store.backend)  # an imported chain is verified before it is kept
         journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)

@@ -29,6 +29,7 @@ from ..backends import Backend, LocalBackend
 from ..errors import ErrorCode, PolicyError, StoreError
 from ..grain import Grain
 from ..mapping import MappingSettings
+from ..progress import Stage
 from ..revision import Entrenchment
 from ..times import to_millis
 from .admission import accept, check_new
@@ -246,7 +247,7 @@ class GrainStore:
         confidence: float = 1.0,
         base_iri: str | None = None,
         progress: Callable[[int], object] | None = None,
-        stage: Callable[[str], object] | None = None,
+        stage: Stage | None = None,
     ) -> ImportReport:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
         from ..io import import_

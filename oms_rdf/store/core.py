@@ -27,6 +27,7 @@ from ..mapping import (
     nt_literal,
     rows_to_nquads,
 )
+from ..progress import Stage
 from ..schema import BELIEF
 from ..vocab import DEFAULT_BASE, OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
@@ -437,9 +438,7 @@ class Core:
             return verify_chain(self.backend)
 
     @contextmanager
-    def bulk(
-        self, *, stage: Callable[[str], object] | None = None
-    ) -> Iterator[Journal]:
+    def bulk(self, *, stage: Stage | None = None) -> Iterator[Journal]:
         """Hold the store for one write too large for a transaction, all or nothing.
 
         The public write path of imports and bulk loads: inside the block, write
@@ -449,12 +448,13 @@ class Core:
         undone when the store is next opened (see :mod:`.journal`).
 
         A write of ``COMPACT_AFTER`` rows or more compacts an on-disk store at its
-        end, so that the next command does not; ``stage`` is called with
-        "compacting" before that (it takes a while and tells nothing on the way).
+        end, so that the next command does not. ``stage`` is told of the writing
+        and the compaction as they begin (see :mod:`oms_rdf.progress`).
         """
         with self.lock:
             journal = Journal.begin(self.backend)
             journal.seal = self._seal_final
+            journal.stage = stage
             try:
                 yield journal
                 if not journal.finished:
@@ -468,7 +468,7 @@ class Core:
             on_disk = getattr(self.backend, "path", None) is not None
             if journal.written >= COMPACT_AFTER and on_disk:
                 if stage is not None:
-                    stage("compacting")
+                    stage("compacting", None)
                 self.optimize()  # now, rather than in the middle of the next command
 
     def optimize(self) -> None:

@@ -36,6 +36,7 @@ import pyoxigraph as ox
 from ..backends import Backend
 from ..errors import StoreError
 from ..mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
+from ..progress import Stage
 from ..vocab import OMS, RDF
 from .presence import stored_grains, stored_rows
 from .sparql import _data, _row, load_query, update_request
@@ -47,6 +48,7 @@ _INDEX = OMS.index
 _G_INDEX = str(OMS.index)
 _J = str(JOURNAL)
 _P_ADDED, _P_QUAD = str(OMS.journalGrain), str(OMS.journalQuad)
+_P_BLOB = str(OMS.blob)
 # Knowledge triples are not journalled: undoing a grain deletes its triple, and
 # the rebuild puts back any that another grain still asserts.
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), _G_INDEX, str(OMS.audit)})
@@ -76,6 +78,7 @@ class Journal:
             [],
             [],
         )
+        self.stage: Stage | None = None  # shows the writing, see oms_rdf.progress
 
     @classmethod
     def begin(cls, backend: Backend) -> Journal:
@@ -92,14 +95,16 @@ class Journal:
         backend.add(marks)
         return cls(backend, empty=empty)
 
-    def write(self, items: Iterable[Item]) -> None:
+    def write(self, items: Iterable[Item], *, grains: int | None = None) -> None:
         """Write rows or quads, in chunks of ``CHUNK_ROWS``.
 
         Into an empty on-disk store the chunks go to RocksDB's bulk loader, one at
         a time and in order, on a thread of their own: the loader releases the
         GIL, so the next chunk is made meanwhile. Every load has ended, and its
-        error is raised, before this returns.
+        error is raised, before this returns. ``grains``: how many grains the
+        rows hold, for the ``stage`` to count them as they go.
         """
+        tick = self.stage("writing", grains) if self.stage and grains else None
         chunk: list[Row] = []
         loading: Future[None] | None = None
         with ThreadPoolExecutor(1, thread_name_prefix="oms-bulk-load") as loader:
@@ -107,10 +112,10 @@ class Journal:
                 for item in items:
                     chunk.append(item if isinstance(item, tuple) else _row(item))
                     if len(chunk) >= CHUNK_ROWS:
-                        loading = self._chunk(chunk, loader, loading)
+                        loading = self._chunk(chunk, loader, loading, tick)
                         chunk = []
                 if chunk:
-                    loading = self._chunk(chunk, loader, loading)
+                    loading = self._chunk(chunk, loader, loading, tick)
             except BaseException:
                 if loading is not None:
                     wait(
@@ -121,13 +126,19 @@ class Journal:
                 loading.result()
 
     def _chunk(
-        self, rows: list[Row], loader: ThreadPoolExecutor, loading: Future[None] | None
+        self,
+        rows: list[Row],
+        loader: ThreadPoolExecutor,
+        loading: Future[None] | None,
+        tick: Callable[[int], object] | None,
     ) -> Future[None] | None:
         """Write one chunk; its journal entries go in the same transaction.
 
         Returns the bulk load it started, if it started one (see :meth:`write`).
         """
         self.written += len(rows)
+        if tick is not None:  # a grain has one blob
+            tick(sum(1 for row in rows if row[1] == _P_BLOB))
         if self.empty:
             bulk = getattr(self.backend, "bulk_load", None)
             if bulk is not None and getattr(self.backend, "path", None) is not None:

@@ -14,6 +14,7 @@ from ..errors import ConflictWarning, OmsError, PolicyError
 from ..grain import Grain
 from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..policy import effective_mode
+from ..progress import Bars
 from ..revision import Entrenchment, conflicts
 from ..schema import BELIEF, CONSENT
 from ..vocab import OMS
@@ -136,8 +137,11 @@ class Writes:
             if not extra and (empty or getattr(self.core.backend, "shared", False)):
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
-                with self.core.bulk(stage=_said if progress else None) as journal:
-                    journal.write(rows)
+                with (
+                    Bars() as stages,
+                    self.core.bulk(stage=stages if progress else None) as journal,
+                ):
+                    journal.write(rows, grains=len(fresh))
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
                 return [g.address for g, _ in accepted]
             rows += audit
@@ -315,11 +319,6 @@ def _numbered(accept: Callable[[GrainLike], T], index: int, item: GrainLike) -> 
     except OmsError as exc:
         raise type(exc)(f"item {index}: {exc.message}", code=exc.code,
                         path=f"[{index}]{exc.path or ''}") from exc  # fmt: skip
-
-
-def _said(stage: str) -> None:
-    """Say on stderr that a bulk write went into a phase without a progress bar."""
-    print(f"{stage} the store…", file=sys.stderr)
 
 
 def _progress(items: list[T], show: bool) -> AbstractContextManager[Iterable[T]]:
