@@ -189,9 +189,13 @@ class VirtuosoBackend(SparqlBackend):
         form: dict[str, list[str]] = {"query": [text]}
         for name, value in params:
             form.setdefault(name, []).append(value)
+        # Over a kept-alive connection, Virtuoso holds back an answer past some
+        # 32 KB for about 40 ms; it sends one it closes the connection after at
+        # once (measured on loopback: 56 ms against 16 ms for a 36 KB answer).
         return self._send(
             "query", self.query_url, data=form,
-            headers={"accept": "application/sparql-results+json, application/n-triples;q=0.9"},
+            headers={"accept": "application/sparql-results+json, application/n-triples;q=0.9",
+                     "connection": "close"},
         )  # fmt: skip
 
     def _query_as_is(self, text: str, params: list[tuple[str, str]]) -> Any:

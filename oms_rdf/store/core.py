@@ -139,8 +139,6 @@ class Core:
     def __contains__(self, address: object) -> bool:
         if not isinstance(address, str) or len(address) != 64:
             return False
-        if address in self._cache:
-            return True
         return (
             next(
                 self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
@@ -193,7 +191,7 @@ class Core:
         """
         if isinstance(ref, Grain) or len(ref) == 64:
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
-            if address not in self:
+            if address not in self._cache and address not in self:
                 raise NotFoundError(f"no grain {address} in this store")
             return address
         if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
