@@ -14,8 +14,9 @@ differently from the standard, and what this backend does about it:
   queries, Virtuoso's ``DEFINE input:…`` preamble for updates), unless the store
   names another. Both are needed: once a request names its default graph,
   Virtuoso matches ``GRAPH <iri>`` only for the named graphs it lists. The list
-  is kept here and read again after any write that could add a graph; a graph
-  another client adds is seen once this client next reads the list.
+  is kept here: a write adds the graphs it names, and one that may write a graph
+  it does not name (a variable graph) has it read again. A graph another client
+  adds is seen once this client next reads the list (``named_graphs()``).
 - **Virtuoso's own graphs** (its RDF views schema and the ontologies it loads at
   start) are not the store's: named graphs, counts and whole-store reads skip them.
 - **Answers.** ASK comes back as a one-row table of ``__ASK_RETVAL``, and blank
