@@ -366,15 +366,7 @@ class _Rest:
         self.fed = len(self.buffer)
         self.unpacker.feed(bytes(self.buffer))
         self.buffer = bytearray()
-        try:
-            count = self._next(self.unpacker.read_map_header, where)
-        except DecodeError:
-            raise
-        except (ValueError, msgpack.UnpackException) as exc:
-            raise DecodeError(
-                f"index manifest must map addresses to maps of index fields: {exc}",
-                path=where,
-            ) from exc
+        count = self._next(self.unpacker.read_map_header, where, "a map")
         for number in range(count):
             key = self._next(self.unpacker.unpack, where)
             value = self._next(self.unpacker.unpack, where)
@@ -386,7 +378,9 @@ class _Rest:
                 )
             yield check_address(key, path=f"manifest entry {number}"), value
 
-    def _next(self, read: Callable[[], Any], where: str) -> Any:
+    def _next(
+        self, read: Callable[[], Any], where: str, what: str = "MessagePack"
+    ) -> Any:
         while True:
             try:
                 return read()
@@ -404,7 +398,7 @@ class _Rest:
                 self.fed += len(chunk)
             except (ValueError, msgpack.UnpackException) as exc:
                 raise DecodeError(
-                    f"index manifest is not MessagePack: {exc}", path=where
+                    f"index manifest is not {what}: {exc}", path=where
                 ) from exc
 
     def end(self, manifest: bool) -> None:

@@ -7,6 +7,7 @@ import io
 import tracemalloc
 from typing import Any
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -240,3 +241,15 @@ def test_a_manifest_key_that_is_no_address_is_refused(key: str) -> None:
     with pytest.raises(oms.IntegrityError) as info:
         list(read_mg(buffer).blobs())
     assert info.value.path == "manifest entry 0"
+
+
+def test_a_manifest_that_is_not_a_map_is_refused() -> None:
+    manifest = {oms.content_address(BLOBS[0]): {"x": 1}}
+    buffer = io.BytesIO()
+    write_mg(BLOBS[:1], buffer, manifest=manifest)
+    body = buffer.getvalue()[:-32]
+    body = body[: body.rindex(msgpack.packb(manifest))] + msgpack.packb([1, 2])
+    data = body + hashlib.sha256(body).digest()
+    with pytest.raises(DecodeError, match="index manifest is not a map") as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.path is not None and info.value.path.startswith("manifest at")
