@@ -344,27 +344,78 @@ def test_foreign_turtle_is_adopted() -> None:
     assert "context" not in by_relation["http://example.org/locatedIn"].fields
 
 
+class Pipe(io.RawIOBase):
+    """A stream that cannot seek, as a pipe."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readinto(self, b: Any) -> int:
+        chunk = self.data.read(len(b))
+        b[: len(chunk)] = chunk
+        return len(chunk)
+
+
 def test_import_from_a_pipe(store: GrainStore) -> None:
     buffer = io.BytesIO()
     store.export(buffer, format="jsonl")
-
-    class Pipe(io.RawIOBase):
-        def __init__(self, data: bytes) -> None:
-            self.data = io.BytesIO(data)
-
-        def readable(self) -> bool:
-            return True
-
-        def seekable(self) -> bool:
-            return False
-
-        def readinto(self, b: Any) -> int:
-            chunk = self.data.read(len(b))
-            b[: len(chunk)] = chunk
-            return len(chunk)
-
     again = GrainStore()
     assert again.import_(Pipe(buffer.getvalue()), format="jsonl").added == len(store)
+
+
+def knowledge_quads(store: GrainStore) -> set[str]:
+    reserved = (OMS.blobs, OMS.index, OMS.audit)
+    return {str(q) for q in store.backend.quads() if q.graph_name not in reserved}
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads"])
+@pytest.mark.parametrize("how", ["path", "stream", "pipe"])
+def test_an_export_restores_in_one_load_keeping_its_knowledge(
+    fmt: str, how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Into a store without grains, an export of ours is loaded natively while it
+    # is checked, and its knowledge is kept as it is: neither the two-pass import
+    # nor the knowledge rebuild runs.
+    source = make_store()
+    source.import_(io.BytesIO(b"<http://e/a> <http://e/b> <http://e/c> <http://e/g> .\n"),
+                   format="nquads")  # fmt: skip
+    path = tmp_path / f"export.{fmt}"
+    source.export(path, format=fmt)
+    data = path.read_bytes()
+
+    def two_pass(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the two-pass import ran")
+
+    rebuilds: list[bool] = []
+    from oms_rdf.store.journal import Journal
+
+    finish = Journal.finish
+
+    def finishing(journal: Any, rows: Any = (), *, rebuild: bool = True) -> None:
+        rebuilds.append(rebuild)
+        finish(journal, rows, rebuild=rebuild)
+
+    monkeypatch.setattr(oms_io.importing, "_plan_dataset", two_pass)
+    monkeypatch.setattr(Journal, "finish", finishing)
+    target = GrainStore(tmp_path / "store", clock=lambda: NOW)
+    src: Any = {"path": path, "stream": io.BytesIO(b"#\n" + data),
+                "pipe": Pipe(data)}[how]  # fmt: skip
+    if how == "stream":
+        src.readline()  # a stream is read from where it stands
+    report = target.import_(src, format=fmt)
+    assert report.added == len(addresses(source))
+    assert rebuilds == [False]
+    assert addresses(target) == addresses(source)
+    assert states(target) == states(source)
+    assert knowledge_quads(target) == knowledge_quads(source)
+    assert ("http://e/g",) in {(r["g"].value,) for r in target.query(
+        "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")}  # fmt: skip
 
 
 def test_progress_reports_bytes(store: GrainStore) -> None:
@@ -434,6 +485,32 @@ def test_base_iri_conflict_is_refused_even_into_an_empty_store(
         target.import_(buffer, format="trig")
     assert info.value.code == oms.ErrorCode.CONFLICT
     assert snapshot(target) == before
+
+
+KNOWS = "SELECT ?o WHERE { ?s <https://w3id.org/oms-rdf/id/rel/knows> ?o }"
+
+
+@pytest.mark.parametrize("fmt", ["nquads", "trig"])
+@pytest.mark.parametrize("target", ["empty", "non-empty"])
+def test_entity_relation_conflict_is_refused(fmt: str, target: str) -> None:
+    # An RDF export's grain layer was mapped with its store's entity relations
+    # ("bob" an IRI); a store that maps "knows" to literals cannot keep it as is.
+    source = GrainStore(entity_relations={"knows"})
+    source.put(oms.Belief("alice", "knows", "bob", 0.9, created_at=T))
+    buffer = io.BytesIO()
+    source.export(buffer, format=fmt)
+    store = GrainStore()
+    if target == "non-empty":
+        store.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+    before = snapshot(store)
+    with pytest.raises(oms.StoreError, match="entity relations") as info:
+        store.import_(io.BytesIO(buffer.getvalue()), format=fmt)
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    assert snapshot(store) == before
+    # The same settings restore; JSON Lines and .mg map each grain afresh.
+    same = GrainStore(entity_relations={"knows"})
+    assert same.import_(io.BytesIO(buffer.getvalue()), format=fmt).added == 1
+    assert [r["o"] for r in same.query(KNOWS)] == [r["o"] for r in source.query(KNOWS)]
 
 
 def test_jsonl_keeps_a_foreign_blob_with_index_fields() -> None:

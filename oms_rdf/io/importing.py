@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import io as _io
-from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
-import pyoxigraph as ox
-
-from ..errors import DecodeError, ErrorCode, OmsError, StoreError
-from ..grain import Grain
-from ..mapping import NIH_PREFIX
 from ..progress import Stage
 from ..store import GrainStore
 from ..store.audit import check as check_audit
-from ..store.journal import Journal
-from ..store.sparql import load_query
-from ..store.writelock import WRITER
-from ..vocab import OMS
 from .adopt import file_base, plan_adoption, scan
 from .formats import _RDF_FORMATS, format_for
-from .plans import _plan_dataset, _plan_jsonl, _plan_mg, _Policies
-from .records import ImportReport, _text
-from .sources import Progress, Source, _Counting, _reopenable
-
-FAST_RESTORE_LIMIT = 1 << 30
+from .plans import _plan_dataset, _plan_jsonl, _plan_mg
+from .records import ImportReport
+from .restore import FAST_RESTORE_LIMIT, restore_into_empty
+from .sources import Progress, Source, _reopenable
 
 
 def import_(
@@ -87,7 +74,7 @@ def import_(
                 and not source.journal
                 and rdf.supports_datasets
                 and size <= FAST_RESTORE_LIMIT
-                and _restore_into_empty(store, journal, reopen, rdf, report, progress)
+                and restore_into_empty(store, journal, reopen, rdf, report, progress)
             ):
                 return report
             else:
@@ -99,74 +86,3 @@ def import_(
         check_audit(store.backend)  # an imported chain is verified before it is kept
         journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)
     return report
-
-
-def _restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[], IO[bytes]],
-                        fmt: ox.RdfFormat, report: ImportReport, progress: Progress) -> bool:  # fmt: skip
-    """Restore a whole-store export into a store that holds no grain yet, fast.
-
-    One native load (RocksDB's bulk loader on disk), then the checks on what was
-    loaded: every blob must verify, every grain node must have its blob, the
-    settings must agree. If the source does not parse or a check fails, the
-    journal puts the store back as it was (it held no grain) and the general
-    two-pass import runs instead, to report the bad record with its place. Sources
-    over ``FAST_RESTORE_LIMIT`` bytes take the streaming path.
-    """
-    before = len(store.backend)
-    with reopen() as raw:
-        try:
-            journal.load(_io.BufferedReader(_Counting(raw, progress)), fmt)
-        except DecodeError:
-            journal.rewind()
-            return False  # a syntax error: the general path names its line
-    # A write lock caught in the export belongs to a writer of another store.
-    store.backend.update(f"DELETE WHERE {{ GRAPH {OMS.index} {{ {WRITER} ?p ?o }} }}")
-    try:
-        report.added = _check_restored(store)
-    except (OmsError, ValueError):
-        journal.rewind()
-        return False
-    report.quads = journal.written = len(store.backend) - before
-    journal.finish(store.audit_rows("import", count=report.added))
-    return True
-
-
-def _check_restored(store: GrainStore) -> int:
-    """Verify every blob of a store just restored; return the number of grains."""
-    settings = {
-        _text(q.object)
-        for q in store.backend.quads(OMS.settings, OMS.baseIri, None, OMS.index)
-    }
-    if len(settings) > 1:
-        raise StoreError(
-            f"the source was made with another base IRI: {sorted(settings)}",
-            code=ErrorCode.CONFLICT,
-        )
-    count = 0
-    policies = _Policies(store)
-    for quad in store.backend.quads(None, OMS.blob, None, OMS.blobs):
-        address = _text(quad.subject).removeprefix(NIH_PREFIX)
-        policies.see(
-            Grain.from_blob(base64.b64decode(_text(quad.object)), address=address)
-        )
-        count += 1
-    closed = {
-        _text(q.subject).removeprefix(NIH_PREFIX)
-        for q in store.backend.quads(None, OMS.systemTo, None, OMS.index)
-    }
-    for _grain, error in policies.refused(closed.__contains__):
-        raise error  # the general path names the grain
-    [layer] = store.backend.query(load_query("restore_subjects"))
-    if int(layer["described"].value) != count:
-        raise DecodeError(
-            f"{layer['described'].value} grains described but {count} blobs"
-        )
-    if layer["subjects"] != layer["grains"]:
-        raise StoreError(
-            f"the source's grain layer describes {layer['subjects'].value} subjects, "
-            f"of which {layer['grains'].value} are grains with their blobs"
-        )
-    if store.backend.query(load_query("restore_strays")):
-        raise StoreError("the source holds quads an oms_rdf export would not")
-    check_audit(store.backend)
-    return count

@@ -463,6 +463,46 @@ def _evidence_event(node: ox.NamedNode, event: Any, address: str) -> list[ox.Qua
     return quads
 
 
+class SourceSettings:
+    """The mapping settings an RDF export was made with (node ``oms:settings``).
+
+    Its grain layer was mapped with them; a store with other settings would map
+    the same grains to other terms, so it refuses the source.
+    """
+
+    def __init__(self) -> None:
+        self.bases: set[str] = set()
+        self.relations: set[str] = set()
+        self.seen = False  # a source without the node (hand-made) carries none
+
+    def see(self, quad: ox.Quad) -> None:
+        """Take one quad of the settings node."""
+        if quad.predicate == OMS.baseIri:
+            self.seen = True
+            self.bases.add(_text(quad.object))
+        elif quad.predicate == OMS.entityRelation:
+            self.relations.add(_text(quad.object))
+
+    def check(self, store: GrainStore) -> None:
+        """Refuse settings other than ``store``'s (ERR_CONFLICT)."""
+        mine = store.settings
+        if not self.seen:
+            return
+        if self.bases != {mine.base_iri}:
+            raise StoreError(
+                f"the source was made with base IRI {', '.join(sorted(self.bases))}, "
+                f"this store uses {mine.base_iri!r}; entity IRIs would not match",
+                code=ErrorCode.CONFLICT,
+            )
+        if self.relations != mine.entity_relations:
+            raise StoreError(
+                f"the source was made with entity relations {sorted(self.relations)}, "
+                f"this store with {sorted(mine.entity_relations)}; open the store "
+                "with the source's (entity_relations=...) to restore it",
+                code=ErrorCode.CONFLICT,
+            )
+
+
 def _check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
     # Compare as stored: Oxigraph keeps literals in canonical form ("…00Z", not
     # "…00.000Z"), so both sides go through a store before comparing.
@@ -518,7 +558,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     existing_index: dict[str, set[Row]] = {}
     indexed: dict[str, ox.Quad] = {}  # grain node -> one of its index quads
     index_graph, blob_graph = OMS.index, OMS.blobs
-    settings_base = None
+    settings = SourceSettings()
     described: set[str] = set()
     present: set[str] = set()  # quads not about a grain that the store already has
     closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
@@ -569,8 +609,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     refuse(quad, "the audit log describes operations, not grains")
             elif s == JOURNAL:
                 refuse(quad, "the journal belongs to a write in progress in this store")
-            elif s == OMS.settings and quad.predicate == OMS.baseIri:
-                settings_base = _text(quad.object)
+            elif s == OMS.settings and graph == index_graph:
+                settings.see(quad)
             elif isinstance(graph, ox.DefaultGraph) or graph == blob_graph:
                 refuse(quad, "the grain layer and the blobs hold only grain nodes")
             elif graph == index_graph or graph == OMS.audit:
@@ -579,12 +619,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                 ):
                     present.add(str(quad))  # decided once, before anything is written
             # Knowledge (oms:current and adopted graphs) is rebuilt from the grains.
-    if settings_base is not None and settings_base != store.settings.base_iri:
-        raise StoreError(
-            f"the source was made with base IRI {settings_base!r}, this store uses "
-            f"{store.settings.base_iri!r}; entity IRIs would not match",
-            code=ErrorCode.CONFLICT,
-        )
+    settings.check(store)
     for node in described - with_blob:
         if known[node]:
             continue  # stored already: its quads in the source are not written

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io as _io
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,21 +31,14 @@ def _reopenable(src: Source) -> Iterator[tuple[Callable[[], IO[bytes]], int]]:
             size = stream.seek(0, os.SEEK_END) - start
             stream.seek(start)
 
-            def rewind() -> IO[bytes]:
-                stream.seek(start)
-                return cast(IO[bytes], _Unclosed(stream))
-
-            yield rewind, size
+            lock = threading.Lock()
+            yield (lambda: cast(IO[bytes], _Unclosed(stream, start, lock))), size
             return
         with tempfile.TemporaryFile() as spool:  # a pipe: keep a copy to read again
             while chunk := stream.read(1 << 20):
                 spool.write(chunk)
-
-            def respool() -> IO[bytes]:
-                spool.seek(0)
-                return cast(IO[bytes], _Unclosed(spool))
-
-            yield respool, spool.tell()
+            size, lock = spool.tell(), threading.Lock()
+            yield (lambda: cast(IO[bytes], _Unclosed(spool, 0, lock))), size
         return
     path = Path(src)
     if not path.exists():
@@ -53,16 +47,23 @@ def _reopenable(src: Source) -> Iterator[tuple[Callable[[], IO[bytes]], int]]:
 
 
 class _Unclosed(_io.RawIOBase):
-    """A view of a caller's stream that the importer may close without closing it."""
+    """A view of a seekable stream from ``start``, with a position of its own.
 
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
+    The importer may close it without closing the stream, and read two views at
+    once from two threads (the fast restore does); ``lock`` is the stream's.
+    """
+
+    def __init__(self, stream: IO[bytes], start: int, lock: threading.Lock) -> None:
+        self.stream, self.position, self.lock = stream, start, lock
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        data = self.stream.read(len(buffer))
+        with self.lock:
+            self.stream.seek(self.position)
+            data = self.stream.read(len(buffer))
+        self.position += len(data)
         buffer[: len(data)] = data
         return len(data)
 

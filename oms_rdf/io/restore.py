@@ -1,0 +1,143 @@
+"""The fast restore: a whole-store export into a store that holds no grain yet.
+
+One native load writes the source (RocksDB's bulk loader on disk) on a thread of
+its own, while this thread reads the source again and checks it: every blob must
+verify, every grain node must have its blob and only what an export holds may sit
+in the reserved graphs, the settings must agree, and put's policy check holds.
+The loader releases the GIL, so the two run side by side. When a check fails, the
+journal puts the store back as it was (it held no grain) and the general two-pass
+import runs instead, to report the bad record with its place.
+
+The export's knowledge is kept when it is what the rebuild would make of its
+grains (:class:`~oms_rdf.store.rebuild.KnowledgeCheck`), and rebuilt otherwise.
+"""
+
+from __future__ import annotations
+
+import base64
+import io as _io
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO
+
+import pyoxigraph as ox
+
+from ..errors import DecodeError, OmsError, StoreError
+from ..grain import Grain
+from ..mapping import NIH_PREFIX
+from ..store import GrainStore
+from ..store.audit import check as check_audit
+from ..store.journal import Journal
+from ..store.rebuild import KnowledgeCheck
+from ..store.writelock import WRITER
+from ..vocab import OMS
+from .plans import SourceSettings, _Policies
+from .records import ImportReport
+from .sources import Progress, _Counting, parse_source
+
+FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
+
+_DEFAULT = ox.DefaultGraph()
+
+
+def restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[], IO[bytes]],
+                       fmt: ox.RdfFormat, report: ImportReport, progress: Progress) -> bool:  # fmt: skip
+    """Restore ``reopen``'s export into ``store``, which holds no grain; return
+    whether it was restored (if not, the store is as it was)."""
+    before = len(store.backend)
+    check = _RestoreCheck(store)
+    with ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader:
+        with reopen() as raw, reopen() as again:
+            source = _io.BufferedReader(_Counting(raw, progress))
+            loading = loader.submit(journal.load, source, fmt)
+            try:
+                check.read(parse_source(again, fmt, None))
+                grains = check.grains()
+            except (OmsError, ValueError):
+                grains = None  # the general path names the record
+            try:
+                loading.result()
+            except DecodeError:
+                grains = None  # a syntax error: the general path names its line
+    # A write lock caught in the export belongs to a writer of another store.
+    store.backend.update(f"DELETE WHERE {{ GRAPH {OMS.index} {{ {WRITER} ?p ?o }} }}")
+    if grains is not None:
+        try:
+            check_audit(store.backend)
+        except OmsError:
+            grains = None
+    if grains is None:
+        journal.rewind()
+        return False
+    report.added = grains
+    report.quads = journal.written = len(store.backend) - before
+    journal.finish(store.audit_rows("import", count=grains),
+                   rebuild=not check.knowledge.as_rebuilt())  # fmt: skip
+    return True
+
+
+class _RestoreCheck:
+    """What an export must hold to be restored as it is, checked as it streams past."""
+
+    def __init__(self, store: GrainStore) -> None:
+        self.store = store
+        self.policies = _Policies(store)
+        self.knowledge = KnowledgeCheck()
+        self.blobs: set[ox.NamedNode] = set()  # grain nodes with their blob
+        self.subjects: set[object] = set()  # subjects of the grain layer
+        self.described: set[object] = set()  # ... with oms:systemFrom
+        self.indexed: set[object] = set()  # grain nodes with index state
+        self.erased: set[object] = set()  # grain nodes with a tombstone
+        self.graphs: set[object] = set()  # named graphs besides the reserved ones
+        self.settings = SourceSettings()
+
+    def read(self, quads: Iterable[ox.Quad]) -> None:
+        for quad in quads:
+            self.knowledge.see(quad)
+            s, p, graph = quad.subject, quad.predicate, quad.graph_name
+            grain = isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX)
+            if graph == _DEFAULT:
+                self.subjects.add(s)
+                if p == OMS.systemFrom:
+                    self.described.add(s)
+            elif graph == OMS.blobs:
+                if not grain:
+                    raise StoreError(
+                        f"the blobs graph holds a quad of no grain: {quad}"
+                    )
+                if p == OMS.blob:
+                    self._blob(s, quad.object)  # type: ignore[arg-type]
+            elif graph == OMS.index:
+                if grain:
+                    (self.erased if p == OMS.erasedAt else self.indexed).add(s)
+                elif s == OMS.settings:
+                    self.settings.see(quad)
+            elif graph == OMS.audit:
+                if grain:
+                    raise StoreError(f"the audit log describes a grain: {quad}")
+            elif graph != OMS.current:
+                self.graphs.add(graph)
+
+    def _blob(self, node: ox.NamedNode, blob: ox.Literal) -> None:
+        address = node.value.removeprefix(NIH_PREFIX)
+        self.policies.see(
+            Grain.from_blob(base64.b64decode(blob.value), address=address)
+        )
+        self.blobs.add(node)
+
+    def grains(self) -> int:
+        """The number of grains restored, once every check of the whole source holds."""
+        if not self.subjects <= self.blobs or self.described != self.blobs:
+            raise DecodeError(
+                "the grain layer and the blobs do not describe the same grains"
+            )
+        if not self.indexed <= self.blobs or self.erased & self.blobs:
+            raise StoreError("index state for a grain that is not there, or erased")
+        if not self.graphs <= self.knowledge.graphs:
+            raise StoreError("a named graph that no belief names")
+        self.settings.check(self.store)
+        closed = {n.value.removeprefix(NIH_PREFIX) for n in self.knowledge.closed
+                  if isinstance(n, ox.NamedNode)}  # fmt: skip
+        for _grain, error in self.policies.refused(closed.__contains__):
+            raise error
+        return len(self.blobs)
