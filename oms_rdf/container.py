@@ -37,7 +37,7 @@ from typing import IO, Any
 import msgpack
 
 from .codec import check_address, decode
-from .errors import DecodeError, ErrorCode, IntegrityError, OmsError
+from .errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError
 
 __all__ = ["MgReader", "read_frames", "read_mg", "write_frames", "write_mg"]
 
@@ -65,18 +65,23 @@ def write_mg(
     blobs: Iterable[bytes],
     out: IO[bytes],
     *,
-    manifest: Mapping[str, Mapping[str, Any]] | None = None,
+    manifest: Mapping[str, Mapping[str, Any]]
+    | Iterable[tuple[str, Mapping[str, Any]]]
+    | None = None,
     deduplicated: bool = False,
     compress: bool = False,
 ) -> int:
     """Write a container of ``blobs``; return the number of grains written.
 
     The grains are spooled to a temporary file first (the offset index precedes
-    them), so the input may be larger than memory.
+    them), and so are the manifest's entries (the map's length precedes them), so
+    the input may be larger than memory.
 
     Args:
         manifest: index-layer state by content address, with compacted keys
-            (``sb``, ``svt``, ``vstatus``, ...); written only when not empty.
+            (``sb``, ``svt``, ``vstatus``, ...); written only when not empty. A
+            mapping, or ``(address, entry)`` pairs in ascending address order
+            (the canonical order; then only one entry is held at a time).
         deduplicated: set flag bit 1 (the caller guarantees unique addresses).
         compress: write the grain region as one zstd frame (level 3; needs the
             ``zstandard`` package); offsets then point into the decompressed region.
@@ -94,10 +99,9 @@ def write_mg(
         if compress:
             flags |= FLAG_COMPRESSED
             codec = CODEC_ZSTD
-        tail = b""
-        if manifest:
+        entries, tail = _spool_manifest(manifest or {})
+        if entries:
             flags |= FLAG_MANIFEST
-            tail = msgpack.packb(_canonical(manifest), use_bin_type=True)
         digest = hashlib.sha256()
 
         def emit(data: bytes) -> None:
@@ -124,9 +128,48 @@ def write_mg(
         else:
             while chunk := spool.read(_CHUNK):
                 emit(chunk)
-        emit(tail)
+        if entries:
+            emit(_map_header(entries))
+            tail.seek(0)
+            while chunk := tail.read(_CHUNK):
+                emit(chunk)
+        tail.close()
         out.write(digest.digest())
     return count
+
+
+def _spool_manifest(
+    manifest: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Mapping[str, Any]]],
+) -> tuple[int, IO[bytes]]:
+    """The manifest's entries packed into a temporary file, and their number.
+
+    Keys go in ascending order, as canonical MessagePack has them; pairs that are
+    not in that order are refused rather than written out of it.
+    """
+    pairs = sorted(manifest.items()) if isinstance(manifest, Mapping) else manifest
+    spool: IO[bytes] = tempfile.TemporaryFile()
+    count, last = 0, None
+    for address, entry in pairs:
+        if last is not None and address <= last:
+            spool.close()
+            raise EncodeError(
+                "manifest entries must come in ascending address order, found "
+                f"{address[:12]}… after {last[:12]}…",
+                path="manifest",
+            )
+        spool.write(msgpack.packb(address, use_bin_type=True))
+        spool.write(msgpack.packb(_canonical(entry), use_bin_type=True))
+        count, last = count + 1, address
+    return count, spool
+
+
+def _map_header(length: int) -> bytes:
+    """The MessagePack header of a map of ``length`` pairs."""
+    if length < 16:
+        return bytes([0x80 | length])
+    if length < 1 << 16:
+        return b"\xde" + length.to_bytes(2, "big")
+    return b"\xdf" + length.to_bytes(4, "big")
 
 
 def _canonical(value: Any) -> Any:

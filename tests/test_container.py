@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -191,31 +193,57 @@ def test_a_zstd_bomb_is_refused_before_it_expands() -> None:
     assert grown_kb < 256 * 1024, f"the bomb grew the process by {grown_kb} KB"
 
 
-def test_an_800k_entry_manifest_is_read_an_entry_at_a_time() -> None:
+def test_an_800k_entry_manifest_is_written_and_read_an_entry_at_a_time(
+    tmp_path: Path,
+) -> None:
     """Past msgpack's 100 MiB default buffer once, and never held whole now."""
     grains = [Belief("s", "r", str(i), 0.5, created_at=i) for i in range(3)]
     reason = "checked by hand against the source, which said so at the time"
-    manifest = {f"{i:064x}": {"ireason": reason} for i in range(800_000)}
-    manifest[grains[-1].address] = {"ireason": "the last grain's"}
-    buffer = io.BytesIO()
-    write_mg([g.blob for g in grains], buffer, manifest=manifest)
-    size = buffer.tell()
-    del manifest
-    buffer.seek(0)
+    last = (grains[-1].address, {"ireason": "the last grain's"})
+    assert last[0] > f"{799_999:064x}"  # the pairs go in ascending order
+    pairs = itertools.chain(
+        ((f"{i:064x}", {"ireason": reason}) for i in range(800_000)), [last]
+    )
+    path = tmp_path / "big.mg"
     tracemalloc.start()
     try:
-        items = read_mg(buffer).items()
-        blobs = [next(items) for _ in grains]
-        count = 0
-        for address, entry in items:  # type: ignore[misc]
-            count += 1
-            if address == grains[-1].address:
-                assert entry == {"ireason": "the last grain's"}
-        peak = tracemalloc.get_traced_memory()[1]
+        with open(path, "wb") as out:
+            write_mg([g.blob for g in grains], out, manifest=pairs)
+        written = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        with open(path, "rb") as source:
+            items = read_mg(source).items()
+            blobs = [next(items) for _ in grains]
+            count = 0
+            for address, entry in items:  # type: ignore[misc]
+                count += 1
+                if address == last[0]:
+                    assert entry == last[1]
+        read = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert blobs == [g.blob for g in grains] and count == 800_001
-    assert size > 100 << 20 and peak < 10 << 20, (size, peak)
+    assert path.stat().st_size > 100 << 20
+    assert written < 10 << 20 and read < 10 << 20, (written, read)
+
+
+@pytest.mark.parametrize("size", [3, 20, 70_000])  # fixmap, map 16 and map 32
+def test_manifest_pairs_write_the_bytes_of_the_mapping(size: int) -> None:
+    manifest = {f"{i:064x}": {"svt": i, "vstatus": "verified"} for i in range(size)}
+    as_pairs, as_mapping = io.BytesIO(), io.BytesIO()
+    write_mg(BLOBS[:2], as_pairs, manifest=iter(manifest.items()))
+    write_mg(BLOBS[:2], as_mapping, manifest=manifest)
+    assert as_pairs.getvalue() == as_mapping.getvalue()
+    body = as_pairs.getvalue()[:-32]  # less the footer
+    assert body.endswith(msgpack.packb(manifest, use_bin_type=True))
+
+
+def test_manifest_pairs_out_of_order_are_refused() -> None:
+    pairs = [("b" * 64, {"vstatus": "verified"}), ("a" * 64, {"vstatus": "verified"})]
+    out = io.BytesIO()
+    with pytest.raises(oms.EncodeError, match="ascending address order"):
+        write_mg(BLOBS[:1], out, manifest=pairs)
+    assert out.getvalue() == b""
 
 
 def test_a_manifest_entry_past_the_limit_is_refused() -> None:

@@ -70,12 +70,13 @@ def export(
             )  # fmt: skip
         if fmt == "jsonl":
             count = 0
-            states = _manifest(store)
+            indexed = _indexed(store)
             for blob in _blobs(store):
                 grain = Grain.from_blob(blob)
-                line = dumps_jsonl(
-                    grain, states.get(grain.address), _envelope(store, grain)
+                state = (
+                    _entry(store, grain.address) if grain.address in indexed else None
                 )
+                line = dumps_jsonl(grain, state or None, _envelope(store, grain))
                 out.write(line.encode() + b"\n")
                 count += 1
             return count
@@ -161,13 +162,38 @@ def _blobs(store: GrainStore) -> Iterator[bytes]:
 
 def _manifest(
     store: GrainStore, *, envelopes: bool = False
-) -> dict[str, dict[str, Any]]:
-    """Index state of every grain whose state is not the default (spec §11.7).
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Index state of every grain whose state is not the default (spec §11.7), as
+    ``(address, entry)`` pairs in ascending address order, made one at a time.
 
     With ``envelopes`` (``.mg``, whose blobs are bare), a signed grain's COSE_Sign1
     envelope goes in its entry as ``oms_rdf:envelope``, so that it comes back
     signed and verified.
     """
+    signed = (
+        {
+            _text(q.subject).removeprefix(NIH_PREFIX)
+            for q in store.backend.quads(None, OMS.envelope, None, OMS.blobs)
+        }
+        if envelopes
+        else set()
+    )
+    indexed = _indexed(store)
+    for address in sorted(indexed | signed):
+        entry = _entry(store, address) if address in indexed else {}
+        if address in signed:
+            node = ox.NamedNode(NIH_PREFIX + address)
+            envelope = next(store.backend.quads(node, OMS.envelope, None, OMS.blobs))
+            entry = {
+                "oms_rdf:envelope": base64.b64decode(_text(envelope.object)),
+                **entry,
+            }
+        if entry:
+            yield address, entry
+
+
+def _indexed(store: GrainStore) -> set[str]:
+    """The addresses of the grains held here that have index state."""
     subjects = (
         _text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
     )
@@ -176,39 +202,34 @@ def _manifest(
         for q in store.backend.quads(None, OMS.erasedAt, None, OMS.index)
     }
     nodes = {s for s in subjects if s.startswith(NIH_PREFIX)} - erased
-    manifest: dict[str, dict[str, Any]] = {}
-    if envelopes:
-        for quad in store.backend.quads(None, OMS.envelope, None, OMS.blobs):
-            envelope = base64.b64decode(_text(quad.object))
-            manifest[_text(quad.subject).removeprefix(NIH_PREFIX)] = {
-                "oms_rdf:envelope": envelope
-            }
-    for node in nodes:
-        state = store.status(node.removeprefix(NIH_PREFIX))
-        entry: dict[str, Any] = {}
-        if state.superseded_by is not None:
-            entry["sb"] = state.superseded_by
-        if state.system_to is not None:
-            entry["svt"] = state.system_to
-        if state.status == "retracted":
-            entry["vstatus"] = "retracted"
-        elif state.verification != "unverified":
-            entry["vstatus"] = _VERIFICATION_OUT[state.verification]
-        if state.voided_at is not None:
-            entry[VOIDED_KEY] = state.voided_at
-            if state.status == "retracted" and state.verification == "contradicted":
-                entry["oms_rdf:contradicted"] = True
-        for key, value in (
-            ("itype", state.invalidation_type),
-            ("ireason", state.reason),
-            ("iinit", state.initiator),
-        ):
-            if value is not None:
-                entry[key] = value
-        entry.update(_evidence_entry(store, state))
-        if entry:
-            manifest.setdefault(state.address, {}).update(entry)
-    return manifest
+    return {node.removeprefix(NIH_PREFIX) for node in nodes}
+
+
+def _entry(store: GrainStore, address: str) -> dict[str, Any]:
+    """One grain's manifest entry: its index state, compacted (empty: the default)."""
+    state = store.status(address)
+    entry: dict[str, Any] = {}
+    if state.superseded_by is not None:
+        entry["sb"] = state.superseded_by
+    if state.system_to is not None:
+        entry["svt"] = state.system_to
+    if state.status == "retracted":
+        entry["vstatus"] = "retracted"
+    elif state.verification != "unverified":
+        entry["vstatus"] = _VERIFICATION_OUT[state.verification]
+    if state.voided_at is not None:
+        entry[VOIDED_KEY] = state.voided_at
+        if state.status == "retracted" and state.verification == "contradicted":
+            entry["oms_rdf:contradicted"] = True
+    for key, value in (
+        ("itype", state.invalidation_type),
+        ("ireason", state.reason),
+        ("iinit", state.initiator),
+    ):
+        if value is not None:
+            entry[key] = value
+    entry.update(_evidence_entry(store, state))
+    return entry
 
 
 def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
