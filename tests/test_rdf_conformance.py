@@ -305,3 +305,28 @@ def test_a_grain_node_without_its_blob_is_refused(target: str) -> None:
         store.import_(io.BytesIO(crafted), format="nquads")
     assert {str(q) for q in store.backend.quads()} == before
     assert store.beliefs("alice") == []  # and nothing half-written answers
+
+
+@pytest.mark.parametrize("target", ["empty", "non-empty"])
+@pytest.mark.parametrize("field", ["blob", "baseIri"])
+def test_a_triple_term_where_a_value_belongs_is_refused(
+    target: str, field: str
+) -> None:
+    source = GrainStore()
+    source.put(oms.Belief("alice", "knows", "bob", 0.9, created_at=1_700_000_000_000))
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    lines = out.getvalue().decode().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if f"/ns#{field}> " in line)
+    subject, predicate = lines[at].split(" ")[:2]
+    lines[at] = (
+        f"{subject} {predicate} <<( <http://e/a> <http://e/b> <http://e/c> )>> "
+        f"{lines[at].rsplit(' ', 2)[-2]} .\n"
+    )
+    store = GrainStore()
+    if target == "non-empty":
+        store.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
+    before = {str(q) for q in store.backend.quads()}
+    with pytest.raises(oms.DecodeError, match="found <<"):
+        store.import_(io.BytesIO("".join(lines).encode()), format="nquads")
+    assert {str(q) for q in store.backend.quads()} == before

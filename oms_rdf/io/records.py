@@ -7,7 +7,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from ..errors import OmsError
+from ..errors import DecodeError, OmsError
 from ..mapping import Row
 
 
@@ -40,5 +40,13 @@ def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -
 
 
 def _text(term: Any) -> str:
-    """The lexical value of an IRI, blank node or literal term."""
-    return str(term.value)
+    """The lexical value of an IRI, blank node or literal term.
+
+    Raises:
+        DecodeError: for a term that has none (an RDF 1.2 triple term).
+    """
+    value = getattr(term, "value", None)
+    if not isinstance(value, str):
+        found = f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)
+        raise DecodeError(f"expected an IRI, a blank node or a literal, found {found}")
+    return value

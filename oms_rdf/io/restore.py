@@ -32,7 +32,7 @@ from ..store.rebuild import KnowledgeCheck
 from ..store.writelock import WRITER
 from ..vocab import OMS
 from .plans import SourceSettings, _Policies
-from .records import ImportReport
+from .records import ImportReport, _text
 from .sources import Progress, _Counting, parse_source
 
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
@@ -118,10 +118,10 @@ class _RestoreCheck:
             elif graph != OMS.current:
                 self.graphs.add(graph)
 
-    def _blob(self, node: ox.NamedNode, blob: ox.Literal) -> None:
+    def _blob(self, node: ox.NamedNode, blob: object) -> None:
         address = node.value.removeprefix(NIH_PREFIX)
         self.policies.see(
-            Grain.from_blob(base64.b64decode(blob.value), address=address)
+            Grain.from_blob(base64.b64decode(_text(blob)), address=address)
         )
         self.blobs.add(node)
 
