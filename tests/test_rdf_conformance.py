@@ -308,9 +308,17 @@ def test_a_grain_node_without_its_blob_is_refused(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["empty", "non-empty"])
-@pytest.mark.parametrize("field", ["blob", "baseIri"])
+@pytest.mark.parametrize(
+    ("field", "error", "says"),
+    [
+        ("blob", oms.DecodeError, "found <<"),
+        ("baseIri", oms.DecodeError, "found <<"),
+        ("hash", oms.IntegrityError, "fails its hash chain"),
+        ("auditHead", oms.IntegrityError, "fails its hash chain"),
+    ],
+)
 def test_a_triple_term_where_a_value_belongs_is_refused(
-    target: str, field: str
+    target: str, field: str, error: type[oms.OmsError], says: str
 ) -> None:
     source = GrainStore()
     source.put(oms.Belief("alice", "knows", "bob", 0.9, created_at=1_700_000_000_000))
@@ -327,6 +335,6 @@ def test_a_triple_term_where_a_value_belongs_is_refused(
     if target == "non-empty":
         store.put(oms.Belief("zed", "likes", "tea", 0.5, created_at=1))
     before = {str(q) for q in store.backend.quads()}
-    with pytest.raises(oms.DecodeError, match="found <<"):
+    with pytest.raises(error, match=says):
         store.import_(io.BytesIO("".join(lines).encode()), format="nquads")
     assert {str(q) for q in store.backend.quads()} == before

@@ -184,16 +184,16 @@ def verify(backend: Backend) -> AuditReport:
     heads: dict[str, list[tuple[int, str]]] = {}
     for node, quads in events.items():
         kinds = {q.predicate for q in quads}
-        if OMS.auditHead in kinds:
-            heads[node.value] = [
-                _parse_head(q.object) for q in quads if q.predicate == OMS.auditHead
-            ]
-            continue
         try:
+            if OMS.auditHead in kinds:
+                heads[_text(node)] = [
+                    _parse_head(q.object) for q in quads if q.predicate == OMS.auditHead
+                ]
+                continue
             content = _content(quads)
+            hashes = [_text(q.object) for q in quads if q.predicate == OMS.hash]
         except IntegrityError as exc:
             return AuditReport(len(events), {}, f"event {node.value}: {exc.message}")
-        hashes = [q.object.value for q in quads if q.predicate == OMS.hash]  # type: ignore[union-attr]
         chain_of, numbers = (
             content.get(OMS.chain.value, []),
             content.get(OMS.sequence.value, []),
@@ -258,7 +258,7 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
                 raise IntegrityError(f"an audit value is not valid for its type: {value}",
                                      code=ErrorCode.INTEGRITY) from None  # fmt: skip
         else:
-            plain = value.value  # type: ignore[union-attr]
+            plain = _text(value)
         content.setdefault(quad.predicate.value, []).append(plain)
     for values in content.values():
         values.sort(key=lambda v: (type(v).__name__, v))
@@ -270,8 +270,17 @@ def _quads(rows: Sequence[Row]) -> list[ox.Quad]:
     return list(ox.parse(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS))
 
 
+def _text(term: Any) -> str:
+    """The text of an IRI, a blank node or a literal of the log."""
+    value = getattr(term, "value", None)
+    if not isinstance(value, str):  # an RDF 1.2 triple term, written by hand
+        raise IntegrityError(f"an audit value is a triple term: {term}",
+                             code=ErrorCode.INTEGRITY)  # fmt: skip
+    return value
+
+
 def _parse_head(term: Any) -> tuple[int, str]:
-    sequence, _, hash_ = str(term.value).partition(" ")
+    sequence, _, hash_ = _text(term).partition(" ")
     if not sequence.isdigit() or len(hash_) != 64:
         raise IntegrityError(f"an audit head must be '<sequence> <sha-256>', not {term}",
                              code=ErrorCode.INTEGRITY)  # fmt: skip
