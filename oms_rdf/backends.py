@@ -55,8 +55,8 @@ class Backend(Protocol):
     def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
         """Serialise the store (or one graph) to ``output``."""
 
-    def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
-        """Load serialised quads atomically."""
+    def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
+        """Load serialised quads atomically: bytes, a binary stream or a file."""
 
     def __len__(self) -> int:
         """Return the number of quads."""
@@ -146,19 +146,28 @@ class LocalBackend:
         except (OSError, ValueError) as exc:
             raise StoreError(f"dump failed: {exc}") from exc
 
-    def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+    def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load atomically. Raises DecodeError for data that does not parse and
-        StoreError for a failure of the store itself (disk full, I/O)."""
+        StoreError for a failure of the store itself (disk full, I/O).
+
+        A file given by its path is read by the store itself, without the GIL.
+        """
         self._writable()
         with _load_errors("load"):
-            self.store.load(data, fmt)
+            if isinstance(data, Path):
+                self.store.load(path=data, format=fmt)
+            else:
+                self.store.load(data, fmt)
 
-    def bulk_load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+    def bulk_load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load with RocksDB's bulk loader: fast, *not* atomic (the store's journal
-        guards it); errors as :meth:`load`."""
+        guards it); data and errors as :meth:`load`."""
         self._writable()
         with _load_errors("bulk load"):
-            self.store.bulk_load(data, fmt)
+            if isinstance(data, Path):
+                self.store.bulk_load(path=data, format=fmt)
+            else:
+                self.store.bulk_load(data, fmt)
 
     def optimize(self) -> None:
         """Compact an on-disk store (RocksDB), as it would do later by itself."""

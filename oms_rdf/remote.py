@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import IO, Any
 
 import httpx
@@ -87,9 +88,12 @@ class SparqlBackend:
         self._send("update", self.update_url, content=sparql.encode(),
                    headers={"content-type": "application/sparql-update"})  # fmt: skip
 
-    def load(self, data: bytes | IO[bytes], fmt: ox.RdfFormat) -> None:
+    def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load serialised quads in one Graph Store request (one transaction)."""
-        body = data if isinstance(data, bytes) else data.read()
+        if isinstance(data, Path):
+            body = data.read_bytes()
+        else:
+            body = data if isinstance(data, bytes) else data.read()
         if self.store_url is None:  # no Graph Store: the same quads as INSERT DATA
             try:
                 quads = list(ox.parse(body, fmt))

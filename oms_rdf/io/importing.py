@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..progress import Stage
@@ -74,7 +75,9 @@ def import_(
                 and not source.journal
                 and rdf.supports_datasets
                 and size <= FAST_RESTORE_LIMIT
-                and restore_into_empty(store, journal, reopen, rdf, report, progress)
+                and restore_into_empty(
+                    store, journal, reopen, rdf, report, progress, path=_path_of(src)
+                )
             ):
                 return report
             else:
@@ -86,3 +89,8 @@ def import_(
         check_audit(store.backend)  # an imported chain is verified before it is kept
         journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)
     return report
+
+
+def _path_of(src: Source) -> Path | None:
+    """The file a source is, if it is one (a stream is not)."""
+    return None if hasattr(src, "read") else Path(src)

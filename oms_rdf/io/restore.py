@@ -17,7 +17,9 @@ from __future__ import annotations
 import base64
 import io as _io
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from pathlib import Path
 from typing import IO
 
 import pyoxigraph as ox
@@ -38,27 +40,45 @@ from .sources import Progress, _Counting, parse_source
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
 
 _DEFAULT = ox.DefaultGraph()
+# A stream is read by the loader in large reads: each one waits for the GIL.
+_READ_SIZE = 1 << 22
 
 
 def restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[], IO[bytes]],
-                       fmt: ox.RdfFormat, report: ImportReport, progress: Progress) -> bool:  # fmt: skip
+                       fmt: ox.RdfFormat, report: ImportReport, progress: Progress,
+                       path: Path | None = None) -> bool:  # fmt: skip
     """Restore ``reopen``'s export into ``store``, which holds no grain; return
-    whether it was restored (if not, the store is as it was)."""
+    whether it was restored (if not, the store is as it was).
+
+    ``path``: the source's file, if it is one; the store then reads it by itself,
+    never waiting for the GIL that the checks hold. ``progress`` is told of the
+    bytes the checks have read.
+    """
     before = len(store.backend)
     check = _RestoreCheck(store)
-    with ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader:
-        with reopen() as raw, reopen() as again:
-            source = _io.BufferedReader(_Counting(raw, progress))
+    with (
+        ExitStack() as files,
+        ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader,
+    ):
+        if path is None:
+            source = _io.BufferedReader(
+                _Counting(files.enter_context(reopen()), None), _READ_SIZE
+            )
             loading = loader.submit(journal.load, source, fmt)
-            try:
-                check.read(parse_source(again, fmt, None))
-                grains = check.grains()
-            except (OmsError, ValueError):
-                grains = None  # the general path names the record
-            try:
-                loading.result()
-            except DecodeError:
-                grains = None  # a syntax error: the general path names its line
+        else:
+            loading = loader.submit(journal.load, path, fmt)
+        try:
+            with reopen() as again:
+                check.read(parse_source(again, fmt, None, progress))
+            grains: int | None = check.grains()
+        except (OmsError, ValueError):
+            grains = None  # the general path names the record
+        finally:
+            wait([loading])  # before the file it reads is closed
+        try:
+            loading.result()
+        except DecodeError:
+            grains = None  # a syntax error: the general path names its line
     # A write lock caught in the export belongs to a writer of another store.
     store.backend.update(f"DELETE WHERE {{ GRAPH {OMS.index} {{ {WRITER} ?p ?o }} }}")
     if grains is not None:
@@ -92,11 +112,12 @@ class _RestoreCheck:
         self.settings = SourceSettings()
 
     def read(self, quads: Iterable[ox.Quad]) -> None:
+        knowledge = self.knowledge
         for quad in quads:
-            self.knowledge.see(quad)
             s, p, graph = quad.subject, quad.predicate, quad.graph_name
             grain = isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX)
             if graph == _DEFAULT:
+                knowledge.describes(s, p, quad.object)
                 self.subjects.add(s)
                 if p == OMS.systemFrom:
                     self.described.add(s)
@@ -108,6 +129,7 @@ class _RestoreCheck:
                 if p == OMS.blob:
                     self._blob(s, quad.object)  # type: ignore[arg-type]
             elif graph == OMS.index:
+                knowledge.indexes(s, p)
                 if grain:
                     (self.erased if p == OMS.erasedAt else self.indexed).add(s)
                 elif s == OMS.settings:
@@ -115,8 +137,10 @@ class _RestoreCheck:
             elif graph == OMS.audit:
                 if grain:
                     raise StoreError(f"the audit log describes a grain: {quad}")
-            elif graph != OMS.current:
-                self.graphs.add(graph)
+            else:
+                knowledge.holds(quad)
+                if graph != OMS.current:
+                    self.graphs.add(graph)
 
     def _blob(self, node: ox.NamedNode, blob: object) -> None:
         address = node.value.removeprefix(NIH_PREFIX)

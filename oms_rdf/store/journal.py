@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import pyoxigraph as ox
 
@@ -151,15 +152,18 @@ class Journal:
         self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
         return None
 
-    def load(self, data: Iterable[bytes] | bytes, fmt: ox.RdfFormat) -> None:
-        """Load serialised quads natively; only into a store that held no grain."""
+    def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
+        """Load serialised quads natively; only into a store that held no grain.
+
+        ``data`` may be a file's path, which an embedded store reads by itself.
+        """
         if not self.empty:
             raise ValueError("a native load needs a store that held no grain")
         bulk = getattr(self.backend, "bulk_load", None)
         if bulk is not None and getattr(self.backend, "path", None) is not None:
             bulk(data, fmt)
         else:
-            self.backend.load(data, fmt)  # type: ignore[arg-type]
+            self.backend.load(data, fmt)
 
     def _entries(self, rows: list[Row]) -> Iterator[Row]:
         """Journal rows naming what these rows add to a store that holds grains."""

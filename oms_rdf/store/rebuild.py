@@ -18,7 +18,7 @@ import pyoxigraph as ox
 from ..vocab import OMS, RDF
 
 _DEFAULT = ox.DefaultGraph()
-_PARTS = {RDF.subject: 0, RDF.predicate: 1, RDF.object: 2}
+_PARTS: dict[object, int] = {RDF.subject: 0, RDF.predicate: 1, RDF.object: 2}
 
 
 class KnowledgeCheck:
@@ -32,19 +32,33 @@ class KnowledgeCheck:
         self.held: defaultdict[object, set[ox.Quad]] = defaultdict(set)  # by graph
 
     def see(self, quad: ox.Quad) -> None:
-        graph, predicate = quad.graph_name, quad.predicate
+        """Take any quad of the dataset."""
+        graph = quad.graph_name
         if graph == _DEFAULT:
-            part = _PARTS.get(predicate)
-            if part is not None:
-                values = self.parts.setdefault(quad.subject, ([], [], []))
-                values[part].append(quad.object)
-            elif predicate == OMS.graph:
-                self.named[quad.subject].append(quad.object)
+            self.describes(quad.subject, quad.predicate, quad.object)
         elif graph == OMS.index:
-            if predicate == OMS.systemTo:
-                self.closed.add(quad.subject)
+            self.indexes(quad.subject, quad.predicate)
         elif graph not in (OMS.blobs, OMS.audit):
-            self.held[graph].add(quad)
+            self.holds(quad)
+
+    # What see() does by graph, for a reader that has sorted the quads already.
+
+    def describes(self, subject: object, predicate: object, value: object) -> None:
+        """Take a quad of the grain layer (the default graph)."""
+        part = _PARTS.get(predicate)
+        if part is not None:
+            self.parts.setdefault(subject, ([], [], []))[part].append(value)
+        elif predicate == OMS.graph:
+            self.named[subject].append(value)
+
+    def indexes(self, subject: object, predicate: object) -> None:
+        """Take a quad of the index (graph ``oms:index``)."""
+        if predicate == OMS.systemTo:
+            self.closed.add(subject)
+
+    def holds(self, quad: ox.Quad) -> None:
+        """Take a quad of a graph other than the default, index, blobs and audit."""
+        self.held[quad.graph_name].add(quad)
 
     @property
     def graphs(self) -> set[object]:
