@@ -236,6 +236,57 @@ def test_jsonl_bad_line_keeps_nothing(tmp_path: Path) -> None:
     assert "ERR_" in report.skipped[0][1]
 
 
+def test_jsonl_into_an_empty_disk_store_undoes_what_it_loaded_before_a_bad_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written as it is read: small chunks have gone to the bulk loader before
+    # line 31 is read, and the refusal takes them all back.
+    from oms_rdf.io import plans
+    from oms_rdf.store import journal
+
+    monkeypatch.setattr(journal, "CHUNK_ROWS", 20)
+    monkeypatch.setattr(plans, "BATCH", 5)  # grains read ahead of their rows
+    lines = [
+        oms_io.dumps_jsonl(oms.Belief("a", "r", str(i), 0.5, created_at=i))
+        for i in range(35)
+    ]
+    lines.insert(30, '{"type": "belief", "subject": ""}')
+    path = tmp_path / "b.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    loads: list[int] = []
+    real = journal.Journal._chunk
+
+    def counting(self: Any, rows: Any, *args: Any) -> Any:
+        loads.append(len(rows))
+        return real(self, rows, *args)
+
+    monkeypatch.setattr(journal.Journal, "_chunk", counting)
+    target = GrainStore(tmp_path / "store")
+    before = snapshot(target)
+    with pytest.raises(oms.OmsError) as info:
+        target.import_(path)
+    assert info.value.path is not None and info.value.path.startswith("line 31")
+    assert len(loads) > 5  # the bad line came after many loads
+    assert snapshot(target) == before
+    target.close()
+    assert snapshot(GrainStore(tmp_path / "store")) == before
+
+
+def test_jsonl_with_a_grain_on_two_lines_imports_as_once(store: GrainStore) -> None:
+    # One pass cannot tell which line's index state counts; the import reads the
+    # file again in two passes, as into a store that holds grains.
+    buffer = io.BytesIO()
+    store.export(buffer, format="jsonl")
+    lines = buffer.getvalue().splitlines(keepends=True)
+    twice = b"".join([*lines, lines[0]])
+    fresh = GrainStore(clock=lambda: NOW)
+    report = fresh.import_(io.BytesIO(twice), format="jsonl")
+    assert report.added == len(lines)
+    assert addresses(fresh) == addresses(store)
+    assert states(fresh) == states(store)
+    assert answers(fresh) == answers(store)
+
+
 def test_corrupt_blob_in_trig_keeps_nothing(store: GrainStore) -> None:
     buffer = io.BytesIO()
     store.export(buffer, format="nquads")

@@ -10,7 +10,7 @@ from ..store import GrainStore
 from ..store.audit import check as check_audit
 from .adopt import file_base, plan_adoption, scan
 from .formats import _RDF_FORMATS, format_for
-from .plans import _plan_dataset, _plan_jsonl, _plan_mg
+from .plans import TwoPassError, _plan_dataset, _plan_jsonl, _plan_mg
 from .records import ImportReport
 from .restore import FAST_RESTORE_LIMIT, restore_into_empty
 from .sources import Progress, Source, _reopenable
@@ -62,7 +62,9 @@ def import_(
         if fmt == "mg":
             plan = _plan_mg(store, reopen, report, skip_invalid, progress)
         elif fmt == "jsonl":
-            plan = _plan_jsonl(store, reopen, report, skip_invalid, progress)
+            # Into a store without grains, one pass: the journal undoes a refusal.
+            plan = _plan_jsonl(store, reopen, report, skip_invalid, progress,
+                               at_once=journal.empty and not skip_invalid)  # fmt: skip
         else:
             rdf = _RDF_FORMATS[fmt]
             source = scan(reopen, rdf, base)
@@ -83,8 +85,13 @@ def import_(
             else:
                 plan = _plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
                 rebuild = True
-        with plan as rows:
-            journal.write(rows(), grains=report.added)
+        try:
+            with plan as rows:
+                journal.write(rows(), grains=report.added)
+        except TwoPassError:  # a one-pass plan met a grain on two lines
+            journal.rewind()
+            with _plan_jsonl(store, reopen, report, skip_invalid, progress) as rows:
+                journal.write(rows(), grains=report.added)
         report.quads = journal.written
         check_audit(store.backend)  # an imported chain is verified before it is kept
         journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)

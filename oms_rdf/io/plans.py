@@ -43,15 +43,28 @@ ONE_PASS_LIMIT = 250_000  # grains a JSON Lines import keeps from its first read
 XSD_DOUBLE = XSD.double.value
 
 
+class TwoPassError(Exception):
+    """A one-pass import met what only two passes handle exactly: the journal
+    undoes what it wrote, and the import starts again in two passes."""
+
+
 @contextmanager
 def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
-                skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+                skip: bool, progress: Progress, *,
+                at_once: bool = False) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
+    """Check every line, then write the new grains in a second pass.
+
+    ``at_once``: check and write in one pass, for a store that holds no grain, where
+    the journal undoes a refusal found at the end in one cheap step. Rows are then
+    written as they are read; a grain on two lines raises :class:`TwoPassError`.
+    """
     bad: set[int] = set()
     fresh: set[str] = set()
     states: dict[str, list[Row]] = {}  # index state carried by the lines ("$index")
     signatures: dict[str, Any] = {}  # envelopes of signed grains ("$envelope")
 
-    kept: list[Grain] | None = []  # the first pass's grains, while they fit in memory
+    # The first pass's grains, while they fit in memory (one pass keeps none).
+    kept: list[Grain] | None = None if at_once else []
 
     def grains(check: bool) -> Iterator[Grain]:
         nonlocal kept
@@ -82,8 +95,29 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                         kept.append(grain)
                 yield grain
 
+    def rows_of(grain: Grain) -> Iterator[Row]:
+        state = states.get(grain.address, ())
+        signature = signatures.get(grain.address)
+        yield from _knowing(store.rows_for(grain, signature), _closes(state))
+        yield from state
+
     policies = _Policies(store)
     known = _Known(store, report)
+    if at_once:
+
+        def as_read() -> Iterator[Row]:
+            for grain in known.new(grains(check=True)):
+                if grain.address in fresh:
+                    raise TwoPassError(f"grain {grain.address[:12]}… is on two lines")
+                fresh.add(grain.address)
+                policies.see(grain)
+                yield from rows_of(grain)
+            for grain, exc in policies.refused(lambda a: _closes(states.get(a, ()))):
+                _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
+            report.added = len(fresh)
+
+        yield as_read
+        return
     for grain in known.new(grains(check=True)):
         if grain.address not in fresh:
             fresh.add(grain.address)
@@ -98,10 +132,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     def rows() -> Iterator[Row]:
         for grain in _unique(grains(check=False), fresh):
-            state = states.get(grain.address, ())
-            signature = signatures.get(grain.address)
-            yield from _knowing(store.rows_for(grain, signature), _closes(state))
-            yield from state
+            yield from rows_of(grain)
 
     yield rows
 
