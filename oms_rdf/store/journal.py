@@ -19,10 +19,12 @@ leave part of it. The journal, kept on node ``oms:journal`` in graph
   knowledge triples) and those quads, then rebuilds the knowledge. Its cost grows
   with what was written, not with the store.
 
-The update that ends the write rebuilds the knowledge layer, then removes the
-journal and adds the audit event in one operation. Opening a store that still
-has a journal undoes the interrupted write first (:func:`recover`), so a crash at
-any point leaves the store as before the write, or with all of it.
+A journal is open while its mark (``oms:journal a oms:Journal``) is there. The
+update that ends the write rebuilds the knowledge layer when it must, then removes
+the mark and adds the audit event in one operation, then clears the records.
+Opening a store whose journal is open undoes the interrupted write first
+(:func:`recover`), so a crash at any point leaves the store as before the write,
+or with all of it; records left without their mark are only cleared.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ CHUNK_ROWS = 200_000  # rows per atomic step: bounds a transaction's memory
 _UNDO_BATCH = 500  # grain nodes deleted per update while undoing
 _NODE = f"<{NIH_PREFIX}"
 _REBUILD = load_query("rebuild_current")
+_P_BEFORE = f"<{OMS.journalBefore.value}>"
+_MARK = f"{_J} <{RDF.type.value}> <{OMS.Journal.value}> ."  # an open journal's mark
+_CLEAR_RECORDS = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
 
 
 class Journal:
@@ -187,14 +192,21 @@ class Journal:
         rebuild the knowledge; then drop the journal and add ``rows`` (the audit)."""
         final = [item if isinstance(item, tuple) else _row(item) for item in rows]
         unchain, chain = self.seal(final)
-        # One operation drops the journal and appends the audit event, so no
-        # server can keep one without the other; the rebuild before it may be
-        # repeated (the undo ends with one).
+        # One operation closes the journal (its mark) and appends the audit event,
+        # so no server can keep one without the other. It matches one solution,
+        # the mark's, so its templates are written once whatever the journal
+        # holds (a lone OPTIONAL that matches nothing gives no solution on
+        # Virtuoso, where SPARQL gives one). The journal's records go next:
+        # records without the mark are a closed journal's leftovers (recover()
+        # clears them). The rebuild before it may be repeated (the undo ends
+        # with one).
         end = (
-            f"DELETE {{ {_data(unchain)} GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}\n"
+            f"DELETE {{ {_data(unchain)} GRAPH {_G_INDEX} {{ {_MARK} {_J} {_P_BEFORE} ?before }} }}\n"
             f"INSERT {{ {_data([*final, *chain])} }}\n"
-            f"WHERE {{ OPTIONAL {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }} }}"
-        )
+            f"WHERE {{ GRAPH {_G_INDEX} {{ {_MARK} }} "
+            f"OPTIONAL {{ GRAPH {_G_INDEX} {{ {_J} {_P_BEFORE} ?before }} }} }} ;\n"
+            f"{_CLEAR_RECORDS}"
+        )  # fmt: skip
         # Oxigraph takes a prologue (PREFIX) only at the start of a request.
         self.backend.update(f"{_REBUILD} ;\n{end}" if rebuild else end)
         self.finished = True
@@ -214,8 +226,14 @@ class Journal:
 
 
 def recover(backend: Backend) -> bool:
-    """Undo a write that a crash interrupted; return whether there was one."""
-    if next(backend.quads(JOURNAL, None, None, _INDEX), None) is None:
+    """Undo a write that a crash interrupted; return whether there was one.
+
+    A journal without its mark belongs to a write that ended: its records are
+    cleared, nothing is undone.
+    """
+    if next(backend.quads(JOURNAL, RDF.type, OMS.Journal, _INDEX), None) is None:
+        if next(backend.quads(JOURNAL, None, None, _INDEX), None) is not None:
+            backend.update(_CLEAR_RECORDS)
         return False
     undo(backend)
     return True
@@ -242,8 +260,7 @@ def undo(backend: Backend) -> None:
     for entry in list(backend.quads(JOURNAL, OMS.journalQuad, None, _INDEX)):
         added = _parse(entry.object)
         backend.update(update_request([*added, entry], []))
-    end = f"DELETE WHERE {{ GRAPH {_G_INDEX} {{ {_J} ?p ?o }} }}"
-    backend.update(f"{_REBUILD} ;\n{end}")
+    backend.update(f"{_REBUILD} ;\n{_CLEAR_RECORDS}")
 
 
 def _forget_grains(values: str) -> str:
