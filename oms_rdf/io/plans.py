@@ -516,9 +516,9 @@ class SourceSettings:
 
     def check(self, store: GrainStore) -> None:
         """Refuse settings other than ``store``'s (ERR_CONFLICT)."""
-        mine = store.settings
         if not self.seen:
             return
+        mine = store.settings
         if self.bases != {mine.base_iri}:
             raise StoreError(
                 f"the source was made with base IRI {', '.join(sorted(self.bases))}, "
