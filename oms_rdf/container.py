@@ -87,7 +87,7 @@ def write_mg(
             ``zstandard`` package); offsets then point into the decompressed region.
     """
     offsets: list[int] = []
-    with tempfile.TemporaryFile() as spool:
+    with tempfile.TemporaryFile() as spool, tempfile.TemporaryFile() as tail:
         position = 0
         for blob in blobs:
             offsets.append(position)
@@ -99,7 +99,7 @@ def write_mg(
         if compress:
             flags |= FLAG_COMPRESSED
             codec = CODEC_ZSTD
-        entries, tail = _spool_manifest(manifest or {})
+        entries = _pack_manifest(manifest or {}, tail)
         if entries:
             flags |= FLAG_MANIFEST
         digest = hashlib.sha256()
@@ -133,25 +133,23 @@ def write_mg(
             tail.seek(0)
             while chunk := tail.read(_CHUNK):
                 emit(chunk)
-        tail.close()
         out.write(digest.digest())
     return count
 
 
-def _spool_manifest(
+def _pack_manifest(
     manifest: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Mapping[str, Any]]],
-) -> tuple[int, IO[bytes]]:
-    """The manifest's entries packed into a temporary file, and their number.
+    spool: IO[bytes],
+) -> int:
+    """Pack the manifest's entries into ``spool``; return their number.
 
     Keys go in ascending order, as canonical MessagePack has them; pairs that are
     not in that order are refused rather than written out of it.
     """
     pairs = sorted(manifest.items()) if isinstance(manifest, Mapping) else manifest
-    spool: IO[bytes] = tempfile.TemporaryFile()
     count, last = 0, None
     for address, entry in pairs:
         if last is not None and address <= last:
-            spool.close()
             raise EncodeError(
                 "manifest entries must come in ascending address order, found "
                 f"{address[:12]}… after {last[:12]}…",
@@ -160,7 +158,7 @@ def _spool_manifest(
         spool.write(msgpack.packb(address, use_bin_type=True))
         spool.write(msgpack.packb(_canonical(entry), use_bin_type=True))
         count, last = count + 1, address
-    return count, spool
+    return count
 
 
 def _map_header(length: int) -> bytes:
