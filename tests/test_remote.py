@@ -131,6 +131,33 @@ def test_a_server_error_is_a_store_error(oxigraph_server: str) -> None:
 
 
 @pytest.mark.parametrize("kind", SERVERS)
+def test_search_finds_what_other_clients_wrote_after_it_first_ran(
+    kind: str, servers: Any
+) -> None:
+    base = servers(kind)
+    mine = oms.GrainStore(backend=backend_for(kind, base))
+    theirs = oms.GrainStore(backend=backend_for(kind, base))
+    mine.put(oms.Belief("cache", "uses", "LRU eviction", 0.9, created_at=T0))
+    assert [g["subject"] for g in mine.search("eviction")] == ["cache"]
+    # One belief from another client: looked up by itself.
+    bucket = theirs.put(
+        oms.Belief("rate limiter", "uses", "token bucket", 0.9, created_at=T0)
+    )
+    assert [g.address for g in mine.search("token bucket")] == [bucket]
+    # More than are looked up one by one: read with every blob.
+    many = theirs.put_many([oms.Belief(f"service {i}", "calls", f"gadget{i}", 0.8,
+                                       created_at=T0 + i) for i in range(100)])  # fmt: skip
+    assert [g.address for g in mine.search("gadget42")] == [many[42]]
+    # This client's own write, then another's retraction, each seen at once.
+    own = mine.put(oms.Belief("queue", "uses", "token ring", 0.7, created_at=T0))
+    assert {g.address for g in mine.search("token")} == {bucket, own}
+    theirs.retract(bucket, reason="replaced")
+    assert [g.address for g in mine.search("token")] == [own]
+    mine.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("kind", SERVERS)
 def test_the_command_line_works_over_a_server(
     kind: str, servers: Any, tmp_path: Path
 ) -> None:
@@ -329,7 +356,7 @@ def test_two_processes_racing_200_rounds_never_both_win(
 
 
 BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_policy.py",
-             "tests/test_revision.py", "tests/test_lookup.py"]  # fmt: skip
+             "tests/test_revision.py", "tests/test_lookup.py", "tests/test_search.py"]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", SERVERS)

@@ -404,10 +404,10 @@ class Core:
             self.backend.update(request)
             if marker is None:  # nothing tells whether it applied: give the lock back
                 release(self.backend, holder)
-                self._head = new_head
+                self._wrote(head, new_head)
                 return
             if next(self.backend.quads(_node(marker), None, None, OMS.audit), None):
-                self._head = new_head
+                self._wrote(head, new_head)
                 return
             if current and not bool(self.backend.query(f"ASK {{ {GUARDED} {still} }}")):
                 raise StoreError(
@@ -420,6 +420,15 @@ class Core:
             f"the audit chain kept moving: gave up after {_RACE_RETRIES} attempts",
             code=ErrorCode.CONFLICT,
         )
+
+    def _wrote(self, head: Head | None, new_head: Head | None) -> None:
+        """A guarded write linked to ``head`` applied, and moved it to ``new_head``.
+        A search index that was up to date at ``head`` is so at ``new_head``: it
+        took the write's beliefs in :meth:`rows_for`."""
+        self._head = new_head
+        index = self.search_index
+        if index is not None and index.head == head:
+            index.head = new_head
 
     def _seal_final(self, rows: list[Row]) -> tuple[list[Row], list[Row]]:
         """Chain a bulk write's closing audit event; on a shared backend, under the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +27,11 @@ from ..mapping import (
     relation_pattern,
     subject_pattern,
 )
+from ..schema import BELIEF
 from ..tables import GrainList, query_prefixes
 from ..terms import unskolem
 from ..vocab import OMS, RDF
+from .audit import current_head
 from .core import Core
 from .knowledge import (
     PREFIXES,
@@ -43,6 +46,10 @@ from .lookup import chain_rows, in_force, subject_rows
 from .search import SearchIndex, search_texts
 from .sparql import _QUERIES, _term, texts_query
 from .state import STATUSES, TimeLike, _to_millis
+
+# Beliefs another client added that a search looks up one by one (on a server, a
+# round trip each); more are read with every blob at once.
+_LOOKUPS = 64
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -398,17 +405,47 @@ class Questions:
         self.core.search_index = None
 
     def _search_index(self) -> SearchIndex:
-        with self.core.lock:
-            if self.core.search_index is None:
-                index = SearchIndex()
-                for q in self.core.backend.quads(
-                    None, RDF.subject, None, ox.DefaultGraph()
-                ):
-                    if isinstance(q.subject, ox.NamedNode):
-                        grain = self.core.get(address_of(q.subject))
-                        index.add(grain.address, search_texts(grain))
-                self.core.search_index = index
-            return self.core.search_index
+        """The search index, holding every belief the store holds.
+
+        Where other processes write too (``backend.shared``), it is brought up to
+        date whenever the audit chain's head moved since it was last: every write,
+        by any client, moves it. Reading the head first means a write that lands
+        during the update moves it again, for the next search to see.
+        """
+        core = self.core
+        with core.lock:
+            index = core.search_index
+            shared = getattr(core.backend, "shared", False)
+            head = current_head(core.backend) if shared else None
+            if index is None or (shared and index.head != head):
+                index = index or SearchIndex()
+                self._index_missing(index)
+                index.head = head
+                core.search_index = index
+            return index
+
+    def _index_missing(self, index: SearchIndex) -> None:
+        """Add the beliefs the store holds that ``index`` lacks: each by its own
+        lookup when they are few, else from one read of every blob."""
+        backend = self.core.backend
+        if len(index):
+            missing = dict.fromkeys(
+                address_of(q.subject)
+                for q in backend.quads(None, RDF.subject, None, ox.DefaultGraph())
+                if isinstance(q.subject, ox.NamedNode)
+                and address_of(q.subject) not in index
+            )
+            if len(missing) <= _LOOKUPS:
+                for address in missing:
+                    index.add(address, search_texts(self.core.get(address)))
+                return
+        for quad in backend.quads(None, OMS.blob, None, OMS.blobs):
+            address = address_of(quad.subject)  # type: ignore[arg-type]
+            if address not in index:
+                blob = base64.b64decode(quad.object.value)  # type: ignore[union-attr]
+                grain = Grain.stored(blob, address)
+                if grain.type_byte == BELIEF.byte:
+                    index.add(address, search_texts(grain))
 
     def count_beliefs(
         self, *, valid_at: TimeLike = None, as_of: TimeLike = None

@@ -57,6 +57,10 @@ class SearchIndex:
         self._lengths: list[int] = []
         self._postings: dict[str, dict[int, int]] = {}
         self._total = 0  # words in all documents, for the average length
+        # The audit chain's head when the index last caught up with the store
+        # (questions.py): on a store other processes write, a moved head means
+        # beliefs may have come in that the index lacks.
+        self.head: object = None
 
     def __len__(self) -> int:
         return len(self._addresses)
