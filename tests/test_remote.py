@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
@@ -153,6 +154,38 @@ def test_search_finds_what_other_clients_wrote_after_it_first_ran(
     assert {g.address for g in mine.search("token")} == {bucket, own}
     theirs.retract(bucket, reason="replaced")
     assert [g.address for g in mine.search("token")] == [own]
+    mine.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_a_grain_another_client_erased_is_gone_for_every_client(
+    kind: str, servers: Any
+) -> None:
+    base = servers(kind)
+    mine = oms.GrainStore(backend=backend_for(kind, base))
+    theirs = oms.GrainStore(backend=backend_for(kind, base))
+    address = mine.put(oms.Belief("alice", "lives_in", "Lisbon", 0.9, created_at=T0))
+    assert mine.get(address)["object"] == "Lisbon"  # now decoded and kept here
+    theirs.erase(address, reason="the subject asked")
+    with pytest.raises(oms.NotFoundError):
+        mine.get(address)
+    with pytest.raises(oms.NotFoundError):
+        mine.supersede(address, job("Lisbon", T0 + DAY))
+    # A write that checked the grain before the erasure is refused by its guard.
+    other = mine.put(oms.Belief("bob", "lives_in", "Porto", 0.9, created_at=T0))
+    mine.get(other)
+    theirs.erase(other, reason="the subject asked")
+    node = f"<nih:sha-256;{other}>"
+    row = (node, "<https://w3id.org/oms-rdf/ns#status>",
+           "<https://w3id.org/oms-rdf/ns#superseded>", "<https://w3id.org/oms-rdf/ns#index>")  # fmt: skip
+    with pytest.raises(oms.StoreError) as refused:
+        mine.core.write([], [row, *mine.core.audit_rows("retract", target=other)],
+                        current=[other])  # fmt: skip
+    assert refused.value.code == "ERR_CONFLICT"
+    status = ox.NamedNode("https://w3id.org/oms-rdf/ns#status")
+    assert not list(theirs.core.backend.quads(ox.NamedNode(f"nih:sha-256;{other}"),
+                                              status, None, None))  # fmt: skip
     mine.close()
     theirs.close()
 

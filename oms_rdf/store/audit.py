@@ -80,19 +80,29 @@ class AuditReport:
 
 
 def current_head(backend: Backend) -> Head | None:
-    """The head of the store's own chain, or None before its first event."""
-    pointer = next(backend.quads(OMS.settings, OMS.auditChain, None, OMS.index), None)
-    if pointer is None:
+    """The head of the store's own chain, or None before its first event (one
+    query: on a server, every write and search asks it)."""
+    rows = list(backend.query(_HEAD_QUERY))
+    if not rows:
         return None
+    chain = rows[0]["chain"]
     heads = [
-        _parse_head(q.object)
-        for q in backend.quads(pointer.object, OMS.auditHead, None, OMS.audit)
+        _parse_head(row["head"])
+        for row in rows
+        if row["chain"] == chain and row["head"] is not None
     ]
     if not heads:
-        raise IntegrityError(f"the audit chain {pointer.object} has no head",
+        raise IntegrityError(f"the audit chain {chain} has no head",
                              code=ErrorCode.INTEGRITY)  # fmt: skip
     sequence, digest = max(heads)
-    return Head(str(pointer.object.value), sequence, digest)  # type: ignore[union-attr]
+    return Head(str(chain.value), sequence, digest)
+
+
+_HEAD_QUERY = (
+    f"SELECT ?chain ?head WHERE {{ GRAPH {OMS.index} {{ {OMS.settings} "
+    f"{OMS.auditChain} ?chain }} OPTIONAL {{ GRAPH {OMS.audit} {{ ?chain "
+    f"{OMS.auditHead} ?head }} }} }}"
+)
 
 
 def event_rows(

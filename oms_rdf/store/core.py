@@ -57,6 +57,7 @@ _SETTINGS, _P_AUDIT_CHAIN, _P_AUDIT_HEAD = (
     str(OMS.auditHead),
 )
 _P_SYSTEM_TO, _G_AUDIT = str(OMS.systemTo), str(OMS.audit)
+_P_BLOB = str(OMS.blob)
 _UNREAD = object()  # the audit head before it is read from the store
 
 
@@ -163,11 +164,15 @@ class Core:
             SchemaError: ERR_HASH_FORMAT for an ambiguous prefix.
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
+        # Where other processes write too, another may have erased the grain: the
+        # store is asked every time, and the cache only spares decoding.
+        shared = getattr(self.backend, "shared", False)
         with self.lock:  # the cache is shared with writers and other readers
             cached = self._cache.get(address)
             if cached is not None:
                 self._cache.move_to_end(address)
-                return cached
+                if not shared:
+                    return cached
         if len(address) != 64:
             address = self.resolve(address)
         check_address(address)
@@ -175,7 +180,11 @@ class Core:
             self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs), None
         )
         if quad is None:
+            with self.lock:
+                self._cache.pop(address, None)
             raise NotFoundError(f"no grain {address} in this store")
+        if cached is not None:
+            return cached
         return self.remember(
             Grain.stored(base64.b64decode(_value(quad.object)), address)
         )
@@ -226,9 +235,14 @@ class Core:
         return grain
 
     def grain_of(self, address: str, blob: Any) -> Grain:
-        """A grain from a query row: its projected blob (a literal) spares a lookup."""
-        if blob is None or address in self._cache:
+        """A grain from a query row: its projected blob (a literal) spares a lookup,
+        and shows the grain stored as of that answer."""
+        if blob is None:
             return self.get(address)
+        with self.lock:
+            cached = self._cache.get(address)
+        if cached is not None:
+            return cached
         return self.remember(Grain.stored(base64.b64decode(blob.value), address))
 
     def forget(self, addresses: Iterable[str] | None = None) -> None:
@@ -362,7 +376,9 @@ class Core:
         current: Sequence[str],
     ) -> None:
         """:meth:`write` where other writers may have changed the store meanwhile."""
+        # Still stored (not erased by another client) and still current.
         still = " ".join(
+            f"GRAPH {_G_BLOBS} {{ {grain_iri(a)} {_P_BLOB} ?stored{i} }} "
             f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
             for i, a in enumerate(current)
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
@@ -381,24 +382,45 @@ class Questions:
         wanted = None if namespace is None else set(_namespaces(namespace))
         index = self._search_index()
         found: list[Grain] = []
-        for address, _score in index.ranked(text):
-            node = grain_iri(address)
-            if address not in self.core:
-                continue  # indexed by a write that failed
-            if timed:
-                if not in_force(self.core.backend, node, valid_at=valid, as_of=known):
+        ranked = (address for address, _score in index.ranked(text))
+        while len(found) < limit and (batch := list(islice(ranked, limit))):
+            stored = self._stored(batch)
+            for address in batch:
+                if address not in stored:
+                    continue  # indexed by a write that failed, or erased since
+                blob, closed = stored[address]
+                if timed:
+                    node = grain_iri(address)
+                    if not in_force(
+                        self.core.backend, node, valid_at=valid, as_of=known
+                    ):
+                        continue
+                elif closed:
                     continue
-            elif next(
-                self.core.backend.quads(node, OMS.systemTo, None, OMS.index), None
-            ):
-                continue
-            grain = self.core.get(address)
-            if wanted is not None and grain.get("namespace", "shared") not in wanted:
-                continue
-            found.append(grain)
-            if len(found) == limit:
-                break
+                grain = self.core.grain_of(address, blob)
+                if (
+                    wanted is not None
+                    and grain.get("namespace", "shared") not in wanted
+                ):
+                    continue
+                found.append(grain)
+                if len(found) == limit:
+                    break
         return GrainList(found, self.core.status)
+
+    def _stored(self, addresses: Sequence[str]) -> dict[str, tuple[Any, bool]]:
+        """The blob of each of these grains the store holds, and whether the grain
+        has left the knowledge (superseded, retracted or contradicted): one query."""
+        nodes = " ".join(str(grain_iri(a)) for a in addresses)
+        rows = self.core.backend.query(
+            f"SELECT ?g ?blob ?closed WHERE {{ VALUES ?g {{ {nodes} }} "
+            f"GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} "
+            f"OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?closed }} }} }}"
+        )
+        return {
+            address_of(row["g"]): (row["blob"], row["closed"] is not None)
+            for row in rows
+        }
 
     def reindex(self) -> None:
         """Rebuild the search index from the grain layer (done on the next search)."""
