@@ -73,6 +73,21 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         store.close()
 
 
+@pytest.fixture
+def two_clients(servers: Any) -> Iterator[Any]:
+    """Two stores on one new server of a kind, as two processes would have."""
+    opened: list[oms.GrainStore] = []
+
+    def make(kind: str) -> tuple[oms.GrainStore, oms.GrainStore]:
+        base = servers(kind)
+        opened.extend(oms.GrainStore(backend=backend_for(kind, base)) for _ in "ab")
+        return opened[-2], opened[-1]
+
+    yield make
+    for store in opened:
+        store.close()
+
+
 def job(company: str, t: int, **fields: Any) -> dict[str, Any]:
     return {"type": "belief", "subject": "alice", "relation": "works_at", "object": company,
             "confidence": 0.9, "created_at": t, **fields}  # fmt: skip
@@ -133,11 +148,9 @@ def test_a_server_error_is_a_store_error(oxigraph_server: str) -> None:
 
 @pytest.mark.parametrize("kind", SERVERS)
 def test_search_finds_what_other_clients_wrote_after_it_first_ran(
-    kind: str, servers: Any
+    kind: str, two_clients: Any
 ) -> None:
-    base = servers(kind)
-    mine = oms.GrainStore(backend=backend_for(kind, base))
-    theirs = oms.GrainStore(backend=backend_for(kind, base))
+    mine, theirs = two_clients(kind)
     mine.put(oms.Belief("cache", "uses", "LRU eviction", 0.9, created_at=T0))
     assert [g["subject"] for g in mine.search("eviction")] == ["cache"]
     # One belief from another client: looked up by itself.
@@ -154,17 +167,13 @@ def test_search_finds_what_other_clients_wrote_after_it_first_ran(
     assert {g.address for g in mine.search("token")} == {bucket, own}
     theirs.retract(bucket, reason="replaced")
     assert [g.address for g in mine.search("token")] == [own]
-    mine.close()
-    theirs.close()
 
 
 @pytest.mark.parametrize("kind", SERVERS)
 def test_a_grain_another_client_erased_is_gone_for_every_client(
-    kind: str, servers: Any
+    kind: str, two_clients: Any
 ) -> None:
-    base = servers(kind)
-    mine = oms.GrainStore(backend=backend_for(kind, base))
-    theirs = oms.GrainStore(backend=backend_for(kind, base))
+    mine, theirs = two_clients(kind)
     address = mine.put(oms.Belief("alice", "lives_in", "Lisbon", 0.9, created_at=T0))
     assert mine.get(address)["object"] == "Lisbon"  # now decoded and kept here
     theirs.erase(address, reason="the subject asked")
@@ -186,8 +195,6 @@ def test_a_grain_another_client_erased_is_gone_for_every_client(
     status = ox.NamedNode("https://w3id.org/oms-rdf/ns#status")
     assert not list(theirs.core.backend.quads(ox.NamedNode(f"nih:sha-256;{other}"),
                                               status, None, None))  # fmt: skip
-    mine.close()
-    theirs.close()
 
 
 @pytest.mark.parametrize("kind", SERVERS)
