@@ -396,13 +396,15 @@ def test_two_processes_racing_200_rounds_never_both_win(
 
 
 BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_policy.py",
-             "tests/test_revision.py", "tests/test_lookup.py", "tests/test_search.py"]  # fmt: skip
+             "tests/test_revision.py", "tests/test_lookup.py", "tests/test_search.py",
+             "tests/test_rewrite.py"]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", SERVERS)
 def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
-    """The bi-temporal, time-travel, policy, revision and lookup suites, with every
-    in-memory store of theirs on a real server of this kind (see conftest.py)."""
+    """The bi-temporal, time-travel, policy, revision, lookup, search and rewrite
+    suites, with every in-memory store of theirs on a real server of this kind
+    (see conftest.py)."""
     import os
 
     root = Path(__file__).parent.parent

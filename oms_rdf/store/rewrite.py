@@ -1,0 +1,647 @@
+"""Time travel on a server: a query of the knowledge of a point, rewritten onto the
+grain layer so that the server answers it.
+
+The knowledge of a point is a set of triples, those of the beliefs in force there
+(``beliefs.rq``). Each triple pattern of the query becomes a subquery over the
+grain nodes whose reified triple it matches and that are in force at the point
+(:func:`grain_clause`): ``SELECT DISTINCT``, so a triple that two grains hold is
+matched once, as in the knowledge. A property path is spelled out: a sequence
+as a join through a new variable, an alternative as a UNION, an inverse by
+swapping its ends, a negated property set as a filter on the predicate. The rest
+of the query (expressions, modifiers, aggregates, the CONSTRUCT template) is
+kept as written, and its blank nodes become variables that ``SELECT *`` leaves
+out, as SPARQL does.
+
+What SPARQL cannot say over reified triples gives None, and the caller builds
+the point's knowledge and asks it there: paths with ``*``, ``+`` or ``?`` (they
+repeat an edge that must be in force at every step), DESCRIBE (the server would
+describe the grain layer), FROM, SERVICE, RDF-star terms, and a GRAPH pattern
+that matches no triple of its own (it would list the graphs). The query is
+valid SPARQL when it comes here (the caller has parsed it): a form this reader
+does not know also gives None, never a different query.
+
+>>> clause = grain_clause(None, None, ("work",))
+>>> text = rewrite("SELECT ?o WHERE { <http://ex.org/a> <http://ex.org/p> ?o }", clause)
+>>> text.count("SELECT DISTINCT ?o WHERE")
+1
+>>> rewrite("SELECT ?o WHERE { <http://ex.org/a> <http://ex.org/p>+ ?o }", clause) is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyoxigraph import Literal
+
+from .sparql import _QUERIES
+
+__all__ = ["grain_clause", "rewrite"]
+
+_RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+_OMS = "https://w3id.org/oms-rdf/ns#"
+_TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
+_GRAPH = f"<{_OMS}graph>"
+# Where a triple's terms go in a grain clause (no SPARQL text holds them).
+_S, _P, _O, _G = "\x01S", "\x01P", "\x01O", "\x01G"
+
+# Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
+# reads as a comparison; what none of them matches makes the reader give up.
+_TOKEN = re.compile(
+    r"""(?P<space>\s+|\#[^\n]*)
+    |(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+    |(?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
+        |"(?:[^"\\\n\r]|\\.)*"|'(?:[^'\\\n\r]|\\.)*')
+    |(?P<var>[?$][\w\u00b7\u0300-\u036f\u203f\u2040]+)
+    |(?P<bnode>_:[\w\u00b7\u0300-\u036f\u203f\u2040.\-]+)
+    |(?P<number>\d+\.\d*[eE][+-]?\d+|\.\d+[eE][+-]?\d+|\d+[eE][+-]?\d+|\d*\.\d+|\d+)
+    |(?P<pname>(?:[^\W\d_][\w\u00b7\u0300-\u036f\u203f\u2040.\-]*)?:
+        (?:[\w\u00b7\u0300-\u036f\u203f\u2040.\-:]|%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?\#@%])*)
+    |(?P<word>[A-Za-z_]\w*)
+    |(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
+    |(?P<punct>\^\^|&&|\|\||!=|<=|>=|<<|>>|[{}()\[\].,;*+?/|^!=<>\-])""",
+    re.VERBOSE,
+)
+# Tokens that may end with a dot that is not theirs (it ends the triple).
+_DOTTED = frozenset({"bnode", "pname"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+
+class _RewriteError(Exception):
+    """What this reader cannot rewrite: the caller answers another way."""
+
+
+def _tokens(text: str) -> list[_Token]:
+    found: list[_Token] = []
+    at = 0
+    while at < len(text):
+        match = _TOKEN.match(text, at)
+        if match is None or match.lastgroup is None:
+            raise _RewriteError(f"no token at {at}")
+        kind, end = match.lastgroup, match.end()
+        if kind in _DOTTED:
+            while text[end - 1] == "." and end - 1 > at:
+                end -= 1
+        if kind != "space":
+            found.append(_Token(kind, text[at:end], at, end))
+        at = end
+    return found
+
+
+def grain_clause(
+    valid_at: Literal | None, as_of: Literal | None, namespaces: Sequence[str | None]
+) -> str:
+    """The pattern a grain node ``?_omsg`` matches when its triple ($S $P $O, in
+    graph $GRAPH) is in the knowledge: at (``valid_at``, ``as_of``) as
+    ``beliefs.rq`` has it, or now when both are None; of these namespaces (None
+    is every one). Written from the store's own queries, so the three cannot
+    drift apart."""
+    if valid_at is None and as_of is None:
+        template, bound = _QUERIES["current_beliefs"], {}
+        triple = "?g rdf:subject ?s ."
+    else:
+        template = _QUERIES["snapshot"]
+        bound = {"validAt": str(valid_at), "asOf": str(as_of)}
+        triple = "rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o ."
+    body = template.split("#TEXTS", 1)[1].rsplit("}", 1)[0]
+    body = re.sub(r"#[^\n]*", "", body)  # comments (they name variables)
+    body = body.replace("OPTIONAL { ?g oms:graph ?kg }", "")
+    if triple.startswith("?g"):
+        body = body.replace(
+            triple, f"?g rdf:subject {_S} ; rdf:predicate {_P} ; rdf:object {_O} ."
+        )
+    else:
+        body = body.replace(
+            triple, f"rdf:subject {_S} ; rdf:predicate {_P} ; rdf:object {_O} ."
+        )
+    body = re.sub(
+        r"\?(\w+)", lambda m: bound.get(m.group(1), f"?_oms{m.group(1)}"), body
+    )
+    body = re.sub(r"\boms:(\w+)", rf"<{_OMS}\1>", body)
+    body = re.sub(r"\brdf:(\w+)", rf"<{_RDF}\1>", body)
+    wanted = [n for n in namespaces if n is not None]
+    if wanted:
+        values = " ".join(str(Literal(n)) for n in wanted)
+        body += f" ?_omsg <{_OMS}namespace> ?_omsns . VALUES ?_omsns {{ {values} }}"
+    return " ".join(body.split()) + f" {_G}"
+
+
+def rewrite(query: str, clause: str) -> str | None:
+    """``query`` over the grain layer, each of its triples matched where ``clause``
+    holds (:func:`grain_clause`); None where SPARQL cannot say it."""
+    if "_oms" in query:  # the names this rewrite gives its own variables
+        return None
+    try:
+        return _Rewriter(query, clause).run()
+    except _RewriteError:
+        return None
+
+
+# A path: ("iri", text) | ("var", text) | ("inv", path) | ("seq", [path]) |
+# ("alt", [path]) | ("neg", [(inverse, text)])
+_Path = tuple[Any, ...]
+
+
+class _Rewriter:
+    def __init__(self, query: str, clause: str) -> None:
+        self.text = query
+        self.clause = clause
+        self.tokens = _tokens(query)
+        self.at = 0
+        self.edits: list[tuple[int, int, str]] = []
+        self.fresh = 0
+        self.labels: dict[str, str] = {}  # blank node label -> its variable
+        self.inline = False  # inside EXISTS: see matched
+        self.atoms = 0  # triple patterns matched, to name their own variables
+
+    # --- reading tokens -------------------------------------------------------------
+
+    def peek(self, ahead: int = 0) -> _Token | None:
+        i = self.at + ahead
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def next(self) -> _Token:
+        token = self.peek()
+        if token is None:
+            raise _RewriteError("the query ended early")
+        self.at += 1
+        return token
+
+    def expect(self, text: str) -> _Token:
+        token = self.next()
+        if token.text != text:
+            raise _RewriteError(
+                f"expected {text!r} at {token.start}, found {token.text!r}"
+            )
+        return token
+
+    def at_punct(self, *texts: str) -> bool:
+        token = self.peek()
+        return token is not None and token.kind == "punct" and token.text in texts
+
+    def at_word(self, *words: str) -> bool:
+        token = self.peek()
+        return token is not None and token.is_word(*words)
+
+    def new_variable(self) -> str:
+        self.fresh += 1
+        return f"?_omsv{self.fresh}"
+
+    # --- the query ------------------------------------------------------------------
+
+    def run(self) -> str:
+        while self.at_word("BASE", "PREFIX"):
+            if self.next().is_word("PREFIX"):
+                self.next()
+            self.next()
+        form = self.next()
+        star: _Token | None = None
+        short: _Token | None = None
+        if form.is_word("SELECT"):
+            star, _ = self.projection()
+        elif form.is_word("CONSTRUCT"):
+            if self.at_punct("{"):
+                self.skip_braces()
+            else:
+                short = self.peek()
+        elif not form.is_word("ASK"):
+            raise _RewriteError(f"a {form.text} query")
+        if self.at_word("FROM"):
+            raise _RewriteError("a dataset of the query's own")
+        if self.at_word("WHERE"):
+            self.next()
+        else:  # the store binds variables at the first WHERE: it must be this one
+            self.edits.append((self.peek().start, self.peek().start, "WHERE "))  # type: ignore[union-attr]
+        open_brace = self.peek()
+        before = self.fresh
+        scope = self.group(None)
+        if short is not None:  # CONSTRUCT WHERE { … }: the template is the pattern
+            inner = self.text[open_brace.end : self.tokens[self.at - 1].start]  # type: ignore[union-attr]
+            if re.search(r"_:|\[", inner):
+                raise _RewriteError("a blank node in a CONSTRUCT WHERE")
+            self.edits.append((short.start, short.start, f"{{ {inner} }} "))
+        self.modifiers(None, to_end=True)
+        if star is not None and self.fresh > before:
+            self.edits.append((star.start, star.end, self.listed(scope)))
+        return self.edited()
+
+    def listed(self, scope: list[str]) -> str:
+        """What ``SELECT *`` stands for once blank nodes are variables: its
+        variables, by name (as Oxigraph lists them)."""
+        if not scope:
+            raise _RewriteError("SELECT * of blank nodes only")
+        return " ".join(sorted(scope, key=lambda v: v[1:]))
+
+    def edited(self) -> str:
+        text = self.text
+        for start, end, new in sorted(
+            self.edits, key=lambda e: (e[0], e[1]), reverse=True
+        ):
+            text = text[:start] + new + text[end:]
+        return text
+
+    def projection(self) -> tuple[_Token | None, list[str]]:
+        """After SELECT: the ``*`` token, or the variables projected."""
+        if self.at_word("DISTINCT", "REDUCED"):
+            self.next()
+        if self.at_punct("*"):
+            return self.next(), []
+        projected: list[str] = []
+        while True:
+            token = self.peek()
+            if token is None or token.is_word("WHERE", "FROM") or token.text == "{":
+                return None, projected
+            if token.kind == "var":
+                projected.append(self.next().text)
+            elif token.text == "(":
+                projected.append(self.parenthesised(None, bind=True) or "")
+            else:
+                raise _RewriteError(f"{token.text!r} in a projection")
+
+    def modifiers(self, graph: str | None, *, to_end: bool) -> None:
+        """Solution modifiers: kept, but for an EXISTS in them. Up to the end of
+        the query, or of the group they close."""
+        while (token := self.peek()) is not None:
+            if not to_end and token.text == "}":
+                return
+            if token.is_word("EXISTS"):
+                self.next()
+                self.exists(graph)
+            elif token.is_word("VALUES"):  # Virtuoso 7 binds it without joining
+                raise _RewriteError("VALUES after the pattern")  # the subqueries
+            else:
+                self.next()
+
+    def skip_braces(self) -> None:
+        """A braced block kept as written: a CONSTRUCT template or VALUES data."""
+        depth = 0
+        while True:
+            token = self.next()
+            depth += (token.text == "{") - (token.text == "}")
+            if token.kind == "punct" and depth == 0:
+                return
+
+    # --- group graph patterns -----------------------------------------------------------
+
+    def group(self, graph: str | None) -> list[str]:
+        """A group, its triples rewritten; the variables it binds, first seen first."""
+        self.expect("{")
+        if self.at_word("SELECT"):
+            projected = self.subselect(graph)
+            self.expect("}")
+            return projected
+        scope: list[str] = []
+        while not self.at_punct("}"):
+            token = self.peek()
+            if token is None:
+                raise _RewriteError("an unclosed group")
+            if token.text == "{":
+                scope += self.group(graph)
+                while self.at_word("UNION"):
+                    self.next()
+                    scope += self.group(graph)
+            elif token.is_word("OPTIONAL"):
+                self.next()
+                scope += self.group(graph)
+            elif token.is_word("MINUS"):
+                self.next()
+                self.group(graph)
+            elif token.is_word("GRAPH"):
+                self.next()
+                name = self.next()
+                # The grain layer is no named graph: the group stays, its triples
+                # matched in that graph (matched).
+                self.edits.append((token.start, name.end, ""))
+                if name.kind not in ("var", "iri", "pname"):
+                    raise _RewriteError(f"GRAPH {name.text}")
+                if name.kind == "var":
+                    scope.append(name.text)
+                if not self.holds_triples():
+                    raise _RewriteError("a GRAPH pattern with no triple of its own")
+                scope += self.group(name.text)
+            elif token.is_word("FILTER"):
+                self.next()
+                self.constraint(graph)
+            elif token.is_word("BIND"):
+                self.next()
+                scope.append(self.parenthesised(graph, bind=True) or "")
+            elif token.is_word("VALUES"):
+                self.next()
+                scope += self.values()
+            elif token.is_word("SERVICE"):
+                raise _RewriteError("SERVICE")
+            elif token.text == ".":
+                self.next()
+            else:
+                scope += self.triples_block(graph)
+        self.expect("}")
+        return list(dict.fromkeys(scope))
+
+    def holds_triples(self) -> bool:
+        """Whether the group ahead starts with a triple pattern, which binds a
+        GRAPH variable the way the graph's own triples do."""
+        token = self.peek(1)
+        return token is not None and self._starts_term(token)
+
+    def subselect(self, graph: str | None) -> list[str]:
+        if self.inline:
+            raise _RewriteError("a subquery inside EXISTS")
+        self.next()  # SELECT
+        star, projected = self.projection()
+        if self.at_word("WHERE"):
+            self.next()
+        before = self.fresh
+        scope = self.group(graph)
+        self.modifiers(graph, to_end=False)
+        if star is None:
+            return projected
+        if self.fresh > before:
+            self.edits.append((star.start, star.end, self.listed(scope)))
+        return scope
+
+    def values(self) -> list[str]:
+        names = []
+        if self.at_punct("("):
+            self.next()
+            while not self.at_punct(")"):
+                names.append(self.next().text)
+            self.next()
+        else:
+            names.append(self.next().text)
+        self.skip_braces()
+        return [n for n in names if n[0] in "?$"]
+
+    def constraint(self, graph: str | None) -> None:
+        if self.at_punct("("):
+            self.parenthesised(graph)
+        elif self.at_word("EXISTS"):
+            self.next()
+            self.exists(graph)
+        elif self.at_word("NOT"):
+            self.next()
+            if not self.next().is_word("EXISTS"):
+                raise _RewriteError("NOT without EXISTS")
+            self.exists(graph)
+        else:  # a function call: a name, then its arguments
+            self.next()
+            self.parenthesised(graph)
+
+    def parenthesised(self, graph: str | None, *, bind: bool = False) -> str | None:
+        """A parenthesised expression, kept but for the groups of its EXISTS; with
+        ``bind``, the variable it is bound to (``(… AS ?v)``)."""
+        self.expect("(")
+        depth, last = 1, None
+        while depth:
+            token = self.next()
+            if token.is_word("EXISTS"):
+                self.exists(graph)
+            elif token.text in ("{", "}"):
+                raise _RewriteError(f"a brace in an expression at {token.start}")
+            elif token.kind == "punct":
+                depth += (token.text == "(") - (token.text == ")")
+            if depth == 1 and token.kind == "var":
+                last = token.text
+        return last if bind else None
+
+    # --- triples ------------------------------------------------------------------------
+
+    def triples_block(self, graph: str | None) -> list[str]:
+        start = self.peek().start  # type: ignore[union-attr]
+        out: list[str] = []
+        scope: list[str] = []
+        while True:
+            self.same_subject(graph, out, scope)
+            if not self.at_punct("."):
+                break
+            self.next()
+            token = self.peek()
+            if token is None or not self._starts_term(token):
+                break
+        end = self.tokens[self.at - 1].end
+        self.edits.append((start, end, " ".join(out)))
+        return scope
+
+    @staticmethod
+    def _starts_term(token: _Token) -> bool:
+        if token.kind in ("var", "iri", "pname", "string", "number", "bnode"):
+            return True
+        if token.kind == "punct":
+            return token.text in ("[", "(", "+", "-", "<<")
+        return token.is_word("TRUE", "FALSE")
+
+    def same_subject(self, graph: str | None, out: list[str], scope: list[str]) -> None:
+        nested = self.at_punct("[", "(")
+        subject = self.node(graph, out, scope)
+        if nested and not self._starts_verb():
+            return  # a blank node or a list alone: its own triples are the pattern
+        self.property_list(subject, graph, out, scope)
+
+    def _starts_verb(self) -> bool:
+        token = self.peek()
+        if token is None:
+            return False
+        if token.kind in ("var", "iri", "pname"):
+            return True
+        if token.kind == "punct":
+            return token.text in ("^", "(", "!")
+        return token.kind == "word" and token.text == "a"
+
+    def property_list(
+        self, subject: str, graph: str | None, out: list[str], scope: list[str]
+    ) -> None:
+        while True:
+            if self.peek() is not None and self.peek().kind == "var":  # type: ignore[union-attr]
+                verb: _Path = ("var", self.next().text)
+                scope.append(verb[1])
+            else:
+                verb = self.path()
+            while True:
+                obj = self.node(graph, out, scope)
+                self.emit(subject, verb, obj, graph, out)
+                if not self.at_punct(","):
+                    break
+                self.next()
+            if not self.at_punct(";"):
+                return
+            while self.at_punct(";"):
+                self.next()
+            if not self._starts_verb():
+                return
+
+    def node(self, graph: str | None, out: list[str], scope: list[str]) -> str:
+        """A term of a triple, as text; a blank node or a list becomes a variable."""
+        token = self.next()
+        kind = token.kind
+        if kind == "var":
+            scope.append(token.text)
+            return token.text
+        if kind in ("iri", "pname", "number") or token.is_word("TRUE", "FALSE"):
+            return token.text
+        if kind == "string":
+            if self.peek() is not None and self.peek().kind == "lang":  # type: ignore[union-attr]
+                return token.text + self.next().text
+            if self.at_punct("^^"):
+                self.next()
+                return f"{token.text}^^{self.next().text}"
+            return token.text
+        if kind == "punct" and token.text in ("+", "-"):
+            number = self.next()
+            if number.kind != "number":
+                raise _RewriteError(f"{token.text} before {number.text}")
+            return token.text + number.text
+        if kind == "bnode":
+            return self.labels.setdefault(token.text, self.new_variable())
+        if token.text == "[":
+            variable = self.new_variable()
+            if not self.at_punct("]"):
+                self.property_list(variable, graph, out, scope)
+            self.expect("]")
+            return variable
+        if token.text == "(":
+            items = []
+            while not self.at_punct(")"):
+                items.append(self.node(graph, out, scope))
+            self.next()
+            if not items:
+                return _NIL
+            cells = [self.new_variable() for _ in items]
+            for i, (cell, item) in enumerate(zip(cells, items, strict=True)):
+                rest = cells[i + 1] if i + 1 < len(cells) else _NIL
+                self.emit(cell, ("iri", _FIRST), item, graph, out)
+                self.emit(cell, ("iri", _REST), rest, graph, out)
+            return cells[0]
+        raise _RewriteError(f"{token.text!r} as a term")
+
+    # --- paths --------------------------------------------------------------------------
+
+    def path(self) -> _Path:
+        branches = [self.sequence()]
+        while self.at_punct("|"):
+            self.next()
+            branches.append(self.sequence())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def sequence(self) -> _Path:
+        steps = [self.step()]
+        while self.at_punct("/"):
+            self.next()
+            steps.append(self.step())
+        return steps[0] if len(steps) == 1 else ("seq", steps)
+
+    def step(self) -> _Path:
+        inverse = self.at_punct("^")
+        if inverse:
+            self.next()
+        token = self.next()
+        if token.kind in ("iri", "pname"):
+            primary: _Path = ("iri", token.text)
+        elif token.kind == "word" and token.text == "a":
+            primary = ("iri", _TYPE)
+        elif token.text == "(":
+            primary = self.path()
+            self.expect(")")
+        elif token.text == "!":
+            primary = ("neg", self.negated())
+        else:
+            raise _RewriteError(f"{token.text!r} in a path")
+        if self.at_punct("*", "+", "?"):
+            raise _RewriteError("a path that repeats")
+        return ("inv", primary) if inverse else primary
+
+    def negated(self) -> list[tuple[bool, str]]:
+        def one() -> tuple[bool, str]:
+            inverse = self.at_punct("^")
+            if inverse:
+                self.next()
+            token = self.next()
+            if token.kind == "word" and token.text == "a":
+                return inverse, _TYPE
+            if token.kind not in ("iri", "pname"):
+                raise _RewriteError(f"{token.text!r} in a negated property set")
+            return inverse, token.text
+
+        if not self.at_punct("("):
+            return [one()]
+        self.next()
+        items = [one()]
+        while self.at_punct("|"):
+            self.next()
+            items.append(one())
+        self.expect(")")
+        return items
+
+    # --- what a triple becomes ----------------------------------------------------------
+
+    def emit(
+        self, s: str, path: _Path, o: str, graph: str | None, out: list[str]
+    ) -> None:
+        kind = path[0]
+        if kind in ("iri", "var"):
+            out.append(self.matched(s, path[1], o, graph))
+        elif kind == "inv":
+            self.emit(o, path[1], s, graph, out)
+        elif kind == "seq":
+            ends = [s, *(self.new_variable() for _ in path[1][1:]), o]
+            for i, step in enumerate(path[1]):
+                self.emit(ends[i], step, ends[i + 1], graph, out)
+        elif kind == "alt":
+            branches = []
+            for branch in path[1]:
+                part: list[str] = []
+                self.emit(s, branch, o, graph, part)
+                branches.append("{ " + " ".join(part) + " }")
+            out.append("{ " + " UNION ".join(branches) + " }")
+        else:  # a negated property set: the forward and the inverse ones
+            branches = []
+            for inverse, (a, b) in ((False, (s, o)), (True, (o, s))):
+                names = [text for inv, text in path[1] if inv == inverse]
+                if names:
+                    self.fresh += 1
+                    p = f"?_omsnp{self.fresh}"  # the predicate, not shown
+                    branches.append(self.matched(a, p, b, graph,
+                                                 f"FILTER ({p} NOT IN ({', '.join(names)}))"))  # fmt: skip
+            out.append(branches[0] if len(branches) == 1 else
+                       "{ " + " UNION ".join("{ " + b + " }" for b in branches) + " }")  # fmt: skip
+
+    def matched(
+        self, s: str, p: str, o: str, graph: str | None, extra: str = ""
+    ) -> str:
+        """One triple pattern over the grains that hold it: a subquery, DISTINCT
+        so that a triple two grains hold is matched once. Inside EXISTS, where
+        how often does not count and a subquery would not see the outer
+        bindings, a group; with variables of its own, so that two never meet."""
+        self.atoms += 1
+        if graph is None:
+            where = f"FILTER NOT EXISTS {{ ?_omsg {_GRAPH} ?_omsanyg }}"
+        else:
+            where = f"?_omsg {_GRAPH} {graph} ."
+        own = re.sub(r"\?_oms(\w+)", rf"?_oms\g<1>_{self.atoms}", self.clause + where)
+        inner = own.replace(_S, s).replace(_P, p).replace(_O, o).replace(_G, "")
+        if extra:
+            inner += " " + extra
+        shown = [t for t in dict.fromkeys((s, p, o, graph or ""))
+                 if t[:1] in ("?", "$") and not t.startswith("?_omsnp")]  # fmt: skip
+        if self.inline:
+            return f"{{ {inner} }}"
+        if not shown:
+            return f"FILTER EXISTS {{ {inner} }}"
+        return f"{{ SELECT DISTINCT {' '.join(shown)} WHERE {{ {inner} }} }}"
+
+    def exists(self, graph: str | None) -> None:
+        """The group of an EXISTS, its triples matched in place (see matched)."""
+        outer, self.inline = self.inline, True
+        self.group(graph)
+        self.inline = outer
