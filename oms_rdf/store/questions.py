@@ -242,10 +242,11 @@ class Questions:
         as_of: TimeLike,
         namespace: str | Sequence[str] | None,
     ) -> QueryResult | None:
-        """On a server, a query of a point's knowledge rewritten onto the grain
-        layer (rewrite.py), so that the server does the work; None where SPARQL
-        cannot say it, or the query names its own dataset."""
-        if not getattr(self.core.backend, "remote", False) or dataset:
+        """A query of a point's knowledge rewritten onto the grain layer
+        (rewrite.py), so that the store (a server too) answers it where the data
+        is, never building the point's knowledge; None where SPARQL cannot say
+        it, or the query names its own dataset."""
+        if dataset:
             return None
         run_query(ox.Store(), sparql, values)  # its own faults, worded as in process
         point: tuple[Literal | None, Literal | None] = (None, None)
