@@ -210,10 +210,10 @@ class Invalidation:
         return new_grain.address
 
     def _require_current(self, address: str) -> None:
-        closed = self.core.backend.quads(
-            grain_iri(address), OMS.systemTo, None, OMS.index
-        )
-        if next(closed, None) is None:
+        # (No local keeps the lookup's iterator: the error below would hold it in a
+        # cycle, and pyoxigraph refuses to drop it on a thread the collector runs.)
+        ends = self.core.backend.quads
+        if next(ends(grain_iri(address), OMS.systemTo, None, OMS.index), None) is None:
             return  # current: no system end (the full state is read only to explain)
         state = self.core.status(address)
         if not state.is_current:

@@ -2,10 +2,11 @@
 
 By default a query runs over the plain triples the store believes now: the default
 graph is ``oms:current`` and the named graphs are those of adopted datasets, so
-SPARQL written against the user's own vocabulary works unchanged. A snapshot is
-the knowledge of one (valid time, system time) point, with the semantics of
-:meth:`GrainStore.beliefs`, materialised from the grains in force; any query (paths,
-aggregates, CONSTRUCT, GRAPH) runs over it.
+SPARQL written against the user's own vocabulary works unchanged. The knowledge of
+one (valid time, system time) point has the semantics of :meth:`GrainStore.beliefs`:
+a query of it is rewritten onto the grain layer (:mod:`.rewrite`), or, where SPARQL
+cannot say it so, run over that knowledge built from the grains in force. A
+:class:`Snapshot` is that knowledge as a dataset of its own, with exact terms.
 
 Stored blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`); every answer gives
 them back as blank nodes.

@@ -341,15 +341,17 @@ class Questions:
         as_of: TimeLike,
         namespace: str | Sequence[str] | None,
     ) -> ox.Store:
-        """The knowledge of a point as a store to query, built from the stored terms.
-
-        A query sees literals by value anyway, so the blobs need not be decoded
-        (snapshot() does, for exact terms).
-        """
+        """The knowledge of a point as a store to query, for what the rewrite
+        cannot say. Its terms are the stored ones: blank nodes stay skolem IRIs,
+        as in the knowledge of now and in a rewritten query, so that ``isBlank``
+        answers alike whichever way a query goes (answers give them back)."""
         view = ox.Store()
         for ns in _namespaces(namespace):
             if valid_at is None and as_of is None:
-                view.extend(self._knowledge_quad(g) for g in self._current_beliefs(ns))
+                view.extend(
+                    self._knowledge_quad(g, skolem=True)
+                    for g in self._current_beliefs(ns)
+                )
                 continue
             texts, bindings = _bound_texts(None, None, ns, self.core.settings)
             bindings[Variable("asOf")] = millis_literal(
@@ -361,18 +363,14 @@ class Questions:
             rows = self.core.backend.query(texts_query("snapshot", texts), bindings)
             default = ox.DefaultGraph()
             view.extend(
-                ox.Quad(
-                    unskolem(r["s"]),
-                    r["p"],
-                    unskolem(r["o"]),
-                    unskolem(r["kg"]) or default,
-                )
-                for r in rows
+                ox.Quad(r["s"], r["p"], r["o"], r["kg"] or default) for r in rows
             )
         return view
 
-    def _knowledge_quad(self, grain: Grain) -> ox.Quad:
+    def _knowledge_quad(self, grain: Grain, *, skolem: bool = False) -> ox.Quad:
         s, p, o, g = belief_terms(grain.fields, self.core.settings)
+        if skolem:
+            return ox.Quad(s, p, o, ox.DefaultGraph() if g is None else g)
         graph = ox.DefaultGraph() if g is None else unskolem(g)
         return ox.Quad(unskolem(s), p, unskolem(o), graph)
 
