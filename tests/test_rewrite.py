@@ -69,7 +69,7 @@ QUERIES = [
     "CONSTRUCT { ?x ex:employer ?w } WHERE { ?x ex:worksAt ?w }",
     "CONSTRUCT WHERE { ?x ex:livesIn ?c }",
     "SELECT ?x WHERE { ?x ex:worksAt ?w } GROUP BY ?x HAVING (COUNT(?w) > 0)",
-    "SELECT ?x (MAX(?w) AS ?last) WHERE { ?x ex:worksAt ?w } GROUP BY ?x",
+    "SELECT ?x (MAX(STR(?w)) AS ?last) WHERE { ?x ex:worksAt ?w } GROUP BY ?x",
     "SELECT * { ?x ex:list (ex:a ex:b) }",
     "SELECT ?x WHERE { ?x ex:worksAt ?w . FILTER (?w IN (ex:acme, ex:hooli)) }",
 ]

@@ -1,5 +1,5 @@
-"""Time travel on a server: a query of the knowledge of a point, rewritten onto the
-grain layer so that the server answers it.
+"""Time travel where the data is: a query of the knowledge of a point, rewritten
+onto the grain layer so that the store (a SPARQL server too) answers it.
 
 The knowledge of a point is a set of triples, those of the beliefs in force there
 (``beliefs.rq``). Each triple pattern of the query becomes a subquery over the
@@ -15,8 +15,9 @@ out, as SPARQL does.
 What SPARQL cannot say over reified triples gives None, and the caller builds
 the point's knowledge and asks it there: paths with ``*``, ``+`` or ``?`` (they
 repeat an edge that must be in force at every step), DESCRIBE (the server would
-describe the grain layer), FROM, SERVICE, RDF-star terms, and a GRAPH pattern
-that matches no triple of its own (it would list the graphs). The query is
+describe the grain layer), FROM, SERVICE, RDF-star terms, a GRAPH pattern that
+matches no triple of its own (it would list the graphs), and a VALUES block after
+the pattern (Virtuoso 7 binds it without joining it to subqueries). The query is
 valid SPARQL when it comes here (the caller has parsed it): a form this reader
 does not know also gives None, never a different query.
 
@@ -223,13 +224,16 @@ class _Rewriter:
             raise _RewriteError("a dataset of the query's own")
         if self.at_word("WHERE"):
             self.next()
-        else:  # the store binds variables at the first WHERE: it must be this one
-            self.edits.append((self.peek().start, self.peek().start, "WHERE "))  # type: ignore[union-attr]
-        open_brace = self.peek()
+        if not self.at_punct("{"):
+            raise _RewriteError("no pattern where one was expected")
+        open_brace = self.tokens[self.at]
+        if not self.tokens[self.at - 1].is_word("WHERE"):
+            # The store binds variables at the first WHERE: it must be this one.
+            self.edits.append((open_brace.start, open_brace.start, "WHERE "))
         before = self.fresh
         scope = self.group(None)
         if short is not None:  # CONSTRUCT WHERE { … }: the template is the pattern
-            inner = self.text[open_brace.end : self.tokens[self.at - 1].start]  # type: ignore[union-attr]
+            inner = self.text[open_brace.end : self.tokens[self.at - 1].start]
             if re.search(r"_:|\[", inner):
                 raise _RewriteError("a blank node in a CONSTRUCT WHERE")
             self.edits.append((short.start, short.start, f"{{ {inner} }} "))
