@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyoxigraph as ox
 import pytest
 
@@ -224,20 +225,75 @@ def test_the_command_line_works_over_a_server(
     assert put.exit_code == 0 and "alice works_at 'Acme'" in put.output
     beliefs = run("beliefs", "--subject", "alice", "--json")
     assert json.loads(beliefs.output)[0]["object"] == "Acme"
-    assert "Acme" in run("query", "SELECT ?o WHERE { ?s ?p ?o }").output
+    first = json.loads(beliefs.output)[0]["address"]
+    # Supersede, history, retract, time travel, search and import, each over the server.
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(job("Initech", T0 + 10 * DAY, valid_from=T0 + 5 * DAY)))
+    second = run("supersede", first[:12], str(moved)).output.strip()
+    assert len(second) == 64
+    assert first[:12] in run("history", second[:12]).output
+    ask = "SELECT ?o WHERE { ?s ?p ?o }"
+    assert "Acme" in run("query", ask, "--valid-at", str(T0 + DAY)).output
+    assert "Initech" in run("query", ask, "--valid-at", str(T0 + 6 * DAY)).output
+    assert "Initech" not in run("query", ask, "--valid-at", str(T0 + 6 * DAY),
+                                "--as-of", str(T0 + DAY)).output  # fmt: skip
+    found = json.loads(run("search", "initech", "--json").output)
+    assert [g["address"] for g in found] == [second]
+    lisbon = tmp_path / "lisbon.jsonl"
+    lisbon.write_text(json.dumps({**job("Lisbon", T0), "relation": "lives_in"}) + "\n")
+    assert run("import", str(lisbon)).exit_code == 0
+    lives = json.loads(run("beliefs", "--subject", "alice", "--relation", "lives_in",
+                           "--json").output)  # fmt: skip
+    assert run("retract", lives[0]["address"][:12], "--reason", "moved").exit_code == 0
+    assert json.loads(run("search", "lisbon", "--json").output) == []
+    _serve_over(where, ask)
+    assert run("query", ask).output.split() == ["o", "Initech"]
     out = tmp_path / "all.trig"
     assert run("export", str(out)).exit_code == 0
     other = oms.GrainStore()
-    assert other.import_(out).added == 1
+    assert other.import_(out).added == 3
+    assert [g["object"] for g in other.beliefs("alice")] == ["Initech"]
     assert run("audit", "verify").output.startswith("audit ok")
     if kind == "oxigraph":  # any server, named by its endpoints
         query = CliRunner().invoke(cli, ["--query-url", f"{base}/query", "--update-url",
-                                         f"{base}/update", "query", "SELECT ?o WHERE { ?s ?p ?o }"])  # fmt: skip
-        assert "Acme" in query.output
+                                         f"{base}/update", "query", ask])  # fmt: skip
+        assert "Initech" in query.output
     else:  # a wrong password is refused, with the server's answer
         wrong = CliRunner().invoke(cli, ["--virtuoso", base.replace("://", "://oms:nope@"),
                                          "beliefs", "--subject", "alice"])  # fmt: skip
         assert wrong.exit_code == 1 and "401" in wrong.output
+
+
+def _serve_over(where: list[str], ask: str) -> None:
+    """``oms-rdf serve`` on the store a server holds: SPARQL at a point, and facts."""
+    import os
+    import signal
+
+    port = free_port()
+    command = [sys.executable, "-m", "oms_rdf", *where, "serve", "--port", str(port)]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"}) as served:  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(300):
+                try:
+                    then = httpx.get(f"{base}/sparql", params={"query": ask, "valid_at": str(T0 + DAY)},
+                                     headers={"accept": "application/sparql-results+json"})  # fmt: skip
+                    break
+                except httpx.TransportError:
+                    assert served.poll() is None, (
+                        served.stderr.read() if served.stderr else ""
+                    )
+                    time.sleep(0.1)
+            objects = [b["o"]["value"] for b in then.json()["results"]["bindings"]]
+            assert objects == ["Acme"]
+            facts = httpx.get(f"{base}/v1/facts", params={"subject": "alice"}).json()
+            assert [f["fields"]["object"] for f in facts["facts"]] == ["Initech"]
+            served.send_signal(signal.SIGTERM)
+            assert served.wait(timeout=30) == 0
+        finally:
+            if served.poll() is None:
+                served.kill()
 
 
 @pytest.mark.parametrize("kind", SERVERS)
