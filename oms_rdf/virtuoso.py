@@ -187,6 +187,17 @@ class VirtuosoBackend(SparqlBackend):
             body = re.sub(rf"[?$]{variable.value}\b", text, body)
         return sparql[: match.end()] + body + sparql[end:]
 
+    def grains_query(self, nodes: list[str]) -> str:
+        """Which of these grain nodes the store holds (store/presence.py): as a
+        FILTER IN, which Virtuoso answers from its index (a batch of 1,000 in
+        about 0.06 s, against 0.28 s for the VALUES join, measured inside a
+        put_many of 20k; Oxigraph scans every blob for it, so the default stays
+        a VALUES join)."""
+        return (
+            f"SELECT ?g WHERE {{ GRAPH <{OMS.blobs.value}> {{ ?g <{OMS.blob.value}> "
+            f"?blob }} FILTER (?g IN ({', '.join(nodes)})) }}"
+        )
+
     def _dataset_params(self, dataset: Mapping[str, Any]) -> list[tuple[str, str]]:
         params = super()._dataset_params(dataset)
         if not any(name == "default-graph-uri" for name, _ in params):

@@ -171,6 +171,25 @@ def test_search_finds_what_other_clients_wrote_after_it_first_ran(
 
 
 @pytest.mark.parametrize("kind", SERVERS)
+def test_a_server_tells_which_grains_it_holds_in_batches(
+    kind: str, servers: Any
+) -> None:
+    from oms_rdf.store import presence
+
+    store = oms.GrainStore(backend=backend_for(kind, servers(kind)))
+    held = store.put_many([oms.Belief(f"s{i}", "r", "o", 0.5, created_at=T0 + i)
+                           for i in range(5)])  # fmt: skip
+    absent = [f"{i:064x}" for i in range(3)]
+    asked = [*held[::2], *absent] * 2  # repeats, and more than one batch
+    saved, presence.BATCH = presence.BATCH, 2
+    try:
+        assert presence.stored_addresses(store.core.backend, asked) == set(held[::2])
+    finally:
+        presence.BATCH = saved
+    store.close()
+
+
+@pytest.mark.parametrize("kind", SERVERS)
 def test_a_grain_another_client_erased_is_gone_for_every_client(
     kind: str, two_clients: Any
 ) -> None:

@@ -32,14 +32,20 @@ def stored_grains(backend: Backend, nodes: set[str]) -> set[str]:
             ox.NamedNode(n[1:-1]), OMS.blob, None, OMS.blobs), None) is not None}  # fmt: skip
     found: set[str] = set()
     listed = sorted(nodes)
+    ask = getattr(backend, "grains_query", grains_query)
     for start in range(0, len(listed), BATCH):
-        values = " ".join(listed[start : start + BATCH])
-        rows = backend.query(
-            f"SELECT ?g WHERE {{ VALUES ?g {{ {values} }} "
-            f"GRAPH {_G_BLOBS} {{ ?g {_P_BLOB} ?blob }} }}"
-        )
+        rows = backend.query(ask(listed[start : start + BATCH]))
         found.update(str(row["g"]) for row in rows)
     return found
+
+
+def grains_query(nodes: list[str]) -> str:
+    """The query for which of these grain nodes (N-Triples IRIs) the store holds.
+    A backend may ask it its own way (``backend.grains_query``)."""
+    return (
+        f"SELECT ?g WHERE {{ VALUES ?g {{ {' '.join(nodes)} }} "
+        f"GRAPH {_G_BLOBS} {{ ?g {_P_BLOB} ?blob }} }}"
+    )
 
 
 def stored_rows(backend: Backend, rows: list[Row]) -> set[Row]:
