@@ -208,6 +208,74 @@ def test_lineage_scope_follows_the_chain(store: GrainStore) -> None:
     store.supersede(b, belief("c", T0 + 2 * DAY), justification="second change")
 
 
+# --- lineage through a merge: one grain superseding two ----------------------------
+
+
+def merge(store: GrainStore, first: str, second: str, t: int) -> str:
+    """Supersede two current grains by one: ``derived_from`` names both."""
+    merged = store.supersede(
+        first,
+        belief("merged", t, derived_from=[first, second]),
+        justification="merging two rules",
+    )
+    store.supersede(second, store.get(merged), justification="merging two rules")
+    return merged
+
+
+LINEAGE_SOFT = {"mode": "soft_locked", "scope": "lineage"}
+LINEAGE_LOCKED = {"mode": "locked", "scope": "lineage"}
+
+
+@pytest.mark.parametrize("protected", [0, 1])
+def test_a_lineage_lock_survives_a_merge(store: GrainStore, protected: int) -> None:
+    # Either parent may be the protected one: the walk follows both predecessors.
+    parents = [
+        store.put(belief(name, subject=name, invalidation_policy=LINEAGE_SOFT if i == protected else None))
+        for i, name in enumerate(("left", "right"))
+    ]  # fmt: skip
+    merged = merge(store, *parents, T0 + DAY)
+    refused(
+        store, lambda: store.supersede(merged, belief("next", T0 + 2 * DAY)), "lineage"
+    )
+    refused(store, lambda: store.contradict(merged), "lineage")
+    after = store.supersede(
+        merged, belief("next", T0 + 2 * DAY), justification="reviewed"
+    )
+    assert store.status(merged).superseded_by == after
+
+
+@pytest.mark.parametrize(
+    "flip", [(False, False), (False, True), (True, False), (True, True)]
+)
+def test_a_lineage_lock_two_merges_back(
+    store: GrainStore, flip: tuple[bool, bool]
+) -> None:
+    def pair(a: str, b: str, flipped: bool) -> tuple[str, str]:
+        return (b, a) if flipped else (a, b)
+
+    root = store.put(belief("root", subject="root", invalidation_policy=LINEAGE_SOFT))
+    child = store.supersede(root, belief("child", T0 + DAY, subject="root"),
+                            justification="first change")  # fmt: skip
+    side = store.put(belief("side", T0 + DAY, subject="side"))
+    first = merge(store, *pair(side, child, flip[0]), T0 + 2 * DAY)
+    other = store.put(belief("other", T0 + 2 * DAY, subject="other"))
+    second = merge(store, *pair(other, first, flip[1]), T0 + 3 * DAY)
+    assert root in {g.address for g in store.ancestors(second)}
+    refused(store, lambda: store.retract(second, reason=""), "lineage")
+    refused(
+        store, lambda: store.supersede(second, belief("n", T0 + 4 * DAY)), "lineage"
+    )
+    store.retract(second, reason="the merged rule is wrong")
+
+
+def test_a_lineage_lock_reaches_past_sixteen_versions(store: GrainStore) -> None:
+    # Lineage is the whole supersession chain (spec §8.4), not a 16-hop walk.
+    head = store.put(belief("v0", invalidation_policy=LINEAGE_SOFT))
+    for n in range(1, 20):
+        head = store.supersede(head, belief(f"v{n}", T0 + n), justification="next")
+    refused(store, lambda: store.supersede(head, belief("v20", T0 + 20)), "lineage")
+
+
 def test_related_to_replaces_never_touches_the_target(store: GrainStore) -> None:
     a = store.put(belief("a", invalidation_policy={"mode": "locked"}))
     before = store.status(a)

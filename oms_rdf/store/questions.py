@@ -47,7 +47,7 @@ from .lookup import chain_rows, in_force, subject_rows
 from .rewrite import grain_clause, rewrite
 from .search import SearchIndex, search_texts
 from .sparql import _QUERIES, _term, texts_query
-from .state import STATUSES, TimeLike, _to_millis
+from .state import STATUSES, TimeLike, _system_from, _to_millis
 
 # Beliefs another client added that a search looks up one by one (on a server, a
 # round trip each); more are read with every blob at once.
@@ -522,26 +522,33 @@ class Questions:
             )
 
     def ancestors(self, address: str | Grain) -> GrainList:
-        """Return the versions before a grain, first version first (not the grain itself)."""
+        """Return the versions before a grain, oldest first (not the grain itself).
+
+        Every predecessor is followed: a grain that superseded two (a merge) has
+        both lines before it, each back to its first version.
+        """
         address = self.core.resolve(address)
-        chain = []
-        seen = {address}
-        current = address
-        while True:
-            earlier = next(
-                self.core.backend.quads(
-                    None, OMS.supersededBy, grain_iri(current), OMS.index
-                ),
-                None,
-            )
-            if earlier is None:
-                break
-            current = address_of(earlier.subject)  # type: ignore[arg-type]
-            if current in seen:
-                break  # a cycle in imported index state; stop rather than loop
-            seen.add(current)
-            chain.append(self.core.get(current))
-        return GrainList(chain[::-1], self.core.status)
+        # Breadth first over oms:supersededBy, backwards; ``depth`` (hops from the
+        # grain) orders versions with the same system time, the farther first.
+        depth: dict[str, int] = {}
+        frontier, seen = [address], {address}
+        with self.core.lock:  # one view of the chain (see beliefs)
+            while frontier:
+                earlier = []
+                for later in frontier:
+                    node = grain_iri(later)
+                    for quad in list(
+                        self.core.backend.quads(None, OMS.supersededBy, node, OMS.index)
+                    ):
+                        found = address_of(quad.subject)  # type: ignore[arg-type]
+                        if found not in seen:  # a diamond, or a cycle imported
+                            seen.add(found)
+                            depth[found] = depth.get(later, 0) + 1
+                            earlier.append(found)
+                frontier = earlier
+            grains = [self.core.get(a) for a in depth]
+        grains.sort(key=lambda g: (_system_from(g), -depth[g.address], g.address))
+        return GrainList(grains, self.core.status)
 
     def derived(self, address: str | Grain) -> GrainList:
         """Return the grains derived from a grain, transitively, oldest first."""
