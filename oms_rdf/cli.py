@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import click
 import pyoxigraph as ox
@@ -145,9 +145,20 @@ def _closing(ctx: click.Context, store: GrainStore) -> GrainStore:
     return store
 
 
-def _time(value: str | None) -> int | None:
-    """Parse an ISO 8601 time (UTC when no zone is given) or epoch milliseconds."""
-    return None if value is None else to_millis(value)
+def _time(value: str | None, option: str) -> int | None:
+    """Parse a time option by the one rule of :mod:`oms_rdf.times` (ISO 8601, UTC
+    when no zone is given; epoch ms as ms:N or 11+ digits)."""
+    return None if value is None else to_millis(value, option)
+
+
+class _Point(TypedDict):
+    valid_at: int | None
+    as_of: int | None
+
+
+def _point(valid_at: str | None, as_of: str | None) -> _Point:
+    """The bi-temporal point of --valid-at and --as-of, as keyword arguments."""
+    return {"valid_at": _time(valid_at, "--valid-at"), "as_of": _time(as_of, "--as-of")}
 
 
 def _grains_from(source: str) -> list[Any]:
@@ -422,14 +433,21 @@ def get_cmd(ctx: click.Context, address: str) -> None:
     click.echo(dump_json({"address": grain.address, "fields": fields, "index": index}))
 
 
+TIME_HELP = (
+    "ISO 8601 (2024, 2024-06, 2024-06-01, 2024-06-01T12:00:00Z; no zone: UTC) or "
+    "epoch ms (ms:1717243200000, or 11+ digits)"
+)
+
+
 def time_options(fn: F) -> F:
     """The bi-temporal options shared by the query commands."""
     fn = click.option(
-        "--as-of", help="System time: what the store knew then (default now)."
+        "--as-of",
+        help=f"System time: what the store knew then; {TIME_HELP} (default now).",
     )(fn)
-    fn = click.option("--valid-at", help="Valid time: when it was true (default now).")(
-        fn
-    )
+    fn = click.option(
+        "--valid-at", help=f"Valid time: when it was true; {TIME_HELP} (default now)."
+    )(fn)
     return fn
 
 
@@ -449,8 +467,10 @@ def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
 
         oms-rdf --store mem.db beliefs --subject alice --as-of 2024-01-01
     """
-    grains = _store(ctx, read=True).beliefs(subject, relation, namespace=namespace,
-                                 valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
+    point = _point(valid_at, as_of)  # a bad time is refused before the store opens
+    grains = _store(ctx, read=True).beliefs(
+        subject, relation, namespace=namespace, **point
+    )
     _print_grains(grains, as_json)
 
 
@@ -474,8 +494,10 @@ def search_cmd(ctx: click.Context, text: str, namespace: str | None, limit: int,
 
         oms-rdf --store mem.db search "rate limiter"
     """
-    grains = _store(ctx, read=True).search(text, namespace=namespace, limit=limit,
-                                           valid_at=_time(valid_at), as_of=_time(as_of))  # fmt: skip
+    point = _point(valid_at, as_of)
+    grains = _store(ctx, read=True).search(
+        text, namespace=namespace, limit=limit, **point
+    )
     _print_grains(grains, as_json)
 
 
@@ -522,7 +544,7 @@ def supersede_cmd(ctx: click.Context, old: str, source: str, justification: str 
 
 def invalidation_options(fn: F) -> F:
     """The options shared by retract and contradict: who, and when."""
-    fn = click.option("--at", help="When (ISO 8601 or epoch ms; default now).")(fn)
+    fn = click.option("--at", help=f"When: {TIME_HELP} (default now).")(fn)
     fn = click.option("--by", help="DID of who asks for it.")(fn)
     return click.argument("address")(fn)
 
@@ -539,7 +561,8 @@ def retract_cmd(ctx: click.Context, address: str, reason: str, by: str | None,
 
         oms-rdf --store mem.db retract 3288d0d4... --reason "never said"
     """
-    _store(ctx).retract(address, reason=reason, by=by, at=_time(at))
+    when = _time(at, "--at")
+    _store(ctx).retract(address, reason=reason, by=by, at=when)
     click.echo(f"retracted {address}")
 
 
@@ -555,7 +578,8 @@ def contradict_cmd(ctx: click.Context, address: str, reason: str | None, by: str
 
         oms-rdf --store mem.db contradict 3288d0d4... --reason "sensor fault"
     """
-    _store(ctx).contradict(address, reason=reason, by=by, at=_time(at))
+    when = _time(at, "--at")
+    _store(ctx).contradict(address, reason=reason, by=by, at=when)
     click.echo(f"contradicted {address}")
 
 
@@ -581,8 +605,10 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str, valid_at: str | None,
         oms-rdf --store mem.db query "SELECT ?s ?o WHERE { ?s ?p ?o }" --valid-at 2024-01-01
     """
     text = _text_of(sparql[1:]) if sparql.startswith("@") else sparql
-    result = _store(ctx, read=True).query(text, valid_at=_time(valid_at), as_of=_time(as_of),
-                               namespace=namespace, grains=grains)  # fmt: skip
+    point = _point(valid_at, as_of)
+    result = _store(ctx, read=True).query(
+        text, namespace=namespace, grains=grains, **point
+    )
     if isinstance(result, bool):
         click.echo("true" if result else "false")
     elif isinstance(result, Solutions):
@@ -839,8 +865,9 @@ def export_cmd(ctx: click.Context, dest: str, fmt: str | None, grains: bool | No
     fmt = format_for(
         "x" if dest == "-" else dest, fmt or ("trig" if dest == "-" else None)
     )
-    count = _store(ctx, read=True).export(out, format=fmt, grains=grains, valid_at=_time(valid_at),
-                               as_of=_time(as_of), namespace=namespace)  # fmt: skip
+    point = _point(valid_at, as_of)
+    count = _store(ctx, read=True).export(out, format=fmt, grains=grains,
+                                          namespace=namespace, **point)  # fmt: skip
     plain = fmt in PLAIN_FORMATS if grains is None else not grains
     click.echo(f"exported {count} {'triples' if plain else 'grains'}", err=dest == "-")
 

@@ -12,6 +12,7 @@ import click
 
 from .errors import ErrorCode, IntegrityError
 from .store import ErasureReport, GrainStore
+from .times import to_millis
 
 
 def register(
@@ -77,7 +78,8 @@ def register(
         click.echo(report.to_json())
 
     @group.command("process-erasures")
-    @click.option("--now", help="The time to judge the SLA at (default now).")
+    @click.option("--now", help="The time to judge the SLA at, written as --valid-at "
+                  "takes it (default now).")  # fmt: skip
     @click.option("--sla-days", type=float, default=30, show_default=True)
     @click.pass_context
     def process_erasures_cmd(
@@ -89,7 +91,8 @@ def register(
 
             oms-rdf --store mem.db process-erasures
         """
-        _print_report(open_store(ctx).process_erasures(now, sla_days=sla_days))
+        when = None if now is None else to_millis(now, "--now")
+        _print_report(open_store(ctx).process_erasures(when, sla_days=sla_days))
 
     @group.command("vacuum")
     @click.pass_context

@@ -1,18 +1,48 @@
 """Times as the library takes them: one rule for every time argument.
 
-Every ``valid_at``, ``as_of`` and ``at`` takes epoch milliseconds (int), an aware
-``datetime``, a ``date`` (midnight UTC), or an ISO 8601 string (a date, or a date and
-time; without a zone it is UTC, as on the command line; all digits: epoch ms). A naive ``datetime`` is
-refused: in Python it means "local time", which a shared store cannot guess.
+Every ``valid_at``, ``as_of``, ``at`` and ``now`` -- given to the library, on the
+command line (``--valid-at``, ``--as-of``, ``--at``, ``--now``) or over HTTP
+(``?valid_at=``, ``?as_of=``) -- goes through :func:`to_millis`, so one text means
+one time everywhere. It takes:
+
+* an ``int``: epoch milliseconds (its type says so);
+* an aware ``datetime``; a naive one is refused, since in Python it means "local
+  time", which a shared store cannot guess;
+* a ``date``: its midnight, UTC;
+* text, which is read by this rule:
+
+  - ISO 8601: ``2024`` (a year: its first instant), ``2024-06`` (a month),
+    ``2024-06-01`` or ``20240601`` (a day), ``2024-06-01T12:00:00Z``,
+    ``2024-06-01T12:00:00.250+02:00``, ``2024-06-01 12:00``. Text without a zone
+    is UTC; ``Z`` and ``z`` are UTC.
+  - Epoch milliseconds, written ``ms:N`` (any whole number ``N``, e.g.
+    ``ms:1717243200000`` or ``ms:0``), or bare digits when there are at least 11 of
+    them, optionally after ``-`` (every instant from 1970-04-26T17:46:40Z on has
+    13). A shorter bare number is refused rather than guessed: ``2022`` is the
+    year and ``20220601`` the day; ``1717243200`` (10 digits) is most likely epoch
+    *seconds*, and ``202206`` is not ISO 8601 (it reads as YYMMDD).
+
+  Anything else is refused with ERR_SCHEMA, which says what was expected and what
+  was found. Times outside years 1-9999 (what an ``xsd:dateTime`` writes) are
+  ERR_RANGE.
 
 >>> to_millis("2024-01-01")
 1704067200000
+>>> to_millis("2024")
+1704067200000
 >>> to_millis("2024-01-01T01:00:00+01:00")
 1704067200000
+>>> to_millis("1704067200000") == to_millis("ms:1704067200000") == 1704067200000
+True
+>>> to_millis("202401", "valid_at")
+Traceback (most recent call last):
+  ...
+oms_rdf.errors.SchemaError: ERR_SCHEMA: valid_at: expected ISO 8601 ...
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 
 from .errors import ErrorCode, SchemaError
@@ -24,14 +54,27 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The times an xsd:dateTime can write: years 1 to 9999.
 MIN_MS = -62_135_596_800_000
 MAX_MS = 253_402_300_799_999
+# The fewest digits a bare number needs to be read as epoch milliseconds: 10**10 ms
+# is 1970-04-26, and no ISO 8601 date has 11 digits or more (a year has 4, a day 8).
+MIN_BARE_MS_DIGITS = 11
+
+EXPECTED = (
+    "expected ISO 8601 (2024, 2024-06, 2024-06-01, 2024-06-01T12:00:00Z; "
+    "no zone means UTC) or epoch milliseconds (ms:1717243200000, or bare digits, "
+    f"at least {MIN_BARE_MS_DIGITS} of them)"
+)
+_NUMBER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})", re.ASCII)
 
 
 def to_millis(value: TimeLike, name: str = "time") -> int:
-    """Return a time argument as epoch milliseconds (UTC).
+    """Return a time argument as epoch milliseconds (UTC), by the module's rule.
 
     Raises:
-        SchemaError: ERR_SCHEMA for a naive datetime, text that is not ISO 8601, or
-            another type; ERR_RANGE for a time outside years 1-9999.
+        SchemaError: ERR_SCHEMA for a naive datetime, text that is neither ISO 8601
+            nor epoch milliseconds as the rule writes them (a bare number shorter
+            than 11 digits other than a year or YYYYMMDD), or another type;
+            ERR_RANGE for a time outside years 1-9999.
     """
     if type(value) is int:
         ms = value
@@ -45,14 +88,12 @@ def to_millis(value: TimeLike, name: str = "time") -> int:
         ms = _ms_of(value)
     elif isinstance(value, date):
         ms = _ms_of(datetime(value.year, value.month, value.day, tzinfo=UTC))
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        ms = int(value)  # epoch milliseconds written out, as on the command line
     elif isinstance(value, str):
-        ms = _ms_of(_parse(value, name))
+        ms = _text_ms(value, name)
     else:
         raise SchemaError(
-            f"{name}: expected epoch milliseconds, a datetime, a date or ISO 8601 "
-            f"text; found {type(value).__name__}",
+            f"{name}: expected epoch milliseconds (int), a datetime, a date or text; "
+            f"found {type(value).__name__}",
             code=ErrorCode.SCHEMA,
         )
     if not MIN_MS <= ms <= MAX_MS:
@@ -80,16 +121,62 @@ def iso(ms: int) -> str:
     return moment(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _parse(text: str, name: str) -> datetime:
+def _text_ms(text: str, name: str) -> int:
     stripped = text.strip()
+    if stripped[:3].lower() == "ms:":
+        number = stripped[3:].strip()
+        if not _NUMBER.fullmatch(number):
+            raise _refused(name, text, "ms: takes a whole number of milliseconds")
+        return int(number)
+    if _NUMBER.fullmatch(stripped):
+        return _number_ms(stripped, text, name)
+    if stripped.startswith("@") and _NUMBER.fullmatch(stripped[1:]):
+        # GNU date reads @N as epoch seconds: say which unit we mean instead.
+        raise _refused(name, text, f"for epoch milliseconds write ms:{stripped[1:]}")
+    month = _MONTH.fullmatch(stripped)
+    if month:  # datetime.fromisoformat takes no YYYY-MM
+        return _ms_of(_utc(name, text, int(month[1]), int(month[2])))
     try:
         when = datetime.fromisoformat(stripped.replace("z", "Z"))
     except ValueError:
-        raise SchemaError(
-            f"{name}: {text!r} is not ISO 8601 (2024-01-15 or 2024-01-15T10:00:00Z)",
-            code=ErrorCode.SCHEMA,
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+        raise _refused(name, text) from None
+    return _ms_of(when if when.tzinfo else when.replace(tzinfo=UTC))
+
+
+def _number_ms(number: str, text: str, name: str) -> int:
+    """A bare number: a year (4 digits), a day (YYYYMMDD), or epoch ms (11+ digits)."""
+    digits = number.lstrip("+-")
+    if number[0] != "+" and len(digits) >= MIN_BARE_MS_DIGITS:
+        return int(number)
+    if number == digits and len(digits) == 4:
+        return _ms_of(_utc(name, text, int(digits)))
+    if number == digits and len(digits) == 8:
+        day = int(digits[4:6]), int(digits[6:])
+        return _ms_of(_utc(name, text, int(digits[:4]), *day))
+    plural = "s" * (len(digits) != 1)
+    hint = (
+        f"a bare number of {len(digits)} digit{plural} is neither a year, YYYYMMDD "
+        "nor epoch milliseconds"
+    )
+    if len(digits) == 10:
+        hint += f"; 10 digits look like epoch seconds, in milliseconds {digits}000"
+    elif len(digits) == 6:
+        hint += "; for a month write YYYY-MM"
+    raise _refused(name, text, f"{hint}; for epoch milliseconds write ms:{number}")
+
+
+def _utc(name: str, text: str, year: int, month: int = 1, day: int = 1) -> datetime:
+    try:
+        return datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        raise _refused(name, text) from None
+
+
+def _refused(name: str, text: str, hint: str | None = None) -> SchemaError:
+    why = f" ({hint})" if hint else ""
+    return SchemaError(
+        f"{name}: {EXPECTED}; found {text!r}{why}", code=ErrorCode.SCHEMA
+    )
 
 
 def _ms_of(when: datetime) -> int:

@@ -1,0 +1,181 @@
+"""The one parser of time arguments: the library, the command line and HTTP alike."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from click.testing import CliRunner
+
+import oms_rdf as oms
+from oms_rdf.cli import cli
+from oms_rdf.errors import ErrorCode, SchemaError
+from oms_rdf.times import MAX_MS, MIN_MS, to_millis
+
+
+def ms(*args: int) -> int:
+    return int(datetime(*args, tzinfo=UTC).timestamp() * 1000)  # type: ignore[misc]
+
+
+ACCEPTED = [
+    ("2022", ms(2022, 1, 1)),  # a year: its first instant, UTC
+    ("2022-06", ms(2022, 6, 1)),  # a month: its first instant
+    ("2022-06-01", ms(2022, 6, 1)),
+    ("20220601", ms(2022, 6, 1)),  # ISO 8601 basic form of a date
+    ("2022-06-01T12:00:00Z", ms(2022, 6, 1, 12)),
+    ("2022-06-01t12:00:00z", ms(2022, 6, 1, 12)),
+    ("2022-06-01T12:00:00", ms(2022, 6, 1, 12)),  # no zone: UTC
+    ("2022-06-01 12:00", ms(2022, 6, 1, 12)),
+    ("2022-06-01T14:00:00+02:00", ms(2022, 6, 1, 12)),
+    ("2022-06-01T12:00:00.123Z", ms(2022, 6, 1, 12) + 123),
+    ("  2022-06-01  ", ms(2022, 6, 1)),
+    ("0001", MIN_MS),
+    ("9999-12-31T23:59:59.999Z", MAX_MS),
+    ("1654084800000", ms(2022, 6, 1, 12)),  # 13 digits: epoch milliseconds
+    ("10000000000", 10_000_000_000),  # 11 digits: the shortest bare epoch ms
+    ("-10000000000", -10_000_000_000),
+    ("ms:1654084800000", ms(2022, 6, 1, 12)),  # the explicit form, any length
+    ("ms:0", 0),
+    ("ms:2022", 2022),
+    ("ms:-1", -1),
+    ("MS: 5", 5),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ACCEPTED)
+def test_text_forms_that_are_times(text: str, expected: int) -> None:
+    assert to_millis(text) == expected
+
+
+REFUSED = [
+    ("1", "1 digit"),
+    ("202", "3 digits"),
+    ("20226", "5 digits"),
+    ("202206", "6 digits"),  # YYYYMM is not ISO 8601 (it reads as YYMMDD)
+    ("2022061", "7 digits"),
+    ("202206011", "9 digits"),
+    ("1654084800", "epoch seconds"),  # 10 digits: seconds, most likely
+    ("-2022", "digits"),
+    ("+2022", "digits"),
+    ("@1654084800000", "ms:1654084800000"),  # GNU date reads @N as seconds
+    ("ms:", "ms:"),
+    ("ms:12.5", "ms:"),
+    ("ms:2022-06-01", "ms:"),
+    ("2022-13", "ISO 8601"),
+    ("2022-06-31", "ISO 8601"),
+    ("June 2022", "ISO 8601"),
+    ("last year", "ISO 8601"),
+    ("", "ISO 8601"),
+    ("\uff12\uff10\uff12\uff12", "ISO 8601"),  # digits, but not ASCII ones
+    ("0000", "ISO 8601"),
+]
+
+
+@pytest.mark.parametrize(("text", "said"), REFUSED)
+def test_ambiguous_or_malformed_text_is_refused(text: str, said: str) -> None:
+    with pytest.raises(SchemaError) as caught:
+        to_millis(text, "valid_at")
+    assert caught.value.code is ErrorCode.SCHEMA
+    message = str(caught.value)
+    assert message.startswith("ERR_SCHEMA: valid_at: expected ")
+    assert repr(text) in message and said in message  # what was found
+
+
+def test_times_outside_the_years_an_xsd_datetime_writes_are_a_range_error() -> None:
+    for text in ("ms:253402300800000", "-62135596800001", f"ms:{10**30}"):
+        with pytest.raises(SchemaError) as caught:
+            to_millis(text)
+        assert caught.value.code is ErrorCode.RANGE
+
+
+def test_typed_values_keep_their_meaning() -> None:
+    assert to_millis(2022) == 2022  # an int is epoch ms: its type says so
+    assert to_millis(date(2022, 6, 1)) == ms(2022, 6, 1)
+    assert to_millis(datetime(2022, 6, 1, 12, tzinfo=UTC)) == ms(2022, 6, 1, 12)
+    for value in (True, 2022.0, datetime(2022, 6, 1)):
+        with pytest.raises(SchemaError):
+            to_millis(value)  # type: ignore[arg-type]
+
+
+def _store_with_a_2020_belief(tmp_path: Path) -> Path:
+    db = tmp_path / "db"
+    store = oms.GrainStore(db)
+    store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=ms(2020, 1, 1),
+                         valid_from=ms(2020, 1, 1)))  # fmt: skip
+    store.close()
+    return db
+
+
+@pytest.mark.parametrize("when", ["2022", "20220601", "2022-06", "2022-06-01",
+                                  "2022-06-01T12:00:00Z", "1654084800000"])  # fmt: skip
+def test_cli_valid_at_reads_dates_as_dates(tmp_path: Path, when: str) -> None:
+    db = _store_with_a_2020_belief(tmp_path)
+    got = CliRunner().invoke(
+        cli, ["--store", str(db), "beliefs", "--valid-at", when, "--json"]
+    )
+    assert got.exit_code == 0, got.output
+    assert [row["object"] for row in json.loads(got.stdout)] == ["Acme"]
+    before = CliRunner().invoke(
+        cli, ["--store", str(db), "beliefs", "--valid-at", "2019", "--json"]
+    )
+    assert json.loads(before.stdout) == []
+
+
+def test_cli_refuses_an_ambiguous_number_in_one_line(tmp_path: Path) -> None:
+    db = _store_with_a_2020_belief(tmp_path)
+    for option in ("--valid-at", "--as-of"):
+        got = CliRunner().invoke(cli, ["--store", str(db), "beliefs", option, "202206"])
+        assert got.exit_code == 1
+        assert got.stderr.startswith(f"error: ERR_SCHEMA: {option}: expected ")
+        assert "'202206'" in got.stderr and len(got.stderr.splitlines()) == 1
+        assert got.stdout == ""
+
+
+@contextmanager
+def _serving(store: oms.GrainStore) -> Iterator[str]:
+    from oms_rdf.server import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="off"))  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(20)
+
+
+def test_http_valid_at_takes_the_same_rule(tmp_path: Path) -> None:
+    store = oms.GrainStore(_store_with_a_2020_belief(tmp_path))
+    ask = 'ASK { ?s ?p "Acme" }'
+    try:
+        with _serving(store) as base:
+            for when, held in (("2022", True), ("2022-06", True), ("2019", False)):
+                got = httpx.get(f"{base}/sparql", params={"query": ask, "valid_at": when},
+                                headers={"Accept": "application/sparql-results+json"})  # fmt: skip
+                assert got.status_code == 200, got.text
+                assert got.json()["boolean"] is held, when
+            bad = httpx.get(
+                f"{base}/sparql", params={"query": ask, "valid_at": "202206"}
+            )
+            assert bad.status_code == 400
+            assert "ERR_SCHEMA" in bad.text and "'202206'" in bad.text
+    finally:
+        store.close()
