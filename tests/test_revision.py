@@ -359,6 +359,45 @@ def test_auto_revise_records_why_a_protected_rival_stays() -> None:
     assert "auto-revision refused: ERR_INVALIDATION_DENIED" in conflict_reason(store, b)
 
 
+def test_auto_revise_needs_the_callers_justification_for_a_soft_locked_rival() -> None:
+    store = GrainStore(
+        clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True
+    )
+    soft = {"mode": "soft_locked"}
+    a = store.put(job("Acme", T0, "user_explicit", invalidation_policy=soft))
+    with pytest.warns(ConflictWarning, match="soft_locked"):
+        b = store.put(job("Initech", T0 + DAY, "user_explicit"))
+    assert store.status(a).is_current and store.status(b).verification == "disputed"
+    assert "auto-revision refused: ERR_INVALIDATION_DENIED" in conflict_reason(store, b)
+    # The caller's justification lets the revision through, recorded for review.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hr = {"namespace": "hr", "invalidation_policy": soft}
+        c = store.put(job("Globex", T0 + 2 * DAY, "user_explicit", **hr))
+        d = store.put(job("Hooli", T0 + 3 * DAY, "user_explicit", namespace="hr"),
+                      justification="Alice told us she moved")  # fmt: skip
+    assert store.status(c).superseded_by == d
+    assert store.status(c).reason == "Alice told us she moved"
+    # So does a justification the new grain carries itself.
+    e = store.put(job("Umbrella", T0 + 4 * DAY, "user_explicit", namespace="ops",
+                      invalidation_policy=soft))  # fmt: skip
+    f = store.put(job("Wayne", T0 + 5 * DAY, "user_explicit", namespace="ops",
+                      supersession_justification="the contract changed"))  # fmt: skip
+    assert store.status(e).superseded_by == f
+
+
+def test_forced_revision_does_not_justify_a_soft_locked_grain() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, authorized=[ALICE.did])
+    old = store.put(belief("a", invalidation_policy={"mode": "soft_locked"}))
+    new = belief("b", T0 + DAY)
+    error = refused(
+        store, lambda: store.revise(old, new, force=True, by=ALICE.did), "soft_locked"
+    )
+    assert error.code == ErrorCode.INVALIDATION_DENIED
+    address = store.revise(old, new, force=True, by=ALICE.did, justification="checked")
+    assert store.get(address)["supersession_justification"] == "checked"
+
+
 def test_past_jobs_do_not_conflict() -> None:
     store = GrainStore(clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"])
     store.put(job("Acme", T0, valid_from=T0 - 100 * DAY, valid_to=T0 - DAY))
@@ -423,6 +462,19 @@ def test_ancestors_and_status_listing() -> None:
     assert (
         isinstance(info.value, ValueError) and info.value.code == oms.ErrorCode.SCHEMA
     )
+
+
+def test_ancestors_of_a_merge_hold_every_predecessor() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * DAY)
+    a1 = store.put(belief("a1"))
+    a2 = store.supersede(a1, belief("a2", T0 + DAY))
+    b = store.put(belief("b", T0 + 2 * DAY, subject="other"))
+    merged = store.supersede(a2, belief("m", T0 + 3 * DAY, derived_from=[a2, b]))
+    store.supersede(b, store.get(merged))
+    last = store.supersede(merged, belief("n", T0 + 4 * DAY))
+    assert [g.address for g in store.ancestors(merged)] == [a1, a2, b]
+    assert [g.address for g in store.ancestors(last)] == [a1, a2, b, merged]
+    assert store.status(b).superseded_by == merged
 
 
 def test_disclosed_views_are_not_stored() -> None:

@@ -219,7 +219,8 @@ class Revision:
         Tiers (:class:`oms_rdf.revision.Entrenchment`): axioms > user-stated >
         system-inferred. ``force=True`` overrides the tiers (never the protection
         policies) when ``by`` is one of the store's ``authorized`` DIDs; the
-        override is audited.
+        override is audited. ``justification`` is given to :meth:`supersede` as
+        is: forcing does not justify overriding a ``soft_locked`` grain.
 
         Raises:
             PolicyError: ERR_INVALIDATION_DENIED when the tiers refuse, or ``force``
@@ -233,9 +234,10 @@ class Revision:
                     f"force=True needs by= one of the store's authorized DIDs; {by!r} is not",
                     code=ErrorCode.INVALIDATION_DENIED,
                 )
-            reason = justification or "forced revision"
+            # Forcing overrides the tiers, never a policy: a soft_locked grain
+            # still needs the caller's justification (spec §8.3).
             address = self.invalidation.supersede(
-                old_grain, new, justification=reason, by=by, signer=signer
+                old_grain, new, justification=justification, by=by, signer=signer
             )
             with self.core.lock:
                 tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"

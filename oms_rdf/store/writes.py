@@ -46,7 +46,7 @@ class Writes:
         self.functional_relations = functional_relations
         self.auto_revise = auto_revise
 
-    def put(self, item: GrainLike, /) -> str:
+    def put(self, item: GrainLike, /, *, justification: str | None = None) -> str:
         """Store a grain; return its address. Storing the same bytes again is a no-op.
 
         ``item`` is a :class:`Grain`, a mapping of fields, a blob, or the COSE_Sign1
@@ -57,6 +57,10 @@ class Writes:
         overlapping valid time) either supersedes it, when the store auto-revises
         and entrenchment and protection allow, or both are marked ``disputed``,
         linked by ``oms:conflictsWith`` and reported with a :class:`ConflictWarning`.
+        Auto-revision of a ``soft_locked`` rival needs a justification from the
+        caller: the new grain's ``supersession_justification``, else
+        ``justification`` (recorded with the supersession and flagged for review);
+        without one the rival stays and both are disputed (spec §8.3).
         A consent withdrawal marks the grains whose ``processing_basis`` names the
         withdrawn consent and whose policy is ``consent_cascade`` as pending erasure
         (see :meth:`pending_erasure`); grains under a ``hold`` are not marked.
@@ -75,7 +79,9 @@ class Writes:
             refuse_erased(self.core.backend, grain.address)  # erasure is one-way
             check_new(self.core, grain)
             rivals = self._rivals(grain)
-            refusal = self._auto_revise(grain, rivals) if rivals else None
+            refusal = (
+                self._auto_revise(grain, rivals, justification) if rivals else None
+            )
             if refusal == "":
                 return grain.address  # superseded its one rival
             rows = self.core.rows_for(grain, signature)
@@ -182,8 +188,13 @@ class Writes:
             for i in conflicts(grain.fields, [g.fields for g in candidates])
         ]
 
-    def _auto_revise(self, grain: Grain, rivals: list[Grain]) -> str | None:
+    def _auto_revise(
+        self, grain: Grain, rivals: list[Grain], justification: str | None
+    ) -> str | None:
         """Supersede the one rival when the store auto-revises and the rules allow.
+
+        ``justification`` is the caller's (put's): the store gives none of its own,
+        so a soft_locked rival is superseded only when the caller justified it.
 
         Returns "" when it did; otherwise why not (recorded with the dispute), or
         None when the store does not auto-revise.
@@ -200,9 +211,7 @@ class Writes:
                 f"rival's {theirs}"
             )
         try:
-            self.invalidation.supersede(
-                rival, grain, justification="auto-revision of a functional relation"
-            )
+            self.invalidation.supersede(rival, grain, justification=justification)
         except PolicyError as exc:  # protected, or older than the rival
             return f"auto-revision refused: {exc.code}: {exc.message}"
         return ""
