@@ -39,11 +39,14 @@ from .errors import DecodeError, ErrorCode
 from .grain import Grain
 from .schema import BELIEF, type_for_byte
 from .terms import (
+    GENID,
+    RESERVED,
     Term,
     entity,
     graph_term,
     is_absolute_iri,
     object_term,
+    refuse_reserved,
     relation_term,
     subject_term,
 )
@@ -291,10 +294,15 @@ def _field_nt(name: str) -> str:
 
 @lru_cache(maxsize=8192)
 def _did_nt(did: str) -> str | None:
-    """The DID as an IRI term, or None when it is not a valid IRI."""
+    """The DID as an IRI term, or None when it is not a valid IRI.
+
+    None too for the store's own IRIs: such a "DID" stays a literal.
+    """
     try:
         NamedNode(did)
     except ValueError:
+        return None
+    if did in RESERVED or did.startswith(GENID):
         return None
     return f"<{did}>" if ":" in did else None
 
@@ -398,6 +406,10 @@ def belief_terms(
 
     As stored: blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`).
 
+    Raises:
+        SchemaError: ERR_SCHEMA when a term is one of the store's own IRIs
+            (:func:`oms_rdf.terms.refuse_reserved`).
+
     >>> belief_terms({"subject": "_:b0", "relation": "http://example.org/p",
     ...               "object": "Acme"})[0].value
     'https://w3id.org/oms-rdf/.well-known/genid/b0'
@@ -411,12 +423,13 @@ def belief_terms(
         if type(obj) is str
         else value_literal(obj)
     )
-    return (
-        subject_term(str(fields["subject"]), namespace, settings),
-        relation_term(relation, settings),
-        o,
-        graph_term(context),
-    )
+    s = subject_term(str(fields["subject"]), namespace, settings)
+    p = relation_term(relation, settings)
+    g = graph_term(context)
+    for term, role in ((s, "subject"), (p, "relation"), (o, "object"), (g, "graph")):
+        if term is not None:
+            refuse_reserved(term, role)
+    return s, p, o, g
 
 
 def subject_pattern(text: str) -> tuple[NamedNode, Term]:

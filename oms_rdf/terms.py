@@ -16,6 +16,11 @@ Design §3, the rules:
   boolean its XSD literal, and a map or array ``rdf:JSON`` (see
   :func:`oms_rdf.mapping.value_literal`).
 - :data:`GRAPH` in ``context`` names the graph the triple belongs to.
+- No term a belief asserts may be one of the store's own IRIs (:data:`RESERVED`:
+  the reserved graphs and the nodes the store keeps its state on), nor an IRI
+  under :data:`GENID` spelled out, which would read back as a blank node: a
+  belief naming ``oms:blobs`` as its graph would have the store's maintenance
+  treat the blobs as knowledge (:func:`refuse_reserved`).
 
 Adoption (:func:`object_fields` and friends) writes exactly what these rules need to
 give the source term back, so ``object_term(*object_fields(t)) == t`` for every term.
@@ -47,7 +52,8 @@ from pyoxigraph import (
     parse,
 )
 
-from .vocab import XSD
+from .errors import ErrorCode, SchemaError
+from .vocab import OMS, XSD
 
 if TYPE_CHECKING:
     from .mapping import MappingSettings
@@ -59,6 +65,7 @@ __all__ = [
     "GRAPH",
     "LANGUAGE",
     "OBJECT_KIND",
+    "RESERVED",
     "Term",
     "blank_text",
     "graph_term",
@@ -66,6 +73,7 @@ __all__ = [
     "minted_namespace",
     "object_fields",
     "object_term",
+    "refuse_reserved",
     "relation_term",
     "relation_text",
     "skolem",
@@ -84,6 +92,15 @@ GRAPH = "rdf:graph"
 GENID = "https://w3id.org/oms-rdf/.well-known/genid/"
 
 Term = NamedNode | BlankNode | Literal
+
+# The IRIs the store keeps its own state under: its graphs (design §3, "Reserved
+# graphs") and the nodes of its settings, journal and write lock.
+RESERVED = frozenset(
+    getattr(OMS, name).value
+    for name in (
+        "blobs", "index", "current", "audit", "grains", "settings", "journal", "writer",
+    )
+)  # fmt: skip
 
 # RFC 3987 absolute IRI, as far as a store needs it: a scheme, a colon, and no
 # character the IRI grammar excludes (controls, space, <>"{}|\^`).
@@ -112,6 +129,17 @@ def _blank(label: str) -> NamedNode:
     return NamedNode(GENID + label)
 
 
+def _named(text: str, role: str) -> NamedNode:
+    """The IRI a text spells, refused under :data:`GENID` (blank nodes are ``_:x``)."""
+    if text.startswith(GENID):
+        raise SchemaError(
+            f"the {role} of a belief is <{text}>, an IRI the store keeps blank nodes "
+            "under; write a blank node as _:label",
+            code=ErrorCode.SCHEMA,
+        )
+    return NamedNode(text)
+
+
 def entity(label: str, namespace: str, settings: MappingSettings) -> NamedNode:
     """Return the minted IRI of a plain label in a namespace."""
     return NamedNode(
@@ -124,7 +152,7 @@ def _subject(text: str, namespace: str, settings: MappingSettings) -> NamedNode:
     if _BLANK.fullmatch(text):
         return _blank(text[2:])
     if is_absolute_iri(text):
-        return NamedNode(text)
+        return _named(text, "subject")
     return entity(text, namespace, settings)
 
 
@@ -137,7 +165,7 @@ def subject_term(text: str, namespace: str, settings: MappingSettings) -> NamedN
 def relation_term(text: str, settings: MappingSettings) -> NamedNode:
     """Return the predicate a relation text stands for."""
     if is_absolute_iri(text):
-        return NamedNode(text)
+        return _named(text, "relation")
     return NamedNode(f"{settings.base_iri}rel/{quote(text, safe='')}")
 
 
@@ -153,13 +181,17 @@ def object_term(
         kind = context.get(OBJECT_KIND)
         if kind == "iri":
             try:
-                return NamedNode(value)
-            except ValueError:
-                pass  # not an IRI after all: read as if nothing were recorded
+                return _named(value, "object")
+            except ValueError as exc:
+                if isinstance(exc, SchemaError):
+                    raise
+                # not an IRI after all: read as if nothing were recorded
         if kind == "blank node" and _BLANK.fullmatch(value):
             return _blank(value[2:])
         if kind == "n-triples":
             parsed = _parse_term(value)
+            if isinstance(parsed, NamedNode):
+                return _named(parsed.value, "object")
             if parsed is not None:
                 return parsed
         language = context.get(LANGUAGE)
@@ -177,7 +209,7 @@ def object_term(
         if kind == "literal":
             return Literal(value)
     if is_absolute_iri(value):
-        return NamedNode(value)
+        return _named(value, "object")
     if relation in settings.entity_relations:
         return entity(value, namespace, settings)
     return Literal(value)
@@ -192,7 +224,37 @@ def graph_term(context: Mapping[str, Any] | None) -> NamedNode | None:
         return None
     if _BLANK.fullmatch(name):
         return _blank(name[2:])
-    return NamedNode(name) if is_absolute_iri(name) else None
+    return _named(name, "graph") if is_absolute_iri(name) else None
+
+
+def refuse_reserved(term: Term, role: str) -> None:
+    """Refuse a term a belief asserts when it is one of the store's own IRIs.
+
+    ``role`` says where the term stands (subject, relation, object, graph), for the
+    message. A literal's datatype is a term too.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for an IRI of :data:`RESERVED`, or an IRI under
+            :data:`GENID` spelled out (blank nodes are written ``_:label``).
+
+    >>> refuse_reserved(NamedNode("https://w3id.org/oms-rdf/ns#blobs"), "graph")
+    Traceback (most recent call last):
+    ...
+    oms_rdf.errors.SchemaError: ERR_SCHEMA: ...
+    """
+    if type(term) is Literal:
+        iri, role = term.datatype.value, f"datatype of the {role}"
+    elif type(term) is NamedNode:
+        iri = term.value
+    else:
+        return
+    if iri in RESERVED:
+        raise SchemaError(
+            f"the {role} of a belief must not be the store's own IRI <{iri}>: it "
+            "names where the store keeps its blobs, index or audit, which only the "
+            "store writes",
+            code=ErrorCode.SCHEMA,
+        )
 
 
 def skolem(term: Any) -> Any:

@@ -33,6 +33,7 @@ from ..store.presence import BATCH, stored_addresses
 from ..store.writelock import WRITER
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from .jsonl import loads_json_grain
+from .layer import LayerCheck
 from .manifest import _VERIFICATION_IN, VOIDED_KEY
 from .records import ImportReport, Item, _fail_or_skip, _row_of, _text
 from .sources import Progress, _Counting, line_of, parse_source
@@ -595,6 +596,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
     policies = _Policies(store)
     erasures = _Known(store, report)
+    layer = LayerCheck(store.settings)
 
     def refuse(quad: ox.Quad, why: str) -> None:
         raise StoreError(
@@ -614,6 +616,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     if erasures.erased(address_of(s)):
                         bad.add(node)  # skipped, reported, never written
                 if graph == blob_graph and quad.predicate == OMS.blob:
+                    if node in with_blob:
+                        refuse(quad, "a grain with two blobs")
                     with_blob.add(node)
                     try:
                         grain = Grain.from_blob(
@@ -621,6 +625,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         )
                         if not known[node]:
                             policies.see(grain)
+                            layer.grain(grain)
                     except (OmsError, ValueError) as exc:
                         bad.add(node)
                         err = (
@@ -636,6 +641,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         existing_index.setdefault(node, set()).add(_row_of(quad))
                 elif isinstance(graph, ox.DefaultGraph):
                     described.add(node)
+                    layer.see(quad)
                 elif graph == OMS.audit:
                     refuse(quad, "the audit log describes operations, not grains")
             elif s == JOURNAL:
@@ -657,6 +663,14 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
         _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
                       DecodeError("a grain node without its blob in graph oms:blobs"))  # fmt: skip
         bad.add(node)
+    for differing in layer.differing():
+        node = str(differing)[1:-1]
+        if node not in bad:
+            bad.add(node)
+            _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
+                          DecodeError("its grain layer (default graph) is not what the "
+                                      "mapping makes of its blob with this store's "
+                                      "settings"))  # fmt: skip
     for node, quad in indexed.items():
         if node not in with_blob and not known[node]:
             refuse(quad, "index state for a grain neither in the source nor the store")

@@ -18,6 +18,8 @@ import pyoxigraph as ox
 from ..vocab import OMS, RDF
 
 _DEFAULT = ox.DefaultGraph()
+# Graphs the rebuild never clears or fills, whatever a grain layer names.
+_NEVER = frozenset({OMS.blobs, OMS.index, OMS.audit, OMS.grains})
 _PARTS: dict[object, int] = {RDF.subject: 0, RDF.predicate: 1, RDF.object: 2}
 
 
@@ -63,7 +65,8 @@ class KnowledgeCheck:
     @property
     def graphs(self) -> set[object]:
         """The knowledge graphs: ``oms:current`` and every graph a belief names."""
-        return {OMS.current, *(g for names in self.named.values() for g in names)}
+        named = (g for names in self.named.values() for g in names)
+        return {OMS.current, *named} - _NEVER
 
     def as_rebuilt(self) -> bool:
         """Whether each knowledge graph holds exactly what the rebuild puts in it."""
@@ -72,6 +75,8 @@ class KnowledgeCheck:
             if node in self.closed:
                 continue
             for graph in self.named.get(node) or (OMS.current,):
+                if graph in _NEVER:
+                    continue
                 for s, p, o in product(subjects, predicates, objects):
                     try:
                         made.add(ox.Quad(s, p, o, graph))  # type: ignore[arg-type]
