@@ -576,6 +576,13 @@ def _regraph(quad: ox.Quad) -> ox.Quad:
     return ox.Quad(s, p, quad.object, graph)
 
 
+def holds_blank(quad: ox.Quad) -> bool:
+    """Whether a quad's subject or object is a blank node."""
+    return isinstance(quad.subject, ox.BlankNode) or isinstance(
+        quad.object, ox.BlankNode
+    )
+
+
 def _quads(raw: IO[bytes], fmt: ox.RdfFormat, progress: Progress) -> Iterator[ox.Quad]:
     quads = parse_source(raw, fmt, None, progress)
     return quads if fmt.supports_datasets else map(_regraph, quads)
@@ -597,6 +604,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     policies = _Policies(store)
     erasures = _Known(store, report)
     layer = LayerCheck(store.settings)
+    ours = (ox.DefaultGraph(), OMS.blobs, OMS.index, OMS.audit)
 
     def refuse(quad: ox.Quad, why: str) -> None:
         raise StoreError(
@@ -609,6 +617,9 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     with reopen() as raw:
         for quad in _quads(raw, fmt, progress):
             s, graph = quad.subject, quad.graph_name
+            if graph in ours and holds_blank(quad):
+                refuse(quad, "a blank node in the store's own graphs, where the "
+                             "store never writes one")  # fmt: skip
             if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
                 node = s.value
                 if node not in known:
@@ -683,7 +694,6 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     report.added = sum(
         1 for n, pre in known.items() if not pre and n not in bad and n in with_blob
     )
-    ours = (ox.DefaultGraph(), blob_graph, index_graph, OMS.audit)
 
     def rows() -> Iterator[Item]:
         with reopen() as raw:

@@ -34,13 +34,14 @@ from ..store.rebuild import KnowledgeCheck
 from ..store.writelock import WRITER
 from ..vocab import OMS
 from .layer import LayerCheck
-from .plans import SourceSettings, _Policies
+from .plans import SourceSettings, _Policies, holds_blank
 from .records import ImportReport, _text
 from .sources import Progress, _Counting, parse_source
 
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
 
 _DEFAULT = ox.DefaultGraph()
+_OURS = frozenset({_DEFAULT, OMS.blobs, OMS.index, OMS.audit})
 # A stream is read by the loader in large reads: each one waits for the GIL.
 _READ_SIZE = 1 << 22
 
@@ -118,6 +119,8 @@ class _RestoreCheck:
         for quad in quads:
             s, p, graph = quad.subject, quad.predicate, quad.graph_name
             grain = isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX)
+            if graph in _OURS and holds_blank(quad):
+                raise StoreError(f"a blank node in the store's own graphs: {quad}")
             if graph == _DEFAULT:
                 if isinstance(quad.object, ox.Triple):
                     # RDF 1.2 reifiers are views: the general path leaves them out.

@@ -259,8 +259,46 @@ def undo(backend: Backend) -> None:
         backend.update(_forget_grains(" ".join(str(n) for n in batch)))
     for entry in list(backend.quads(JOURNAL, OMS.journalQuad, None, _INDEX)):
         added = _parse(entry.object)
-        backend.update(update_request([*added, entry], []))
+        blank = [q for q in added if _has_blank(q)]
+        ground = [q for q in added if not _has_blank(q)]
+        backend.update(
+            " ;\n".join(
+                [update_request([*ground, entry], []), *map(_delete_blank, blank)]
+            )
+        )
     backend.update(f"{_REBUILD} ;\n{_CLEAR_RECORDS}")
+
+
+def _has_blank(quad: ox.Quad) -> bool:
+    return any(
+        isinstance(t, ox.BlankNode)
+        for t in (quad.subject, quad.object, quad.graph_name)
+    )
+
+
+def _delete_blank(quad: ox.Quad) -> str:
+    """Delete a journalled quad that holds blank nodes.
+
+    DELETE DATA cannot name a blank node, and the store holds it under a label of
+    its own, so each becomes a variable bound to blank nodes only: the store never
+    keeps one in its reserved graphs, so nothing of its own can match.
+    """
+    names: dict[str, str] = {}
+
+    def term(t: object) -> str:
+        if isinstance(t, ox.BlankNode):
+            return names.setdefault(t.value, f"?b{len(names)}")
+        return str(t)
+
+    s, p, o, g = (term(t) for t in (quad.subject, quad.predicate, quad.object,
+                                    quad.graph_name))  # fmt: skip
+    pattern = (
+        f"{s} {p} {o} ."
+        if isinstance(quad.graph_name, ox.DefaultGraph)
+        else (f"GRAPH {g} {{ {s} {p} {o} }}")
+    )
+    blank = " && ".join(f"isBlank({v})" for v in names.values())
+    return f"DELETE {{ {pattern} }} WHERE {{ {pattern} FILTER ({blank}) }}"
 
 
 def _forget_grains(values: str) -> str:
