@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
+from urllib.parse import SplitResult, urlsplit
 
 import click
 import pyoxigraph as ox
@@ -19,6 +20,7 @@ from .errors import (
     EncodeError,
     ErrorCode,
     OmsError,
+    SchemaError,
     SignatureError,
     StoreError,
 )
@@ -32,6 +34,7 @@ from .store import GrainStore, Solutions
 from .times import to_millis
 
 F = TypeVar("F", bound=Callable[..., Any])
+MAX_LIMIT = 1_000_000  # the most beliefs one search prints
 
 
 class _Group(click.Group):
@@ -90,20 +93,33 @@ def cli(ctx: click.Context, traceback: bool, store_path: str | None, query_url: 
         ctx.obj = ("virtuoso", virtuoso)
 
 
+def _server_url(option: str, url: str) -> SplitResult:
+    """Check a server's URL before any client is made of it: an http(s) scheme, a
+    host, and a port (if any) that is a number from 1 to 65535.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the option, what was expected and the URL.
+    """
+    expected = f"{option}: expected http(s)://host[:port] with a port from 1 to 65535"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port that is no number, or out of range
+    except ValueError as exc:
+        raise SchemaError(f"{expected}; found {url!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise SchemaError(f"{expected}; found {url!r}")
+    return parts
+
+
 def _virtuoso(url: str) -> Any:
     """A Virtuoso backend for ``http(s)://[user:password@]host:port``."""
-    from urllib.parse import unquote, urlsplit
+    from urllib.parse import unquote
 
     from .virtuoso import VirtuosoBackend  # needs the [remote] extra
 
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.UsageError(
-            f"--virtuoso: expected http(s)://host:port, found {url!r}"
-        )
-    base = f"{parts.scheme}://{parts.hostname}" + (
-        f":{parts.port}" if parts.port else ""
-    )
+    parts = _server_url("--virtuoso", url)
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    base = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
     user = unquote(parts.username) if parts.username else None
     password = unquote(parts.password) if parts.password else None
     return VirtuosoBackend(base, user=user, password=password)
@@ -118,12 +134,16 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
         )
     if isinstance(path, tuple) and path[0] == "virtuoso":
         return _closing(ctx, GrainStore(backend=_virtuoso(path[1])))
-    if isinstance(path, tuple) or path.startswith(("http://", "https://")):
+    if isinstance(path, tuple) or "://" in path:
         from .remote import SparqlBackend  # needs the [remote] extra
 
         if isinstance(path, tuple):
+            for option, url in zip(_ENDPOINTS, path, strict=True):
+                if url is not None:
+                    _server_url(option, url)
             backend = SparqlBackend(*path)
         else:
+            _server_url("--store", path)
             backend = SparqlBackend.oxigraph(path)
         return _closing(ctx, GrainStore(backend=backend))
     try:
@@ -137,6 +157,9 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
         err=True,
     )
     return _closing(ctx, GrainStore(path, read_only=True))
+
+
+_ENDPOINTS = ("--query-url", "--update-url", "--store-url")
 
 
 def _closing(ctx: click.Context, store: GrainStore) -> GrainStore:
@@ -312,6 +335,13 @@ def _read_json(source: str) -> Any:
         raise EncodeError(
             f"{source} is not JSON: {exc}", code=ErrorCode.CORRUPT, path=source
         ) from exc
+    except RecursionError:
+        raise EncodeError(
+            f"{source} nests JSON arrays or objects too deeply to be a grain (a grain "
+            "nests at most 32 levels)",
+            code=ErrorCode.CORRUPT,
+            path=source,
+        ) from None
 
 
 def _read_blob(source: str) -> bytes:
@@ -482,7 +512,8 @@ def _print_grains(grains: list[Grain], as_json: bool) -> None:
 @cli.command("search")
 @click.argument("text")
 @click.option("--namespace")
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1))
+@click.option("--limit", default=10, show_default=True,
+              type=click.IntRange(1, MAX_LIMIT), help=f"At most {MAX_LIMIT:,} beliefs.")  # fmt: skip
 @time_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_context
@@ -659,14 +690,16 @@ def _key(path: str) -> SigningKey:
 @click.option("--store", "store_path", type=click.Path(file_okay=False),
               help="Directory of the on-disk store (or the global --store).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=7878, show_default=True, type=int)
+@click.option("--port", default=7878, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--query-timeout", default=30.0, show_default=True, type=float,
               help="Seconds a query may run before the answer is a 503.")  # fmt: skip
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True),
               help='Bearer tokens: {"TOKEN": {"namespaces": [...] or "*", "write": true}}.')  # fmt: skip
+@click.option("--max-body", default=16 * 1024 * 1024, show_default=True,
+              type=click.IntRange(min=1), help="Bytes a request body may have (more: 413).")  # fmt: skip
 @click.pass_context
 def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
-              query_timeout: float, token_file: str | None) -> None:  # fmt: skip
+              query_timeout: float, token_file: str | None, max_body: int) -> None:  # fmt: skip
     """Serve the store over HTTP: SPARQL Protocol and Update, Graph Store (read), a page.
 
     Needs the [server] extra. Example:
@@ -683,7 +716,8 @@ def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
     store = GrainStore(store_path) if store_path else _store(ctx)
     mode = "tokens required" if tokens else "read-only, open"
     click.echo(f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)", err=True)
-    serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout)
+    serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout,
+          max_body=max_body)  # fmt: skip
 
 
 @cli.command("keygen")

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 import oms_rdf as oms
@@ -386,3 +387,57 @@ def test_put_reads_a_json_array_item_by_item_and_names_a_bad_one(
     assert "text after the JSON array" in run("--store", db, "put", str(source)).output
     source.write_text('[{"type": "belief"} {"type": "belief"}]')
     assert f"(at {source}[1])" in run("--store", db, "put", str(source)).output
+
+
+def _refused(args: list[str], code: str, *found: str, stdin: str | None = None) -> str:
+    """A refusal: one line ``error: CODE: ...`` on stderr, exit 1, no traceback."""
+    result = CliRunner().invoke(cli, args, input=stdin, catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error: {code}: "), result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.output
+    for text in found:
+        assert text in result.stderr
+    return str(result.stderr)
+
+
+def test_deeply_nested_json_is_one_line_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    _refused(["encode", str(deep)], "ERR_CORRUPT", "deep.json", "deeply")
+    _refused(
+        ["encode", "-"], "ERR_CORRUPT", stdin='{"a":' * 50_000 + "1" + "}" * 50_000
+    )
+    _refused(["sign", str(deep), "--key", str(deep)], "ERR_CORRUPT", "deep.json")
+
+
+BAD_URLS = [
+    ["--store", "http://127.0.0.1:notaport"],
+    ["--store", "http://127.0.0.1:70000"],
+    ["--store", "http://127.0.0.1:0"],
+    ["--store", "http://[::1"],
+    ["--store", "http://:7878"],
+    ["--query-url", "http://127.0.0.1:x/query"],
+    ["--query-url", "http://127.0.0.1:7878/query", "--update-url", "http://h:-1/u"],
+    ["--query-url", "ftp://127.0.0.1/query"],
+    ["--virtuoso", "http://127.0.0.1:x"],
+]
+
+
+@pytest.mark.parametrize("option", BAD_URLS, ids=lambda o: " ".join(o))
+def test_a_malformed_server_url_is_one_line_error(option: list[str]) -> None:
+    _refused([*option, "beliefs"], "ERR_SCHEMA", repr(option[-1]), "expected http")
+
+
+def test_out_of_range_numbers_are_usage_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    run("--store", db, "put", "-", stdin=json.dumps(V1["input"]))
+    for port in ("99999", "0", "-1", "65536"):
+        result = CliRunner().invoke(cli, ["--store", db, "serve", "--port", port])
+        assert result.exit_code == 2, result.output
+        assert "--port" in result.stderr and "serving on" not in result.stderr
+    huge = CliRunner().invoke(
+        cli, ["--store", db, "search", "x", "--limit", "99999999999999999999"]
+    )
+    assert huge.exit_code == 2 and "--limit" in huge.stderr
+    assert "Traceback" not in huge.output
+    assert run("--store", db, "search", "x", "--limit", "1000000").exit_code == 0
