@@ -77,3 +77,108 @@ def test_an_undo_removes_journalled_quads_that_hold_blank_nodes(tmp_path: Path) 
     assert dump(reopened) == before
     assert next(reopened.backend.quads(JOURNAL, None, None, OMS.index), None) is None
     reopened.close()
+
+
+def evidence_lines(target: str, *, log_ratio: bool = True) -> str:
+    event = "<urn:uuid:0b6f4c4e-8f1e-4f55-9d7e-0c3a9b1d2e3f>"
+    index = f"<{OMS.index.value}>"
+    double = "<http://www.w3.org/2001/XMLSchema#double>"
+    lines = [
+        f"{event} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{OMS.Evidence.value}> {index} .",
+        f"{event} <{OMS.evidenceFor.value}> <nih:sha-256;{target}> {index} .",
+        f'{event} <{OMS.evidenceKind.value}> "refuting" {index} .',
+        f'{event} <{OMS.strength.value}> "0.9"^^{double} {index} .',
+        f'{event} <{OMS.at.value}> "2026-01-15T10:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> {index} .',
+    ]
+    if log_ratio:
+        lines.append(
+            f'{event} <{OMS.logRatio.value}> "-2.1972245773362196"^^{double} {index} .'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_an_import_cannot_add_evidence_to_a_stored_grain(tmp_path: Path) -> None:
+    target = oms.GrainStore()
+    locked = target.put(
+        oms.Belief(
+            "alice",
+            "works_at",
+            "Acme",
+            0.9,
+            created_at=1768471200000,
+            invalidation_policy={"mode": "locked"},
+        )
+    )
+    path, _ = backup(tmp_path)
+    path.write_text(path.read_text() + evidence_lines(locked))
+    before = dump(target)
+    with pytest.raises(oms.StoreError, match="evidence for"):
+        target.import_(path)
+    assert dump(target) == before
+    assert target.evidence_log(locked) == []
+
+
+@pytest.mark.parametrize("holding", [False, True], ids=["empty", "holding"])
+def test_an_evidence_event_without_its_log_ratio_is_refused(
+    tmp_path: Path, holding: bool
+) -> None:
+    path, address = backup(tmp_path)
+    path.write_text(path.read_text() + evidence_lines(address, log_ratio=False))
+    target = oms.GrainStore()
+    if holding:
+        target.put(
+            oms.Belief("bob", "works_at", "Initech", 0.8, created_at=1768471200000)
+        )
+    before = dump(target)
+    with pytest.raises(oms.StoreError, match="logRatio"):
+        target.import_(path)
+    assert dump(target) == before
+
+
+def test_a_whole_event_for_a_grain_the_import_brings_is_restored(
+    tmp_path: Path,
+) -> None:
+    path, address = backup(tmp_path)
+    path.write_text(path.read_text() + evidence_lines(address))
+    for holding in (False, True):
+        target = oms.GrainStore()
+        if holding:
+            target.put(
+                oms.Belief("bob", "works_at", "Initech", 0.8, created_at=1768471200000)
+            )
+        target.import_(path)
+        assert [e.kind for e in target.evidence_log(address)] == ["refuting"]
+
+
+def test_an_older_backup_brings_no_evidence_of_an_erased_grain_back(
+    tmp_path: Path,
+) -> None:
+    store = oms.GrainStore()
+    address = store.put(
+        oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1768471200000)
+    )
+    store.evidence(address, kind="supporting", strength=0.8, note="alice's payslip")
+    old = tmp_path / "old.nq"
+    store.export(old)
+    store.erase(address, reason="GDPR Art. 17")
+    report = store.import_(old)
+    assert report.skipped
+    assert "payslip" not in "".join(dump(store))
+
+
+@pytest.mark.parametrize("fmt", ["nq", "trig"])
+def test_an_older_backup_into_a_store_left_with_only_tombstones(
+    tmp_path: Path, fmt: str
+) -> None:
+    store = oms.GrainStore(tmp_path / "store")
+    address = store.put(
+        oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1768471200000)
+    )
+    old = tmp_path / f"old.{fmt}"
+    store.export(old)
+    store.erase(address, reason="GDPR Art. 17")
+    report = store.import_(old)
+    assert report.added == 0
+    assert (f"grain {address[:12]}…", "erased, skipped") in report.skipped
+    assert address not in store
+    assert "Acme" not in "".join(dump(store))

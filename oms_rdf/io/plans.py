@@ -32,6 +32,7 @@ from ..store.journal import JOURNAL
 from ..store.presence import BATCH, stored_addresses
 from ..store.writelock import WRITER
 from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
+from .evidence import EvidenceCheck, is_event_subject
 from .jsonl import loads_json_grain
 from .layer import LayerCheck
 from .manifest import _VERIFICATION_IN, VOIDED_KEY
@@ -604,6 +605,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     policies = _Policies(store)
     erasures = _Known(store, report)
     layer = LayerCheck(store.settings)
+    evidence = EvidenceCheck()
     ours = (ox.DefaultGraph(), OMS.blobs, OMS.index, OMS.audit)
 
     def refuse(quad: ox.Quad, why: str) -> None:
@@ -662,6 +664,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
             elif isinstance(graph, ox.DefaultGraph) or graph == blob_graph:
                 refuse(quad, "the grain layer and the blobs hold only grain nodes")
             elif graph == index_graph or graph == OMS.audit:
+                if graph == index_graph and is_event_subject(s):
+                    evidence.see(quad)
                 if next(
                     store.backend.quads(s, quad.predicate, quad.object, graph), None
                 ):
@@ -688,6 +692,12 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     for grain, error in policies.refused(lambda a: f"{NIH_PREFIX}{a}" in closed):
         bad.add(f"{NIH_PREFIX}{grain.address}")
         _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
+    for quad, why in evidence.refusals(
+        lambda n: str(n)[1:-1] in with_blob and not known[str(n)[1:-1]],
+        lambda q: str(q) in present,
+        lambda n: str(n)[1:-1] in bad,
+    ):
+        refuse(quad, why)
     for node, state in existing_index.items():
         if node not in bad:
             _check_same_state(store, address_of(ox.NamedNode(node)), list(state))
@@ -706,6 +716,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         continue
                 elif s == OMS.settings or s == WRITER or str(quad) in present:
                     continue  # there before the import: never written, never removed
+                elif s in evidence.dropped:
+                    continue  # the evidence of a grain left out
                 yield quad
 
     yield rows

@@ -29,10 +29,12 @@ from ..grain import Grain
 from ..mapping import NIH_PREFIX
 from ..store import GrainStore
 from ..store.audit import check as check_audit
+from ..store.erasure import erased_addresses
 from ..store.journal import Journal
 from ..store.rebuild import KnowledgeCheck
 from ..store.writelock import WRITER
 from ..vocab import OMS
+from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
 from .plans import SourceSettings, _Policies, holds_blank
 from .records import ImportReport, _text
@@ -106,6 +108,10 @@ class _RestoreCheck:
         self.policies = _Policies(store)
         self.knowledge = KnowledgeCheck()
         self.layer = LayerCheck(store.settings)
+        self.evidence = EvidenceCheck()
+        # A store without grains may hold tombstones: their grains stay out, which
+        # the general path does (it skips and reports them).
+        self.tombstones = erased_addresses(store.backend)
         self.blobs: set[ox.NamedNode] = set()  # grain nodes with their blob
         self.subjects: set[object] = set()  # subjects of the grain layer
         self.described: set[object] = set()  # ... with oms:systemFrom
@@ -143,6 +149,8 @@ class _RestoreCheck:
                     (self.erased if p == OMS.erasedAt else self.indexed).add(s)
                 elif s == OMS.settings:
                     self.settings.see(quad)
+                elif is_event_subject(s):
+                    self.evidence.see(quad)
             elif graph == OMS.audit:
                 if grain:
                     raise StoreError(f"the audit log describes a grain: {quad}")
@@ -155,6 +163,8 @@ class _RestoreCheck:
         address = node.value.removeprefix(NIH_PREFIX)
         if node in self.blobs:
             raise DecodeError(f"grain {address[:12]}… has two blobs")
+        if address in self.tombstones:
+            raise StoreError(f"grain {address[:12]}… was erased here")
         grain = Grain.from_blob(base64.b64decode(_text(blob)), address=address)
         self.policies.see(grain)
         self.layer.grain(grain)
@@ -170,6 +180,10 @@ class _RestoreCheck:
             raise DecodeError(f"the grain layer of {node} is not what its blob maps to")
         if not self.indexed <= self.blobs or self.erased & self.blobs:
             raise StoreError("index state for a grain that is not there, or erased")
+        for _quad, why in self.evidence.refusals(
+            self.blobs.__contains__, _never, _never
+        ):
+            raise StoreError(why)
         if not self.graphs <= self.knowledge.graphs:
             raise StoreError("a named graph that no belief names")
         self.settings.check(self.store)
@@ -178,3 +192,7 @@ class _RestoreCheck:
         for _grain, error in self.policies.refused(closed.__contains__):
             raise error
         return len(self.blobs)
+
+
+def _never(term: object) -> bool:
+    return False  # a store without grains holds no evidence and skips no grain
