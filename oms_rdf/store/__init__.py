@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends import Backend, LocalBackend
 from ..errors import ErrorCode, PolicyError, StoreError
 from ..grain import Grain
+from ..limits import check_query
 from ..mapping import MappingSettings
 from ..progress import Stage
 from ..revision import Entrenchment
@@ -279,6 +280,7 @@ class GrainStore:
                       by=by, reason=reason)  # fmt: skip
 
     def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:
+        check_query(sparql, update=True)  # before any parser: deep nesting crashes them
         """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
         from ..io import to_rdflib
 

@@ -17,6 +17,7 @@ from pyoxigraph import (
 from ..backends import LocalBackend
 from ..errors import QueryError, SchemaError
 from ..grain import Grain
+from ..limits import check_query
 from ..mapping import (
     DEFAULT_SETTINGS,
     MappingSettings,
@@ -189,7 +190,8 @@ class Questions:
 
         Raises:
             QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
-                or grains=True with a time or namespace.
+                text over the limits of :func:`oms_rdf.limits.check_query`, or
+                grains=True with a time or namespace.
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -198,6 +200,7 @@ class Questions:
         >>> [r["o"].value for r in store.query("SELECT ?o WHERE { ?s ?p ?o }")]
         ['http://example.org/bob']
         """
+        check_query(sparql)  # before any parser: deep nesting crashes them
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
         values: dict[str | Variable, Any] = {
