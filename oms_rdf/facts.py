@@ -6,8 +6,9 @@ fact is JSON: ``id``, ``fields`` (full names; bytes as ``{"$base64": ...}``),
 ``status``, ``verification``, ``superseded_by``, ``effective_confidence`` and ISO
 times. Grains also go in and out as raw blobs (``application/vnd.oms.grain``).
 Errors are JSON ``{"code", "message", "path"}``: 404 not found, 409 conflict or
-policy refusal, 422 a grain or argument the schema refuses, 403 a token that may
-not.
+policy refusal, 422 a grain, body or argument the schema refuses (a body that is
+not UTF-8, or nests too deeply, is ERR_CORRUPT), 403 a token that may not (a
+write whose grain is in a namespace outside the token is always a 403).
 
 A token sees only the facts of its namespaces: another namespace's fact is a 404,
 as if it did not exist.
@@ -16,15 +17,18 @@ as if it did not exist.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 from xml.sax.saxutils import escape
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from .errors import (
+    DecodeError,
     ErrorCode,
     NotFoundError,
     OmsError,
@@ -37,11 +41,17 @@ from .io import dumps_jsonl, loads_json_grain
 from .store import GrainStore
 from .times import iso
 
-__all__ = ["GRAIN_TYPE", "OPENAPI", "fact_json", "fact_routes"]
+__all__ = ["GRAIN_TYPE", "OPENAPI", "error_response", "fact_json", "fact_routes"]
 
 GRAIN_TYPE = "application/vnd.oms.grain"
 PAGE = 100  # facts per page when no limit is given
 Authorize = Callable[[Request], Any]  # -> Token, or a Response refusing
+_T = TypeVar("_T")
+Runner = Callable[[Callable[[], Any]], Awaitable[Any]]  # runs a store call off the loop
+
+
+async def _threadpool(work: Callable[[], _T]) -> _T:
+    return await run_in_threadpool(work)
 
 
 def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
@@ -71,8 +81,14 @@ def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
     }
 
 
-def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
-    """Return the ``/v1`` routes over ``store``; ``authorize`` maps a request to a token."""
+def fact_routes(
+    store: GrainStore, authorize: Authorize, *, run: Runner = _threadpool
+) -> list[Route]:
+    """Return the ``/v1`` routes over ``store``; ``authorize`` maps a request to a token.
+
+    Every handler's store calls go through ``run`` (by default Starlette's thread
+    pool): never on the event loop, which a long call would stall for every client.
+    """
 
     def scope(request: Request, *, write: bool = False, erase: bool = False) -> Any:
         """The request's token; a refusal is raised, and answered by ``guarded``."""
@@ -94,24 +110,29 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             or grain.get("namespace", "shared") in token.namespaces
         )
 
+    def writable(token: Any, item: Any) -> Grain:
+        """The grain ``item`` makes; refused (403) outside the token's namespaces."""
+        grain: Grain = store.accept(item)[0]
+        if not visible(token, grain):
+            raise _Refused(_error(403, ErrorCode.INVALIDATION_DENIED,
+                f"this token may not write namespace {grain.get('namespace', 'shared')!r}; "
+                f"its namespaces are {list(token.namespaces)}", "$.namespace"))  # fmt: skip
+        return grain
+
     def fact(token: Any, ref: str) -> Grain:
         grain = store.get(store.resolve(ref))
         if not visible(token, grain):
             raise NotFoundError(f"no grain {ref} in this store")
         return grain
 
-    async def create(request: Request) -> Response:
+    def create(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
-        item = await _grain_body(request)
-        grain = (
-            Grain.from_blob(item) if isinstance(item, bytes) else Grain.from_dict(item)
-        )
-        if not visible(token, grain):
-            raise PolicyError("this token may not write that namespace")
-        store.put(grain)
+        item = _grain_body(request, raw)
+        grain = writable(token, item)
+        store.put(item)
         return JSONResponse(fact_json(store, grain), status_code=201)
 
-    async def listing(request: Request) -> Response:
+    def listing(request: Request, raw: bytes) -> Response:
         token = scope(request)
         q = request.query_params
         limit, offset = _int(q.get("limit"), PAGE), _int(q.get("cursor"), 0)
@@ -135,7 +156,7 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             "next_cursor": str(offset + limit) if more else None,
         })  # fmt: skip
 
-    async def search(request: Request) -> Response:
+    def search(request: Request, raw: bytes) -> Response:
         token = scope(request)
         q = request.query_params
         text = q.get("q")
@@ -152,25 +173,28 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         hits = store.search(text, namespace=namespaces, limit=_int(q.get("limit"), 10))
         return JSONResponse({"facts": [fact_json(store, g) for g in hits]})
 
-    async def one(request: Request) -> Response:
+    def one(request: Request, raw: bytes) -> Response:
         token = scope(request)
         grain = fact(token, request.path_params["id"])
         if GRAIN_TYPE in request.headers.get("accept", ""):
             return Response(grain.blob, media_type=GRAIN_TYPE)
         return JSONResponse(fact_json(store, grain))
 
-    async def supersede(request: Request) -> Response:
+    def supersede(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
         old = fact(token, request.path_params["id"])
-        item = await _grain_body(request)
+        item = _grain_body(request, raw)
         body = item if isinstance(item, bytes) else dict(item)
         justification = (
             None if isinstance(body, bytes) else body.pop("$justification", None)
         )
+        if not isinstance(justification, str | None):
+            raise SchemaError("$justification must be text", path="$justification")
+        writable(token, body)
         new = store.supersede(old, body, justification=justification)
         return JSONResponse(fact_json(store, store.get(new)))
 
-    async def retract(request: Request) -> Response:
+    def retract(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
         grain = fact(token, request.path_params["id"])
         reason = request.query_params.get("reason")
@@ -181,10 +205,10 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         store.retract(grain, reason=reason, by=request.query_params.get("by"))
         return JSONResponse(fact_json(store, grain))
 
-    async def erase(request: Request) -> Response:
+    def erase(request: Request, raw: bytes) -> Response:
         token = scope(request, erase=True)
         grain = fact(token, request.path_params["id"])
-        body = await _json_body(request)
+        body = _json_body(raw)
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise SchemaError(
@@ -193,9 +217,9 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         by = body.get("by") if isinstance(body.get("by"), str) else None
         return JSONResponse(_erasure_json(store.erase(grain, reason=reason, by=by)))
 
-    async def erase_subject(request: Request) -> Response:
+    def erase_subject(request: Request, raw: bytes) -> Response:
         token = scope(request, erase=True)
-        body = await _json_body(request)
+        body = _json_body(raw)
         subject, reason = body.get("subject"), body.get("reason")
         namespace = body.get("namespace")
         if (
@@ -216,17 +240,17 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
         report = store.erase_subject(subject, reason=reason, namespace=namespace, by=by)
         return JSONResponse(_erasure_json(report))
 
-    async def ancestors(request: Request) -> Response:
+    def ancestors(request: Request, raw: bytes) -> Response:
         token = scope(request)
         grain = fact(token, request.path_params["id"])
         return JSONResponse(
             {"facts": [fact_json(store, g) for g in store.ancestors(grain)]}
         )
 
-    async def evidence(request: Request) -> Response:
+    def evidence(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
         grain = fact(token, request.path_params["id"])
-        body = await _json_body(request)
+        body = _json_body(raw)
         kind, strength, note = (
             body.get("kind", "supporting"),
             body.get("strength", 0.8),
@@ -242,16 +266,16 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
                 '"note": text}',
                 path="$",
             )
-        result = store.evidence(grain, kind, float(strength), note)
+        result = store.evidence(grain, kind, _number(strength, "strength"), note)
         return JSONResponse({
             "id": result.address, "status": result.status, "log_ratio": result.log_ratio,
             "effective_confidence": result.effective_confidence, "changed": result.changed,
         })  # fmt: skip
 
-    async def revise(request: Request) -> Response:
+    def revise(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
         old = fact(token, request.path_params["id"])
-        body = await _json_body(request)
+        body = _json_body(raw)
         fields, force = body.get("fields"), body.get("force", False)
         by, justification = body.get("by"), body.get("justification")
         if (
@@ -264,6 +288,7 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
                 'expected {"fields": {...}, "force": bool, "by": DID, "justification": text}',
                 path="$",
             )
+        writable(token, fields)
         new = store.revise(old, fields, force=force, by=by, justification=justification)
         return JSONResponse(fact_json(store, store.get(new)))
 
@@ -286,17 +311,28 @@ def fact_routes(store: GrainStore, authorize: Authorize) -> list[Route]:
             f"<tr><th>method</th><th>path</th><th>what</th></tr>{rows}</table></body></html>"
         )
 
-    def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
-        async def run(request: Request) -> Response:
+    def guarded(
+        handler: Callable[[Request, bytes], Response],
+    ) -> Callable[[Request], Any]:
+        def answer(request: Request, raw: bytes) -> Response:
             try:
-                response: Response = await handler(request)
-                return response
+                return handler(request, raw)
             except _Refused as refusal:
                 return refusal.response
             except OmsError as exc:
                 return _error(_status(exc), exc.code, exc.message, exc.path)
+            except RecursionError:
+                return _error(422, ErrorCode.CORRUPT, "the body nests too deeply", "$")
 
-        return run
+        async def respond(request: Request) -> Response:
+            token = authorize(request)  # refused before the body is read
+            if isinstance(token, Response):
+                return token
+            raw = await request.body()
+            response: Response = await run(lambda: answer(request, raw))
+            return response
+
+        return respond
 
     return [
         Route("/v1/facts", guarded(create), methods=["POST"]),
@@ -338,26 +374,60 @@ def _status(exc: OmsError) -> int:
     return 422
 
 
-def _error(status: int, code: str, message: str, path: str | None = None) -> Response:
-    return JSONResponse(
-        {"code": str(code), "message": message, "path": path}, status_code=status
-    )
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    path: str | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """Return the JSON error every route answers: ``{"code", "message", "path"}``."""
+    return JSONResponse({"code": str(code), "message": message, "path": path},
+                        status_code=status, headers=headers)  # fmt: skip
 
 
-async def _grain_body(request: Request) -> bytes | dict[str, Any]:
+_error = error_response
+
+
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"the body is not UTF-8: byte {exc.start} is {raw[exc.start]:#04x}",
+            path="$",
+        ) from None
+
+
+def _number(value: float, name: str) -> float:
+    """A JSON number as a finite float (JSON's integers have no size limit)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        raise SchemaError(f"{name}: {str(value)[:20]}… is too large for a float",
+                          code=ErrorCode.RANGE, path=f"$.{name}") from None  # fmt: skip
+    if not math.isfinite(number):
+        raise SchemaError(f"{name} must be finite, found {value}",
+                          code=ErrorCode.FLOAT_INVALID, path=f"$.{name}")  # fmt: skip
+    return number
+
+
+def _grain_body(request: Request, raw: bytes) -> bytes | dict[str, Any]:
     """A grain from the request body: a raw blob, or JSON fields as export writes them."""
     if request.headers.get("content-type", "").startswith(GRAIN_TYPE):
-        return await request.body()
-    text = (await request.body()).decode("utf-8", errors="replace")
-    item, index = loads_json_grain(text)
+        return raw
+    item, index = loads_json_grain(_utf8(raw))
     if index is not None or not isinstance(item, dict | bytes):
         raise SchemaError("expected one grain as a JSON object of fields", path="$")
     return item
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+def _json_body(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(await request.body() or b"{}")
+        body = json.loads(_utf8(raw) or "{}")
+    except DecodeError:
+        raise
     except ValueError:
         raise SchemaError("the body is not JSON", path="$") from None
     if not isinstance(body, dict):
@@ -368,8 +438,13 @@ async def _json_body(request: Request) -> dict[str, Any]:
 def _int(text: str | None, default: int) -> int:
     if text is None:
         return default
-    if not (text.isascii() and text.isdigit()) or int(text) < (1 if default else 0):
-        raise SchemaError(f"expected a whole number, found {text!r}")
+    if not (text.isascii() and text.isdigit()) or int(text[:12]) < (
+        1 if default else 0
+    ):
+        raise SchemaError(f"expected a whole number, found {text[:40]!r}")
+    if len(text) > 9:
+        raise SchemaError(f"expected at most 9 digits, found {len(text)}",
+                          code=ErrorCode.RANGE)  # fmt: skip
     return int(text)
 
 

@@ -6,7 +6,9 @@
   ``valid_at`` and ``as_of`` (ISO 8601 or epoch ms) for time travel. SELECT and ASK
   answer in SPARQL JSON, XML, CSV or TSV; CONSTRUCT and DESCRIBE in Turtle,
   N-Triples or JSON-LD, by content negotiation. A malformed query is a 400 with
-  the parser's message; a query over its time limit a 503.
+  the parser's message; a query over its time limit a 503 (the query is
+  cancelled). SPARQL Update over GET, or a request with both ``query`` and
+  ``update``, is a 400 (SPARQL 1.1 Protocol §2.1, §2.2).
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
 - ``/v1/facts``: the facts API (:mod:`oms_rdf.facts`), described at ``/openapi.json``
@@ -17,6 +19,15 @@
   ``application/sparql-update``) as belief operations (:mod:`oms_rdf.io.update`):
   ``INSERT DATA`` adopts, ``DELETE DATA`` retracts through the policies (a refusal is
   a 403 naming the spec code, and the store is unchanged), any other form is a 400.
+
+Limits (:mod:`oms_rdf.limits`): a request body over ``max_body`` bytes is a 413,
+answered from its ``content-length`` before it is read; query text over
+``MAX_QUERY_CHARS`` or nested deeper than ``MAX_DEPTH`` is a 400 before any parser
+runs. Store calls never run on the event loop: queries on a lane of
+``query_workers`` threads, within ``query_timeout``; everything else (writes
+included) on a lane of its own, without a time limit, so that a write is never
+left running behind an error (a write answers when it has committed or failed).
+Every error body is JSON ``{"code", "message", "path"}``.
 
 Bearer tokens (:func:`load_tokens`) are scoped to namespaces and to reading or
 writing; a token sees only the knowledge of its namespaces, through every route
@@ -32,30 +43,44 @@ by default). Starlette and uvicorn come with the ``[server]`` extra.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import io
 import json
+import queue
 import re
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
-import anyio
 import pyoxigraph as ox
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import OmsError, PolicyError, QueryError, SchemaError
-from .facts import fact_routes
+from .errors import (
+    DecodeError,
+    ErrorCode,
+    OmsError,
+    PolicyError,
+    QueryError,
+    SchemaError,
+)
+from .facts import error_response, fact_routes
+from .limits import Job, Lane, check_query
 from .results import SOLUTION_TYPES, write_boolean, write_solutions
 from .store import GrainStore, Solutions
 from .times import to_millis
 
 __all__ = [
+    "MAX_BODY",
     "RESULT_TYPES",
     "Token",
     "create_app",
@@ -75,6 +100,9 @@ _RDF_FORMATS = {
     "application/ld+json": ox.RdfFormat.JSON_LD,
 }
 _QUERY_FORM = "application/x-www-form-urlencoded"
+MAX_BODY = 16 * 1024 * 1024  # bytes of a request body, by default
+_ROWS_PER_CHECK = 64  # rows read between two looks at the query's time limit
+_T = TypeVar("_T")
 _RDFLIB_DEFAULT = "urn:x-rdflib:default"
 # A federated query would make the server fetch whatever IRI the client names.
 _FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
@@ -137,8 +165,17 @@ def create_app(
     *,
     tokens: Mapping[str, Token] | None = None,
     query_timeout: float = 30.0,
+    max_body: int = MAX_BODY,
+    query_workers: int = 4,
+    store_workers: int = 8,
 ) -> Starlette:
-    """Return the ASGI app serving ``store`` (see the module docstring)."""
+    """Return the ASGI app serving ``store`` (see the module docstring).
+
+    ``app.state.lanes`` holds its two worker lanes (queries, and every other store
+    call); :func:`serve` closes them on a stop.
+    """
+    queries = Lane("oms-query", workers=query_workers)
+    calls = Lane("oms-store", workers=store_workers)
 
     def authorize(request: Request) -> Token | Response:
         if tokens is None:
@@ -148,30 +185,36 @@ def create_app(
         for secret, token in tokens.items():
             if given and hmac.compare_digest(given.encode(), secret.encode()):
                 return token
-        return PlainTextResponse(
-            "a bearer token is needed", status_code=401,
-            headers={"www-authenticate": "Bearer"},
-        )  # fmt: skip
+        return error_response(401, ErrorCode.INVALIDATION_DENIED,
+                              "a bearer token is needed (Authorization: Bearer TOKEN)",
+                              headers={"www-authenticate": "Bearer"})  # fmt: skip
 
     async def sparql(request: Request) -> Response:
         token = authorize(request)
         if isinstance(token, Response):
             return token
-        params = await _params(request)
+        try:
+            params = await _params(request)
+        except OmsError as exc:
+            return _refusal(exc)
         if "update" in params:
-            return await _update(store, token, params, query_timeout)
+            if request.method != "POST" or "query" in params:
+                return error_response(400, ErrorCode.QUERY, (
+                    "SPARQL Update comes only by POST, and never with a query "
+                    "(SPARQL 1.1 Protocol §2.2)"))  # fmt: skip
+            return await _update(calls, store, token, params)
         texts = params.get("query", [])
         if any(_FEDERATED.search(text) for text in texts):
-            return PlainTextResponse(
-                "SERVICE is refused: this endpoint does not send requests elsewhere",
-                status_code=400,
-            )
+            return error_response(400, ErrorCode.QUERY,
+                "SERVICE is refused: this endpoint does not send requests elsewhere")  # fmt: skip
         if len(texts) != 1:
-            return PlainTextResponse(
+            return error_response(400, ErrorCode.QUERY,
                 "give exactly one query (parameter `query`, or a body of type "
-                "application/sparql-query)",
-                status_code=400,
-            )
+                "application/sparql-query)")  # fmt: skip
+        try:
+            check_query(texts[0])
+        except QueryError as exc:
+            return _refusal(exc)
         # rdflib's SPARQLStore names the default graph urn:x-rdflib:default.
         default_uris = [
             u for u in params.get("default-graph-uri", []) if u != _RDFLIB_DEFAULT
@@ -179,15 +222,16 @@ def create_app(
         named_uris = params.get("named-graph-uri") or None
         accept = request.headers.get("accept", "*/*")
 
-        def answer() -> tuple[bytes, str]:
+        def answer(job: Job) -> tuple[bytes, str]:
             valid_at, as_of = _point(params)
+            job.check()
             result = store.query(texts[0], valid_at=valid_at, as_of=as_of,
                                  namespace=token.namespaces,
                                  default_graph_uris=default_uris,
                                  named_graph_uris=named_uris)  # fmt: skip
-            return serialize_results(result, accept)
+            return serialize_results(result, accept, check=job.check)
 
-        return await _run(answer, query_timeout)
+        return await _run(queries, answer, query_timeout)
 
     async def graph_store(request: Request) -> Response:
         token = authorize(request)
@@ -195,19 +239,20 @@ def create_app(
             return token
         params = {k: request.query_params.getlist(k) for k in request.query_params}
         if ("graph" in params) == ("default" in params):
-            return PlainTextResponse(
-                "give either ?default or ?graph=IRI", status_code=400
+            return error_response(
+                400, ErrorCode.QUERY, "give either ?default or ?graph=IRI"
             )
         accept = request.headers.get("accept", "*/*")
         media = _negotiate(accept, RESULT_TYPES["graph"])
         if media is None:
             return _not_acceptable(RESULT_TYPES["graph"])
 
-        def answer() -> tuple[bytes, str]:
+        def answer(job: Job) -> tuple[bytes, str]:
             valid_at, as_of = _point(params)
             snapshot = store.snapshot(
                 valid_at=valid_at, as_of=as_of, namespace=token.namespaces
             )
+            job.check()
             name = params["graph"][0] if "graph" in params else None
             wanted = ox.DefaultGraph() if name is None else _iri(name)
             triples = [
@@ -219,49 +264,80 @@ def create_app(
                 raise LookupError(f"no graph {name} holds knowledge at that point")
             return _rdf(triples, media), media
 
-        return await _run(answer, query_timeout)
+        return await _run(queries, answer, query_timeout)
 
     async def page(request: Request) -> Response:
         return HTMLResponse(_PAGE)
 
-    return Starlette(
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        code = {404: ErrorCode.NOT_FOUND, 413: ErrorCode.RANGE}.get(
+            status, ErrorCode.QUERY
+        )
+        message = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        headers = getattr(exc, "headers", None)
+        return error_response(status, code if status < 500 else ErrorCode.STORE,
+                              message, headers=headers)  # fmt: skip
+
+    app = Starlette(
         routes=[
             Route("/sparql", sparql, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=["GET", "HEAD"]),
             Route("/", page, methods=["GET"]),
-            *fact_routes(store, authorize),
-        ]
+            *fact_routes(store, authorize, run=calls_runner(calls)),
+        ],
+        middleware=[Middleware(_BodyLimit, max_body=max_body)],
+        exception_handlers={HTTPException: http_error, Exception: http_error},
     )
+    app.state.lanes = (queries, calls)
+    return app
+
+
+def calls_runner(lane: Lane) -> Callable[[Callable[[], _T]], Any]:
+    """Return how the facts API runs its store calls: on ``lane``, off the event
+    loop, without a time limit (a write finishes, committed or refused)."""
+
+    async def run(work: Callable[[], _T]) -> _T:
+        return await _on(lane, lambda job: work(), None)
+
+    return run
 
 
 async def _update(
-    store: GrainStore, token: Token, params: dict[str, list[str]], timeout: float
+    lane: Lane, store: GrainStore, token: Token, params: dict[str, list[str]]
 ) -> Response:
     """SPARQL Update as belief operations, in the token's namespace."""
     if not token.write:
         why = "this token may only read" if token is not _OPEN else (
             "this server holds no write tokens (start it with --token-file)")  # fmt: skip
-        return PlainTextResponse(why, status_code=403)
+        return error_response(403, ErrorCode.INVALIDATION_DENIED, why)
     texts = params["update"]
     asked = params.get("namespace", [None])[0]
     scope = token.namespaces
     if scope is not None and asked is None and len(scope) == 1:
         asked = scope[0]
-    if scope is not None and asked not in scope:
-        return PlainTextResponse(
+    if scope is not None and asked is None:
+        return error_response(400, ErrorCode.SCHEMA,
             f"say which of this token's namespaces to write: ?namespace= one of {list(scope)}",
-            status_code=403 if asked is not None else 400,
-        )
+            path="namespace")  # fmt: skip
+    if scope is not None and asked not in scope:
+        return error_response(403, ErrorCode.INVALIDATION_DENIED,
+            f"this token may not write namespace {asked!r}; its namespaces are {list(scope)}",
+            path="namespace")  # fmt: skip
     if len(texts) != 1:
-        return PlainTextResponse("give exactly one update", status_code=400)
+        return error_response(400, ErrorCode.QUERY, "give exactly one update")
+    try:
+        check_query(texts[0], update=True)
+    except QueryError as exc:
+        return _refusal(exc)
 
-    def apply() -> tuple[bytes, str]:
+    def apply(job: Job) -> tuple[bytes, str]:
         report = store.update(texts[0], namespace=asked)
         body = {"added": report.added, "believed": report.believed,
                 "retracted": report.retracted, "not_believed": report.not_believed}  # fmt: skip
         return json.dumps(body).encode(), "application/json"
 
-    return await _run(apply, timeout)
+    return await _run(lane, apply, None)
 
 
 def serve(
@@ -271,12 +347,19 @@ def serve(
     port: int = 7878,
     tokens: Mapping[str, Token] | None = None,
     query_timeout: float = 30.0,
+    max_body: int = MAX_BODY,
+    grace: float = 3.0,
 ) -> None:
     """Serve ``store`` until SIGINT or SIGTERM, then flush it and return.
 
-    uvicorn drains the requests in flight, then raises the signal again with the
-    handlers it found; ours turn that into a clean return.
+    A stop is bounded: uvicorn gives the requests in flight ``grace`` seconds,
+    the queries still running are cancelled (and given a second more), the writes
+    in flight are waited for (up to ten times ``grace``: a write is atomic, it is
+    never cut in the middle), and the store is flushed. A query pyoxigraph cannot
+    interrupt may still hold a worker then: the process ends at once after the
+    flush (its lock goes with it) instead of waiting for that query.
     """
+    import os
     import signal
 
     import uvicorn
@@ -284,30 +367,40 @@ def serve(
     def stop(signum: int, frame: object) -> None:
         raise _SignalledError
 
+    app = create_app(store, tokens=tokens, query_timeout=query_timeout,
+                     max_body=max_body)  # fmt: skip
+    queries, calls = app.state.lanes
     previous = {
         sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        uvicorn.run(
-            create_app(store, tokens=tokens, query_timeout=query_timeout),
-            host=host,
-            port=port,
-            log_level="warning",
-        )
+        uvicorn.run(app, host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=max(1, round(grace)))  # fmt: skip
     except _SignalledError:
         pass
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        stopped = queries.close(grace=min(grace, 1.0))  # cancelled: they stop at once
+        written = calls.close(grace=10 * grace)
         store.flush()
+    if not (stopped and written):
+        print("oms-rdf serve: work still running at the stop was abandoned; the store "
+              "was flushed", file=sys.stderr, flush=True)  # fmt: skip
+        os._exit(0)
 
 
 class _SignalledError(Exception):
     """SIGINT or SIGTERM, after uvicorn's graceful shutdown."""
 
 
-def serialize_results(result: Any, accept: str) -> tuple[bytes, str]:
+def serialize_results(
+    result: Any, accept: str, *, check: Callable[[], None] | None = None
+) -> tuple[bytes, str]:
     """Return a query result in the media type ``accept`` prefers, and that type.
+
+    ``check`` is called every few rows; what it raises stops the answer (and lets
+    go of the result on this thread).
 
     Raises:
         QueryError: ERR_QUERY when no type the answer can take is acceptable.
@@ -321,29 +414,69 @@ def serialize_results(result: Any, accept: str) -> tuple[bytes, str]:
             f"none of {accept!r} is a type this answer comes in: "
             f"{', '.join(RESULT_TYPES[kind])}"
         )
-    if kind == "graph":
-        return _rdf(result, media), media
     if isinstance(result, bool):
         return write_boolean(result, media), media
+    rows = result if check is None else _polled(result, check)
+    if kind == "graph":
+        return _rdf(rows, media), media
     names = [v.value for v in result.variables]
-    return write_solutions(names, result, media), media
+    return write_solutions(names, rows, media), media
+
+
+def _polled(result: Any, check: Callable[[], None]) -> Iterator[Any]:
+    """The rows of ``result``, calling ``check`` every few; the result is let go
+    of here, on its own thread, however the reading ends."""
+    rows = iter(result)
+    try:
+        for n, row in enumerate(rows):
+            if n % _ROWS_PER_CHECK == 0:
+                check()
+            yield row
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+        result.close()
+        del rows, result
 
 
 # --- request handling -----------------------------------------------------------
 
 
 async def _params(request: Request) -> dict[str, list[str]]:
+    """The protocol's parameters, from the URL and a POST's body.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a body that is not UTF-8 (or a form whose
+            escapes are not).
+    """
     params = {k: request.query_params.getlist(k) for k in request.query_params}
     if request.method == "POST":
         kind = request.headers.get("content-type", "").split(";")[0].strip()
         if kind == _QUERY_FORM:  # parsed here: no multipart library for a form
-            body = (await request.body()).decode()
-            for key, values in parse_qs(body, keep_blank_values=True).items():
+            try:
+                form = parse_qs(_text(await request.body()), keep_blank_values=True,
+                                errors="strict")  # fmt: skip
+            except UnicodeDecodeError:
+                raise DecodeError(
+                    "the form's %-escapes are not UTF-8", path="$"
+                ) from None
+            for key, values in form.items():
                 params.setdefault(key, []).extend(values)
         elif kind in ("application/sparql-query", "application/sparql-update"):
             key = "query" if kind.endswith("query") else "update"
-            params.setdefault(key, []).append((await request.body()).decode())
+            params.setdefault(key, []).append(_text(await request.body()))
     return params
+
+
+def _text(body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"the body is not UTF-8: byte {exc.start} is {body[exc.start]:#04x}",
+            path="$",
+        ) from None
 
 
 def _point(params: dict[str, list[str]]) -> tuple[int | None, int | None]:
@@ -355,23 +488,107 @@ def _point(params: dict[str, list[str]]) -> tuple[int | None, int | None]:
     return valid, known
 
 
-async def _run(answer: Callable[[], tuple[bytes, str]], timeout: float) -> Response:
-    """Evaluate off the event loop, within the time limit; map errors to statuses."""
+async def _on(lane: Lane, work: Callable[[Job], _T], timeout: float | None) -> _T:
+    """Run ``work`` on ``lane`` and wait for it, at most ``timeout`` seconds; at the
+    limit (or when the request is cancelled) the job is told to stop.
+
+    Raises:
+        TimeoutError: past ``timeout``.
+        queue.Full: when the lane's backlog is full.
+    """
+    job, future = lane.submit(work)
     try:
-        with anyio.fail_after(timeout):
-            body, media = await anyio.to_thread.run_sync(answer, abandon_on_cancel=True)
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+    except BaseException:
+        job.cancel()
+        future.cancel()
+        raise
+
+
+async def _run(
+    lane: Lane, answer: Callable[[Job], tuple[bytes, str]], timeout: float | None
+) -> Response:
+    """Evaluate on a lane, within the time limit; map errors to statuses."""
+    try:
+        body, media = await _on(lane, answer, timeout)
     except TimeoutError:
-        return PlainTextResponse(
-            f"the query ran over the server's limit of {timeout:g} s", status_code=503
-        )
+        return error_response(503, ErrorCode.QUERY,
+            f"the query ran over the server's limit of {timeout:g} s and was cancelled",
+            headers={"retry-after": "1"})  # fmt: skip
+    except queue.Full:
+        return error_response(503, ErrorCode.STORE,
+            "the server is busy: too many requests are waiting; try again",
+            headers={"retry-after": "1"})  # fmt: skip
     except LookupError as exc:
-        return PlainTextResponse(str(exc), status_code=404)
-    except PolicyError as exc:
-        return PlainTextResponse(str(exc), status_code=403)  # names the spec code
+        return error_response(404, ErrorCode.NOT_FOUND, str(exc))
+    except RecursionError:
+        return error_response(400, ErrorCode.QUERY, "the request nests too deeply")
     except OmsError as exc:
-        status = 400 if isinstance(exc, ValueError) else 500
-        return PlainTextResponse(str(exc), status_code=status)
+        return _refusal(exc)
     return Response(body, media_type=media)
+
+
+def _refusal(exc: OmsError) -> Response:
+    """An error of ours as a response: a policy's refusal is a 403, the caller's
+    fault a 400, the store's a 500."""
+    if isinstance(exc, PolicyError):
+        status = 403
+    else:
+        status = 400 if isinstance(exc, ValueError) else 500
+    return error_response(status, exc.code, exc.message, exc.path)
+
+
+class _TooLargeError(Exception):
+    """A request body past the server's limit (raised while it is read)."""
+
+
+class _BodyLimit:
+    """Refuse a body over ``max_body`` bytes with a 413: from its content-length
+    before reading it, or as soon as the bytes read pass the limit."""
+
+    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+        self.app, self.max_body = app, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body:
+            await self._refuse(send, int(declared))
+            return
+        seen = 0
+        started = False
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise _TooLargeError
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, watched)
+        except _TooLargeError:
+            if not started:
+                await self._refuse(send, seen)
+
+    async def _refuse(self, send: Send, size: int) -> None:
+        response = error_response(413, ErrorCode.RANGE,
+            f"the body has {size:,}+ bytes; this server takes at most "
+            f"{self.max_body:,} (--max-body)", headers={"connection": "close"})  # fmt: skip
+        await response({"type": "http"}, _nothing, send)
+
+
+async def _nothing() -> Message:  # pragma: no cover - a response never receives
+    return {"type": "http.disconnect"}
 
 
 def _iri(text: str) -> ox.NamedNode:
@@ -404,8 +621,10 @@ def _negotiate(accept: str, offered: Iterable[str]) -> str | None:
 
 
 def _not_acceptable(offered: Iterable[str]) -> Response:
-    return PlainTextResponse(
-        f"not acceptable; this answer comes as {', '.join(offered)}", status_code=406
+    return error_response(
+        406,
+        ErrorCode.QUERY,
+        f"not acceptable; this answer comes as {', '.join(offered)}",
     )
 
 
