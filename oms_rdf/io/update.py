@@ -1,9 +1,12 @@
 """SPARQL Update as belief operations: INSERT DATA adopts, DELETE DATA retracts.
 
 A SPARQL user adds and removes knowledge without the grain API, and no policy can
-be bypassed: ``INSERT DATA`` goes through adoption (the same checks, the same
-write path as an import), ``DELETE DATA`` retracts the current beliefs that assert
-those triples through the policies, all of them in one atomic write or none. Any
+be bypassed: ``INSERT DATA`` adopts each triple as a belief (the same mapping and
+checks as an import), ``DELETE DATA`` retracts the current beliefs that assert
+those triples through the policies. A request is one transaction: all of its
+operations are checked, in order, before anything is written, and then written
+in one atomic write through the store's write path, or (any refused) not at all.
+A ``soft_locked`` belief is retracted only with the caller's ``reason``. Any
 other update form (``DELETE/INSERT ... WHERE``, ``LOAD``, ``CLEAR``, ``DROP``, ...)
 is refused: it would rewrite the store's graphs instead of revising beliefs. The
 one exception is ``DELETE { t } WHERE { t }`` over the same ground triples, which
@@ -14,18 +17,20 @@ rdflib parses the request (pyoxigraph exposes no update parser).
 
 from __future__ import annotations
 
-import io as _io
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError
+from ..grain import Grain
 from ..mapping import address_of
 from ..store import GrainStore
 from ..terms import skolem
 from ..vocab import OMS, RDF
+from .adopt import adopted_grain
 
 __all__ = ["UpdateReport", "data_operations", "update"]
 
@@ -143,63 +148,183 @@ def update(
 ) -> UpdateReport:
     """Apply an update request to ``store`` as belief operations (see the module).
 
-    Every operation is parsed before any is applied; each is atomic.
+    One request is one transaction. Every operation is parsed and checked first,
+    in order, each seeing what the ones before it would do (a triple deleted and
+    then inserted again is a new belief; one inserted and then deleted is not
+    kept); then everything is written in one atomic write, with one ``update``
+    audit event beside the retractions' own. A refused request writes nothing.
+
+    ``reason`` is the caller's: it is recorded with each retraction and is the
+    justification a ``soft_locked`` belief needs (spec §8.3). Without it the
+    retractions are recorded as "SPARQL DELETE DATA", and a request that would
+    retract a soft_locked belief is refused.
 
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL or a refused update form.
+        SchemaError: ERR_SCHEMA for inserted data a belief cannot hold (a reserved
+            graph, an RDF 1.2 triple term).
         PolicyError: ERR_INVALIDATION_DENIED when a policy protects a belief that
-            DELETE DATA would retract; nothing of that operation is written.
+            DELETE DATA would retract (soft_locked: without ``reason``).
     """
+    operations = data_operations(text)
     report = UpdateReport()
-    for kind, quads in data_operations(text):
-        if kind == "insert":
-            data = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
-            adopted = store.import_(
-                _io.BytesIO(data), format="nquads", namespace=namespace,
-                confidence=confidence,
-            )  # fmt: skip
-            report.added += adopted.added
-            report.believed += adopted.believed
-        else:
-            targets = list(_believers(store, quads, namespace, report))
-            store.retract_all(targets, reason=reason or "SPARQL DELETE DATA", by=by)
-            report.retracted += targets
+    with store.core.lock:  # the checks and the write see one state of the store
+        plan = _Plan(store, namespace, confidence, report)
+        for kind, quads in operations:
+            if kind == "insert":
+                plan.insert(quads)
+            else:
+                plan.delete(quads)
+        plan.write(by=by, reason=reason)
     return report
 
 
-def _believers(
-    store: GrainStore,
-    quads: Iterable[ox.Quad],
-    namespace: str | None,
-    report: UpdateReport,
-) -> Iterable[str]:
-    """The current beliefs (of the namespace, if given) that assert each quad."""
-    backend, default = store.backend, ox.DefaultGraph()
-    for quad in quads:
-        s, o = skolem(quad.subject), skolem(quad.object)
-        graph = (
-            OMS.current
-            if isinstance(quad.graph_name, ox.DefaultGraph)
-            else quad.graph_name
-        )
-        found = False
-        for q in backend.quads(None, RDF.subject, s, default):
+_Claim = tuple[Any, Any, Any, Any]  # subject, predicate, object, knowledge graph
+
+
+class _Plan:
+    """A request's changes, checked in order and held until its one write."""
+
+    def __init__(
+        self,
+        store: GrainStore,
+        namespace: str | None,
+        confidence: float,
+        report: UpdateReport,
+    ) -> None:
+        self.store, self.namespace = store, namespace
+        self.confidence, self.report = confidence, report
+        self.created = store.clock()  # the request's beliefs are adopted at one time
+        self.new: dict[str, Grain] = {}  # address -> belief to put
+        self.claims: dict[str, _Claim] = {}  # address -> what that belief asserts
+        self.leaving: dict[str, None] = {}  # stored beliefs to retract, in order
+
+    def insert(self, quads: list[ox.Quad]) -> None:
+        """Adopt each triple as a belief unless one (new or stored) asserts it."""
+        labels = _labels(quads)
+        for quad in quads:
+            quad = ox.Quad(*(labels(t) for t in (quad.subject, quad.predicate,
+                                                 quad.object, quad.graph_name)))  # fmt: skip
+            grain = adopted_grain(quad, self.store, namespace=self.namespace,
+                                  confidence=self.confidence, created=self.created)  # fmt: skip
+            ns = grain.get("namespace", "shared")
+            claim = _claim_of(quad)
+            if grain.address in self.new or grain.address in self.store:
+                # The same bytes again: put is a no-op (believed, unless retracted).
+                self.report.believed += (
+                    grain.address in self.new
+                    or grain.address in self._stored(claim, ns)
+                )
+                continue
+            if self._pending(claim, ns) or any(True for _ in self._stored(claim, ns)):
+                self.report.believed += 1
+                continue
+            self.new[grain.address] = grain
+            self.claims[grain.address] = claim
+            self.report.added += 1
+
+    def delete(self, quads: list[ox.Quad]) -> None:
+        """Retract the current beliefs (new in this request, or stored) of each triple."""
+        for quad in quads:
+            claim = _claim_of(quad)
+            found = False
+            for address in self._pending(claim, self.namespace):
+                del self.new[address], self.claims[address]  # never written
+                self.report.added -= 1
+                found = True
+            for address in list(self._stored(claim, self.namespace)):
+                self.leaving[address] = None
+                self.report.retracted.append(address)
+                found = True
+            self.report.not_believed += not found
+
+    def _pending(self, claim: _Claim, namespace: str | None) -> list[str]:
+        """The beliefs new in this request that assert ``claim``."""
+        return [
+            address
+            for address, held in self.claims.items()
+            if held == claim
+            and (
+                namespace is None
+                or self.new[address].get("namespace", "shared") == namespace
+            )
+        ]
+
+    def _stored(self, claim: _Claim, namespace: str | None) -> Iterator[str]:
+        """The stored current beliefs (of the namespace, if given) that assert
+        ``claim`` and that this request does not retract."""
+        s, p, o, graph = claim
+        backend, default = self.store.backend, ox.DefaultGraph()
+        if next(backend.quads(s, p, o, graph), None) is None:
+            return  # nobody asserts it now: the common case, one lookup
+        for q in list(backend.quads(None, RDF.subject, s, default)):
             node = q.subject
             if not isinstance(node, ox.NamedNode) or not all(
-                next(backend.quads(node, p, v, default), None) is not None
-                for p, v in ((RDF.predicate, quad.predicate), (RDF.object, o))
+                next(backend.quads(node, p_, v, default), None) is not None
+                for p_, v in ((RDF.predicate, p), (RDF.object, o))
             ):
                 continue
             named = next(backend.quads(node, OMS.graph, None, default), None)
             if (OMS.current if named is None else named.object) != graph:
                 continue
-            if (
-                next(backend.quads(node, OMS.systemTo, None, OMS.index), None)
-                is not None
-            ):
+            if next(backend.quads(node, OMS.systemTo, None, OMS.index), None):
                 continue
-            grain = store.get(address_of(node))
+            address = address_of(node)
+            if address in self.leaving:
+                continue
+            grain = self.store.get(address)
             if namespace is None or grain.get("namespace", "shared") == namespace:
-                found = True
-                yield grain.address
-        report.not_believed += not found
+                yield address
+
+    def write(self, *, by: str | None, reason: str | None) -> None:
+        """Check the retractions and the new beliefs, then write all in one write."""
+        store = self.store
+        change = store.invalidation.plan_void(
+            list(self.leaving), "retract", reason=reason or "SPARQL DELETE DATA",
+            justification=reason, by=by,
+        )  # fmt: skip
+        for grain in self.new.values():
+            store.check_new(grain, self.new)
+        if not self.new and not change.current:
+            return  # nothing changes: no write, no audit event
+        try:
+            rows = [row for grain in self.new.values() for row in store.rows_for(grain)]
+            audit = store.audit_rows("update", actor=by, count=len(self.new))
+            store.core.write(
+                change.delete, [*change.insert, *rows, *audit], current=change.current
+            )
+        except BaseException:
+            store.core.forget(self.new)  # the search index took the new beliefs
+            raise
+
+
+def _claim_of(quad: ox.Quad) -> _Claim:
+    """What a quad asserts, as the store keeps it: blank nodes skolemised, the
+    default graph as the current knowledge."""
+    graph = quad.graph_name
+    return (
+        skolem(quad.subject),
+        quad.predicate,
+        skolem(quad.object),
+        OMS.current if isinstance(graph, ox.DefaultGraph) else skolem(graph),
+    )
+
+
+def _labels(quads: list[ox.Quad]) -> Callable[[Any], Any]:
+    """Blank node labels for one INSERT DATA, as an import of its N-Quads gives
+    them: from the bytes' digest and the order of first appearance, so the same
+    operation again asserts the same terms (and adds nothing)."""
+    data = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
+    digest = hashlib.sha256(data).hexdigest()
+    seen: dict[str, ox.BlankNode] = {}
+
+    def label(term: Any) -> Any:
+        if not isinstance(term, ox.BlankNode):
+            return term
+        if term.value not in seen:
+            n = len(seen)
+            text = "b" + hashlib.sha256(f"{digest}:{n}".encode()).hexdigest()[:32]
+            seen[term.value] = ox.BlankNode(text)
+        return seen[term.value]
+
+    return label

@@ -271,8 +271,12 @@ class GrainStore:
 
         ``INSERT DATA`` adopts its triples as beliefs (in ``namespace``, with
         ``confidence``), as an import does; ``DELETE DATA`` retracts the current
-        beliefs that assert its triples, through the policies, in one atomic write.
-        Any other update form is refused with ERR_QUERY. Returns an ``UpdateReport``.
+        beliefs that assert its triples, through the policies. The whole request
+        is one atomic write, made after every operation's checks; a refused
+        request writes nothing. ``reason`` is recorded with the retractions and is
+        the justification a ``soft_locked`` belief needs; without it such a
+        retraction is refused (ERR_INVALIDATION_DENIED). Any other update form is
+        refused with ERR_QUERY. Returns an ``UpdateReport``.
         """
         from ..io.update import update
 

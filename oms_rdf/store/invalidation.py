@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyoxigraph import (
@@ -41,6 +42,16 @@ from .state import (
 _SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
 _P_SYSTEM_TO, _P_INVALIDATION_TYPE = str(OMS.systemTo), str(OMS.invalidationType)
 _P_INITIATOR, _P_REASON = str(OMS.invalidationInitiator), str(OMS.invalidationReason)
+
+
+@dataclass(slots=True, kw_only=True)
+class Change:
+    """One write, checked and not yet made: what it deletes and inserts, and the
+    grains it takes out of the knowledge (which must still be current)."""
+
+    delete: list[Quad | Row] = field(default_factory=list)
+    insert: list[Quad | Row] = field(default_factory=list)
+    current: list[str] = field(default_factory=list)
 
 
 class Invalidation:
@@ -362,18 +373,50 @@ class Invalidation:
     ) -> None:
         """Retract or contradict grains in one atomic write, after every check."""
         with self.core.lock:
-            targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
-            leaving = frozenset(targets)
-            delete: list[Quad | Row] = []
-            insert: list[Quad | Row] = []
-            for address in targets:
-                removed, added = self._void_change(
-                    address, operation, reason=reason, by=by, at=at, leaving=leaving
-                )
-                delete += removed
-                insert += added
-            if targets:
-                self.core.write(delete, insert, current=targets)
+            change = self.plan_void(
+                addresses, operation, reason=reason, justification=reason, by=by, at=at
+            )
+            if change.current:
+                self.core.write(change.delete, change.insert, current=change.current)
+
+    def plan_void(
+        self,
+        addresses: Iterable[str | Grain],
+        operation: str,
+        *,
+        reason: str | None,
+        justification: str | None,
+        by: str | None = None,
+        at: TimeLike = None,
+    ) -> Change:
+        """Check retracting or contradicting grains; return the write, unwritten.
+
+        For a request that writes this together with other changes in one atomic
+        write (SPARQL Update): hold ``core.lock`` from this call to the
+        ``core.write(change.delete, [*change.insert, ...], current=change.current)``
+        that ends it. ``reason`` is recorded; ``justification`` is what the
+        policies weigh (a ``soft_locked`` grain needs one): the caller's words,
+        never the store's.
+
+        Raises:
+            as :meth:`retract`, for the first grain refused.
+        """
+        if operation not in ("retract", "contradict"):
+            raise SchemaError(
+                f"expected 'retract' or 'contradict'; found {operation!r}",
+                code=ErrorCode.SCHEMA,
+            )
+        targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
+        leaving = frozenset(targets)
+        change = Change(current=targets)
+        for address in targets:
+            removed, added = self._void_change(
+                address, operation, reason=reason, justification=justification,
+                by=by, at=at, leaving=leaving,
+            )  # fmt: skip
+            change.delete += removed
+            change.insert += added
+        return change
 
     def _void_change(
         self,
@@ -381,6 +424,7 @@ class Invalidation:
         operation: str,
         *,
         reason: str | None,
+        justification: str | None,
         by: str | None,
         at: TimeLike,
         leaving: frozenset[str] = frozenset(),
@@ -405,7 +449,7 @@ class Invalidation:
             operation,
             self._protectors(address),
             now_ms=self.core.clock(),
-            justification=reason,
+            justification=justification,
         )
         node, idx = grain_iri(address), OMS.index
         delete: list[Quad | Row] = []
