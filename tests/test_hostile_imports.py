@@ -182,3 +182,23 @@ def test_an_older_backup_into_a_store_left_with_only_tombstones(
     assert (f"grain {address[:12]}…", "erased, skipped") in report.skipped
     assert address not in store
     assert "Acme" not in "".join(dump(store))
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nq", "jsonld"])
+def test_the_export_of_a_store_without_grains_imports(tmp_path: Path, fmt: str) -> None:
+    empty = oms.GrainStore()
+    (tmp_path / "empty.nt").write_text("")
+    empty.import_(tmp_path / "empty.nt")  # an audit event, and no grain
+    path = tmp_path / f"empty.{fmt}"
+    empty.export(path)
+    holding = oms.GrainStore()
+    holding.put(oms.Belief("bob", "works_at", "Initech", 0.8, created_at=1768471200000))
+    for target in (oms.GrainStore(), oms.GrainStore(tmp_path / "disk"), holding):
+        had = len(target.beliefs())
+        report = target.import_(path)
+        assert report.added == 0
+        assert len(target.beliefs()) == had
+        target.put(
+            oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1768471200000)
+        )
+        assert len(target.beliefs()) == had + 1

@@ -67,11 +67,14 @@ def scan(
             journal = journal or b"journal" in chunk
             tail = chunk[-8:]
     # Ours: blobs in graph oms:blobs, or a grain layer flattened into one graph
-    # (the turtle/ntriples export with grains=True).
+    # (the turtle/ntriples export with grains=True); or, for the export of a store
+    # without grains, the store's settings there.
     blobs = OMS.blobs if fmt.supports_datasets else ox.DefaultGraph()
+    index = OMS.index if fmt.supports_datasets else ox.DefaultGraph()
     with reopen() as raw:
         ours = any(
-            q.predicate == OMS.blob and q.graph_name == blobs
+            (q.predicate == OMS.blob and q.graph_name == blobs)
+            or (q.subject == OMS.settings and q.graph_name == index)
             for q in parse_source(raw, fmt, base_iri)
         )
     return SourceInfo(digest.hexdigest(), ours, journal)
