@@ -6,6 +6,7 @@ import base64
 import json
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 from urllib.parse import SplitResult, urlsplit
@@ -713,11 +714,84 @@ def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
             "serve needs the server extra: pip install 'oms-rdf[server]'"
         ) from None
     tokens = load_tokens(token_file) if token_file else None
+    _check_bindable(host, port)  # before the store opens, and before "serving on"
     store = GrainStore(store_path) if store_path else _store(ctx)
     mode = "tokens required" if tokens else "read-only, open"
-    click.echo(f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)", err=True)
-    serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout,
-          max_body=max_body)  # fmt: skip
+    line = f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)"
+    with _announced_when_listening(host, port, line):
+        serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout,
+              max_body=max_body)  # fmt: skip
+
+
+def _check_bindable(host: str, port: int) -> None:
+    """Bind each address of ``host`` as the server will (SO_REUSEADDR, IPv6 only on
+    IPv6), then let go, so a port another process listens on is a clear refusal.
+
+    Raises:
+        StoreError: ERR_CONFLICT when the address is in use; ERR_STORE when the host
+            does not resolve or the address cannot be bound (permission, not local).
+    """
+    import errno
+    import socket
+
+    where = f"{host}:{port}"
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)  # fmt: skip
+    except (OSError, UnicodeError) as exc:
+        raise StoreError(f"cannot serve on {where}: --host {host!r} does not "
+                         f"resolve ({exc})") from None  # fmt: skip
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise StoreError(
+                        f"cannot serve on {where}: the address is already in use "
+                        "(another process listens there; choose another --port)",
+                        code=ErrorCode.CONFLICT,
+                    ) from None
+                raise StoreError(f"cannot serve on {where}: {exc.strerror}") from None
+
+
+@contextmanager
+def _announced_when_listening(host: str, port: int, line: str) -> Iterator[None]:
+    """Print ``line`` once ``host:port`` takes connections (the server binds inside
+    ``serve``); a server that fails to start turns into a one-line refusal."""
+    import socket
+    import threading
+
+    done = threading.Event()
+    target = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+
+    def announce() -> None:
+        while not done.is_set():
+            try:
+                socket.create_connection((target, port), timeout=1).close()
+            except OSError:
+                done.wait(0.02)
+                continue
+            click.echo(line, err=True)
+            return
+
+    watcher = threading.Thread(target=announce, name="serving-on", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot bind after all
+        if exc.code in (0, None):
+            raise
+        raise StoreError(
+            f"cannot serve on {host}:{port}: the server did not start (its reason "
+            "is on the line above)"
+        ) from None
+    finally:
+        done.set()
+        watcher.join(5)
 
 
 @cli.command("keygen")

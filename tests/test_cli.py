@@ -441,3 +441,68 @@ def test_out_of_range_numbers_are_usage_errors(tmp_path: Path) -> None:
     assert huge.exit_code == 2 and "--limit" in huge.stderr
     assert "Traceback" not in huge.output
     assert run("--store", db, "search", "x", "--limit", "1000000").exit_code == 0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_serve_refuses_a_port_in_use_before_saying_it_serves(tmp_path: Path) -> None:
+    import socket
+
+    db = str(tmp_path / "db")
+    run("--store", db, "put", "-", stdin=json.dumps(V1["input"]))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = str(holder.getsockname()[1])
+        result = CliRunner().invoke(
+            cli, ["--store", db, "serve", "--port", port], catch_exceptions=False
+        )
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"error: ERR_CONFLICT: cannot serve on 127.0.0.1:{port}: the address is "
+        "already in use (another process listens there; choose another --port)\n"
+    )
+    unknown = CliRunner().invoke(
+        cli, ["--store", db, "serve", "--host", "no-such-host.invalid"]
+    )
+    assert unknown.exit_code == 1 and "serving on" not in unknown.output
+    assert unknown.stderr.startswith("error: ERR_STORE: cannot serve on ")
+    assert "no-such-host.invalid" in unknown.stderr
+
+
+def test_serve_says_serving_once_it_listens(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    db = tmp_path / "db"
+    store = oms.GrainStore(db)
+    store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1))
+    store.close()
+    port = _free_port()
+    command = [sys.executable, "-m", "oms_rdf", "--store", str(db), "serve", "--port", str(port)]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            assert line.startswith(f"serving on http://127.0.0.1:{port}/"), line
+            # No wait: the line comes once the port takes connections.
+            socket.create_connection(("127.0.0.1", port), timeout=10).close()
+            ask = httpx.get(f"http://127.0.0.1:{port}/sparql", timeout=10,
+                            params={"query": 'ASK { ?s ?p "Acme" }'},
+                            headers={"Accept": "application/sparql-results+json"})  # fmt: skip
+            assert ask.status_code == 200 and ask.json()["boolean"] is True
+        finally:
+            server.send_signal(signal.SIGTERM)
+            _, rest = server.communicate(timeout=20)
+    assert server.returncode == 0, rest
+    assert "Traceback" not in rest and "serving on" not in rest
