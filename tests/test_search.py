@@ -84,3 +84,15 @@ def test_limit_and_order() -> None:
     hits = store.search("rate limiter", limit=5)
     assert len(hits) == 5 and all(h["object"] == "rate limiter" for h in hits)
     assert len(store.search("rate limiter", limit=100)) == 20
+
+
+def test_search_folds_accents_and_unicode_forms() -> None:
+    store = oms.GrainStore()
+    cafe = store.put(oms.Belief("alice", "likes", "Café Noir", 0.9, created_at=1))
+    decomposed = store.put(
+        oms.Belief("bob", "likes", "cre\u0300me bru\u0302le\u0301e", 0.9, created_at=2)
+    )
+    assert [g.address for g in store.search("cafe")] == [cafe]
+    assert [g.address for g in store.search("CAFÉ")] == [cafe]
+    assert [g.address for g in store.search("crème brûlée")] == [decomposed]
+    assert [g.address for g in store.search("creme brulee")] == [decomposed]

@@ -20,19 +20,35 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 
 from ..grain import Grain
 
-__all__ = ["SearchIndex", "search_texts", "words"]
+__all__ = ["SearchIndex", "fold", "search_texts", "words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 K1, B = 1.2, 0.75  # the usual BM25 constants
 
 
+def fold(text: str) -> str:
+    """Return text as the index compares it: case and accents folded.
+
+    Compatibility decomposition (NFKD) splits "é" into "e" and its accent and
+    writes "ﬁ" as "fi"; the accents (combining marks) go, then case is folded.
+    The index and the query go through the same fold, so "cafe" finds "Café".
+
+    >>> fold("Café ﬁne STRASSE Straße")
+    'cafe fine strasse strasse'
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return bare.casefold()
+
+
 def words(text: str) -> list[str]:
-    """Return the words of a text, lowercased (IRIs split at their punctuation)."""
-    return [w.casefold() for w in _WORD.findall(text)]
+    """Return the words of a text, folded (IRIs split at their punctuation)."""
+    return _WORD.findall(fold(text))
 
 
 def search_texts(grain: Grain) -> list[str]:
