@@ -27,6 +27,7 @@ from .header import (
     VERSION,
     Header,
     _sensitivity,
+    check_size,
     read_header,
 )
 from .walk import _check_grain, _Walk
@@ -48,8 +49,9 @@ def decode(blob: bytes, /) -> dict[str, Any]:
     maps with only the core fields expanded.
 
     Raises:
-        DecodeError: ERR_TOO_SHORT, ERR_VERSION, ERR_CORRUPT, ERR_NOT_MAP,
-            ERR_NO_TYPE, ERR_SENSITIVITY_MISMATCH, ERR_FLOAT_INVALID.
+        DecodeError: ERR_TOO_SHORT, ERR_RANGE (a blob larger than
+            :data:`~oms_rdf.codec.MAX_BLOB`), ERR_VERSION, ERR_CORRUPT,
+            ERR_NOT_MAP, ERR_NO_TYPE, ERR_SENSITIVITY_MISMATCH, ERR_FLOAT_INVALID.
         SchemaError: ERR_SCHEMA, ERR_EMPTY, ERR_RANGE, ERR_HASH_FORMAT,
             ERR_HASH_LENGTH.
     """
@@ -57,6 +59,7 @@ def decode(blob: bytes, /) -> dict[str, Any]:
         if not isinstance(blob, bytes | bytearray | memoryview):
             raise DecodeError(f"expected bytes, found {type(blob).__name__}")
         blob = bytes(blob)
+    check_size(len(blob))  # before parsing: a length check, like ERR_TOO_SHORT
     wire: Any = _UNPARSED
     if len(blob) >= MIN_BLOB and blob[0] == VERSION and not blob[1] & _UNREADABLE_FLAGS:
         try:

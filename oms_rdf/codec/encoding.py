@@ -21,7 +21,7 @@ from ..schema import (
     type_for_name,
 )
 from .fast import pack, plan_for, run_plan
-from .header import header_for
+from .header import HEADER_SIZE, MAX_BLOB, header_for
 from .walk import _check_grain, _Walk
 
 
@@ -45,7 +45,8 @@ def encode(
     Raises:
         DecodeError: never. EncodeError: ERR_NO_TYPE, ERR_UNKNOWN_TYPE,
             ERR_FLOAT_INVALID, ERR_CORRUPT (BOM, nesting deeper than 32), or a
-            value MessagePack cannot carry. SchemaError: ERR_SCHEMA, ERR_EMPTY,
+            value MessagePack cannot carry; ERR_RANGE for a blob larger than
+            :data:`~oms_rdf.codec.MAX_BLOB` (1 MiB). SchemaError: ERR_SCHEMA, ERR_EMPTY,
             ERR_RANGE, ERR_HASH_FORMAT, ERR_HASH_LENGTH for a field that breaks
             its type's rules, or an index-layer field.
     """
@@ -94,6 +95,13 @@ def encode_fields(
         TypeError,
     ) as exc:  # pragma: no cover - walk checks first
         raise EncodeError(f"MessagePack refused the payload: {exc}") from exc
+    if len(payload) + HEADER_SIZE > MAX_BLOB:
+        raise EncodeError(
+            f"the grain's blob would be {len(payload) + HEADER_SIZE} bytes; a blob may "
+            f"be at most {MAX_BLOB} bytes (1 MiB, the spec's default device profile): "
+            "keep large content outside the grain (content_refs)",
+            code=ErrorCode.RANGE,
+        )
     return header_for(fields, byte, signed=signed) + payload, fields
 
 

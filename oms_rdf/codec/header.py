@@ -23,6 +23,36 @@ HEADER_SIZE = 9
 MIN_BLOB = HEADER_SIZE + 1  # header + empty map
 
 
+MAX_BLOB = 1 << 20
+"""The largest blob written or read: 1 MiB (1,048,576 bytes), header included.
+
+The spec's default device profile (extended, §18) recommends at most 1 MB a blob.
+The bound is what keeps every backup restorable: the worst case of a blob's text
+in an RDF export is seven times its size (a control character in a map is
+``\\u0001`` in JSON and ``\\\\u0001`` in N-Quads), 7 MiB, under the 8 MiB a token
+may take in pyoxigraph's JSON-LD parser and the 16 MiB a line may take in its
+N-Quads, TriG and Turtle parsers. Larger content belongs outside the grain
+(``content_refs``). Encoding and decoding refuse a larger blob with ERR_RANGE, so
+``put``, ``put_many``, every import and HTTP refuse it too.
+"""
+
+
+def check_size(size: int, /) -> None:
+    """Refuse a blob of ``size`` bytes above :data:`MAX_BLOB` (ERR_RANGE).
+
+    >>> check_size(MAX_BLOB)
+    >>> check_size(MAX_BLOB + 1)
+    Traceback (most recent call last):
+    ...
+    oms_rdf.errors.DecodeError: ERR_RANGE: the blob is 1048577 bytes; a blob may be at most 1048576 bytes (1 MiB)
+    """
+    if size > MAX_BLOB:
+        raise DecodeError(
+            f"the blob is {size} bytes; a blob may be at most {MAX_BLOB} bytes (1 MiB)",
+            code=ErrorCode.RANGE,
+        )
+
+
 DEFAULT_NAMESPACE = "shared"  # hashed into the header when `namespace` is absent
 
 

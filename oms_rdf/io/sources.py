@@ -119,6 +119,16 @@ def parse_source(
         ) from None
     except (ValueError, OSError) as exc:
         raise DecodeError(f"cannot read the {fmt.name} source: {exc}") from None
+    except MemoryError as exc:
+        # pyoxigraph's parsers keep a line (a JSON-LD token) in a buffer of at most
+        # 16 MiB and raise MemoryError past it: a malformed file, not a lack of memory.
+        if "buffer maximal size" not in str(exc):
+            raise
+        raise DecodeError(
+            f"not valid {fmt.name}: a line or token is longer than the parser's "
+            "16 MiB buffer (no grain of at most 1 MiB needs one so long)",
+            code=ErrorCode.CORRUPT,
+        ) from None
 
 
 def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:
