@@ -698,9 +698,12 @@ def _key(path: str) -> SigningKey:
               help='Bearer tokens: {"TOKEN": {"namespaces": [...] or "*", "write": true}}.')  # fmt: skip
 @click.option("--max-body", default=16 * 1024 * 1024, show_default=True,
               type=click.IntRange(min=1), help="Bytes a request body may have (more: 413).")  # fmt: skip
+@click.option("--cors", multiple=True, metavar="ORIGIN",
+              help="An origin whose browser pages may call the server (repeatable; none by default).")  # fmt: skip
 @click.pass_context
 def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
-              query_timeout: float, token_file: str | None, max_body: int) -> None:  # fmt: skip
+              query_timeout: float, token_file: str | None, max_body: int,
+              cors: tuple[str, ...]) -> None:  # fmt: skip
     """Serve the store over HTTP: SPARQL Protocol and Update, Graph Store (read), a page.
 
     Needs the [server] extra. Example:
@@ -720,7 +723,7 @@ def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
     line = f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)"
     with _announced_when_listening(host, port, line):
         serve(store, host=host, port=port, tokens=tokens, query_timeout=query_timeout,
-              max_body=max_body)  # fmt: skip
+              max_body=max_body, cors=cors)  # fmt: skip
 
 
 def _check_bindable(host: str, port: int) -> None:

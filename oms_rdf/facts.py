@@ -464,6 +464,7 @@ _ERRORS = {
     str(status): {"description": why, "content": {"application/json": {"schema": _schema_ref("Error")}}}
     for status, why in ((401, "no or unknown token"), (403, "the token may not"),
                         (404, "no such fact"), (409, "conflict or policy refusal"),
+                        (413, "the body is over the server's --max-body"),
                         (422, "the schema refuses the grain or an argument"))
 }  # fmt: skip
 _FACT = {

@@ -50,7 +50,7 @@ import json
 import queue
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +60,7 @@ import pyoxigraph as ox
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -168,8 +169,13 @@ def create_app(
     max_body: int = MAX_BODY,
     query_workers: int = 4,
     store_workers: int = 8,
+    cors: Sequence[str] = (),
 ) -> Starlette:
     """Return the ASGI app serving ``store`` (see the module docstring).
+
+    ``cors`` lists the origins (``https://app.example``) whose pages may call the
+    server from a browser; none by default, so that no other site's page reads
+    its answers.
 
     ``app.state.lanes`` holds its two worker lanes (queries, and every other store
     call); :func:`serve` closes them on a stop.
@@ -286,7 +292,21 @@ def create_app(
             Route("/", page, methods=["GET"]),
             *fact_routes(store, authorize, run=calls_runner(calls)),
         ],
-        middleware=[Middleware(_BodyLimit, max_body=max_body)],
+        middleware=[
+            *(
+                [
+                    Middleware(
+                        CORSMiddleware,
+                        allow_origins=list(cors),
+                        allow_methods=["GET", "POST", "PUT", "DELETE"],
+                        allow_headers=["authorization", "content-type"],
+                    )
+                ]
+                if cors
+                else []
+            ),
+            Middleware(_BodyLimit, max_body=max_body),
+        ],
         exception_handlers={HTTPException: http_error, Exception: http_error},
     )
     app.state.lanes = (queries, calls)
@@ -349,6 +369,7 @@ def serve(
     query_timeout: float = 30.0,
     max_body: int = MAX_BODY,
     grace: float = 3.0,
+    cors: Sequence[str] = (),
 ) -> None:
     """Serve ``store`` until SIGINT or SIGTERM, then flush it and return.
 
@@ -367,8 +388,11 @@ def serve(
     def stop(signum: int, frame: object) -> None:
         raise _SignalledError
 
+    if tokens is None and host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"oms-rdf serve: warning: {host} is not loopback and there is no token "
+              "file: anyone who reaches it reads every namespace", file=sys.stderr)  # fmt: skip
     app = create_app(store, tokens=tokens, query_timeout=query_timeout,
-                     max_body=max_body)  # fmt: skip
+                     max_body=max_body, cors=cors)  # fmt: skip
     queries, calls = app.state.lanes
     previous = {
         sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)
@@ -660,7 +684,12 @@ async function run() {
   table.replaceChildren();
   const response = await fetch("sparql", {method: "POST", body,
     headers: {"Accept": "application/sparql-results+json"}});
-  if (!response.ok) { status.textContent = await response.text(); return; }
+  if (!response.ok) {
+    const text = await response.text();
+    try { const error = JSON.parse(text); status.textContent = error.code + ": " + error.message; }
+    catch (_) { status.textContent = text; }
+    return;
+  }
   const data = await response.json();
   if ("boolean" in data) { status.textContent = String(data.boolean); return; }
   const vars = data.head.vars, head = table.insertRow();

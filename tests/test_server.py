@@ -689,3 +689,23 @@ def test_erasure_needs_the_erase_scope(guarded: tuple[str, GrainStore]) -> None:
             and held.json()["erased"]
             and salary.address in store
         )
+
+
+def test_cross_origin_pages_are_let_in_only_when_named() -> None:
+    store = story()
+    origin = {"origin": "https://app.example"}
+    with running(create_app(store)) as base:
+        got = httpx.get(f"{base}/sparql", params={"query": "ASK {}"}, headers=origin)
+        assert got.status_code == 200
+        assert "access-control-allow-origin" not in got.headers
+    with running(create_app(store, cors=["https://app.example"])) as base:
+        got = httpx.get(f"{base}/sparql", params={"query": "ASK {}"}, headers=origin)
+        assert got.headers["access-control-allow-origin"] == "https://app.example"
+        other = httpx.get(f"{base}/sparql", params={"query": "ASK {}"},
+                          headers={"origin": "https://evil.example"})  # fmt: skip
+        assert "access-control-allow-origin" not in other.headers
+        preflight = httpx.options(f"{base}/v1/facts", headers={
+            **origin, "access-control-request-method": "POST",
+            "access-control-request-headers": "authorization"})  # fmt: skip
+        assert preflight.status_code == 200
+        assert "authorization" in preflight.headers["access-control-allow-headers"]
