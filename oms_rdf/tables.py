@@ -235,7 +235,21 @@ class GrainList(list[Grain]):
         """The grains as a DataFrame: one row each, what they say, times and state."""
         records = self.records()
         names = _GRAIN_COLUMNS + (_STATE_COLUMNS if self._status else ())
-        return _frame({n: [r[n] for r in records] for n in names})
+        table = _frame({n: [r[n] for r in records] for n in names})
+        pd = _pandas()
+        for name in _TIMES:
+            # A time column is one even when no grain has a value (NaT), and every
+            # time column has the grains' own unit, the millisecond.
+            if name not in table:
+                continue
+            values = [r[name] for r in records]
+            if all(isinstance(v, datetime) or v is None for v in values):
+                try:
+                    column = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
+                    table[name] = column.dt.as_unit("ms")
+                except (ValueError, OverflowError):  # beyond what the unit holds
+                    pass
+        return table
 
     def _repr_html_(self) -> str:
         shown = grain_records(self[:SHOWN], self._status)

@@ -183,3 +183,19 @@ def test_evidence_log_replays_the_test_in_order() -> None:
     )
     assert (log[-1].note, log[-1].by, log[-1].at) == ("doubt", "did:x", T0 + 2 * DAY)
     assert log[0].log_ratio < log[1].log_ratio
+
+
+def test_every_time_column_of_a_grain_frame_is_an_aware_datetime_column() -> None:
+    store = GrainStore()
+    store.put(Belief("a", "b", "c", 0.5, created_at=1768471200000))
+    store.put(
+        Belief("x", "b", "c", 0.5, created_at=1768471200000,
+                   valid_from=1768000000000, valid_to=4102444800000)
+    )  # fmt: skip
+    frame = store.beliefs().frame()
+    for name in ("valid_from", "valid_to", "system_from", "system_to"):
+        assert isinstance(frame[name].dtype, pd.DatetimeTZDtype), name
+        assert str(frame[name].dt.tz) == "UTC", name
+    rows = {r.subject: r for r in frame.itertuples()}
+    assert pd.isna(rows["a"].valid_to) and pd.isna(rows["a"].system_to)
+    assert rows["x"].valid_to == pd.Timestamp("2100-01-01T00:00:00Z")
