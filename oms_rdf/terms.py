@@ -12,9 +12,9 @@ Design §3, the rules:
   ``<base>rel/<label>``.
 - An object is what the grain's ``context`` records about it (:data:`OBJECT_KIND`,
   :data:`DATATYPE`, :data:`LANGUAGE`); else an absolute IRI is an IRI, the object
-  of an entity relation is an entity, text is an ``xsd:string``, a number or a
-  boolean its XSD literal, and a map or array ``rdf:JSON`` (see
-  :func:`oms_rdf.mapping.value_literal`).
+  of an entity relation is an entity, text is an ``xsd:string``, and a map
+  ``rdf:JSON`` (see :func:`oms_rdf.mapping.value_literal`; the spec allows a
+  belief's object to be text or a map, and the codec refuses anything else).
 - :data:`GRAPH` in ``context`` names the graph the triple belongs to.
 - No term a belief asserts may be one of the store's own IRIs (:data:`RESERVED`:
   the reserved graphs and the nodes the store keeps its state on), nor an IRI

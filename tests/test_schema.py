@@ -210,3 +210,15 @@ def test_legacy_grains_decode() -> None:
         {"type": "tool_call", "tool_name": "x", "args": {}, "ok": True, "created_at": 0}
     )
     assert oms.decode(tc)["ok"] is True
+
+
+@pytest.mark.parametrize("value", [1, 1.5, True, [1, 2], ["a"]])
+def test_a_beliefs_object_is_text_or_a_map_as_the_spec_says(value: object) -> None:
+    fields = {"type": "belief", "subject": "a", "relation": "r", "object": value,
+              "confidence": 0.5, "created_at": 1}  # fmt: skip
+    with pytest.raises(oms.SchemaError) as caught:
+        oms.encode(fields)
+    assert caught.value.code == "ERR_SCHEMA" and caught.value.path == "$.object"
+    assert oms.decode(oms.encode({**fields, "object": {"v": value}}))["object"] == {
+        "v": value
+    }
