@@ -45,7 +45,7 @@ from .knowledge import (
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
-from .rewrite import grain_clause, rewrite
+from .rewrite import dataset_clause, grain_clause, rewrite
 from .search import SearchIndex, search_texts
 from .sparql import _QUERIES, _term, texts_query
 from .state import STATUSES, TimeLike, _system_from, _to_millis
@@ -225,6 +225,15 @@ class Questions:
                     for g in dataset["default_graph"]
                 ]
             return run_query(view, sparql, values, **dataset)
+        if not dataset:
+            # A query that names its dataset (FROM, FROM NAMED) gets that dataset,
+            # as the Protocol's parameters would give it; the store's own graphs
+            # are refused there too.
+            clause = dataset_clause(sparql, PREFIXES)
+            if clause is not None:
+                dataset = _dataset(*clause, grains)
+                dataset.setdefault("default_graph", [])
+                dataset.setdefault("named_graphs", [])
         return run_query(
             self.core.backend,
             sparql,

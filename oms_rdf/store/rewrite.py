@@ -32,15 +32,16 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 from pyoxigraph import Literal
 
 from .sparql import _QUERIES
 
-__all__ = ["grain_clause", "rewrite"]
+__all__ = ["dataset_clause", "grain_clause", "rewrite"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _OMS = "https://w3id.org/oms-rdf/ns#"
@@ -100,6 +101,60 @@ def _tokens(text: str) -> list[_Token]:
             found.append(_Token(kind, text[at:end], at, end))
         at = end
     return found
+
+
+def dataset_clause(
+    query: str, prefixes: Mapping[str, str]
+) -> tuple[list[str], list[str]] | None:
+    """The IRIs of a query's ``FROM`` and ``FROM NAMED`` clauses, or None when it
+    has none (or cannot be read: then the query's own parser says what is wrong).
+
+    ``prefixes``: those a query may use undeclared; its own ``PREFIX`` lines win.
+    """
+    try:
+        tokens = _tokens(query)
+    except _RewriteError:
+        return None
+    declared, base = dict(prefixes), ""
+    default: list[str] = []
+    named: list[str] = []
+    depth, at = 0, 0
+    while at < len(tokens):
+        token = tokens[at]
+        at += 1
+        if token.text in ("{", "(", "["):
+            depth += 1
+        elif token.text in ("}", ")", "]"):
+            depth -= 1
+        elif depth == 0 and token.is_word("PREFIX") and at + 1 < len(tokens):
+            name, target = tokens[at].text, tokens[at + 1].text
+            declared[name.rstrip(":")] = urljoin(base, target[1:-1])
+            at += 2
+        elif depth == 0 and token.is_word("BASE") and at < len(tokens):
+            base = urljoin(base, tokens[at].text[1:-1])
+            at += 1
+        elif depth == 0 and token.is_word("FROM") and at < len(tokens):
+            into = default
+            if tokens[at].is_word("NAMED"):
+                into, at = named, at + 1
+            if at >= len(tokens):
+                return None
+            iri = _iri_of(tokens[at], declared, base)
+            if iri is None:
+                return None
+            into.append(iri)
+            at += 1
+    return (default, named) if default or named else None
+
+
+def _iri_of(token: _Token, prefixes: Mapping[str, str], base: str) -> str | None:
+    if token.kind == "iri":
+        return urljoin(base, token.text[1:-1])
+    if token.kind == "pname":
+        prefix, local = token.text.split(":", 1)
+        namespace = prefixes.get(prefix)
+        return None if namespace is None else namespace + local
+    return None
 
 
 def grain_clause(
