@@ -170,8 +170,12 @@ def create_app(
     query_workers: int = 4,
     store_workers: int = 8,
     cors: Sequence[str] = (),
+    hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """Return the ASGI app serving ``store`` (see the module docstring).
+
+    ``hosts``, when given, are the only names the ``Host`` header may carry (a
+    page on another site that rebinds its DNS name to this address is refused).
 
     ``cors`` lists the origins (``https://app.example``) whose pages may call the
     server from a browser; none by default, so that no other site's page reads
@@ -305,6 +309,7 @@ def create_app(
                 if cors
                 else []
             ),
+            *([Middleware(_HostCheck, hosts=hosts)] if hosts is not None else []),
             Middleware(_BodyLimit, max_body=max_body),
         ],
         exception_handlers={HTTPException: http_error, Exception: http_error},
@@ -388,11 +393,13 @@ def serve(
     def stop(signum: int, frame: object) -> None:
         raise _SignalledError
 
-    if tokens is None and host not in ("127.0.0.1", "localhost", "::1"):
+    if tokens is None and host not in _LOOPBACK:
         print(f"oms-rdf serve: warning: {host} is not loopback and there is no token "
               "file: anyone who reaches it reads every namespace", file=sys.stderr)  # fmt: skip
+    # Bound to loopback, only loopback names: DNS rebinding cannot reach it.
+    hosts = list(_LOOPBACK) if host in _LOOPBACK else None
     app = create_app(store, tokens=tokens, query_timeout=query_timeout,
-                     max_body=max_body, cors=cors)  # fmt: skip
+                     max_body=max_body, cors=cors, hosts=hosts)  # fmt: skip
     queries, calls = app.state.lanes
     previous = {
         sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)
@@ -564,6 +571,28 @@ def _refusal(exc: OmsError) -> Response:
 
 class _TooLargeError(Exception):
     """A request body past the server's limit (raised while it is read)."""
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class _HostCheck:
+    """Refuse a request whose ``Host`` names none of ``hosts`` (any port)."""
+
+    def __init__(self, app: ASGIApp, *, hosts: Sequence[str]) -> None:
+        self.app, self.hosts = app, {h.lower() for h in hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+            name = given.rsplit(":", 1)[0] if not given.endswith("]") else given
+            if name.strip("[]") not in self.hosts:
+                response = error_response(400, ErrorCode.SCHEMA,
+                    f"this server answers only to {sorted(self.hosts)}; the Host "
+                    f"header names {given[:100]!r}", path="Host")  # fmt: skip
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _BodyLimit:

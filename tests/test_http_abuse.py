@@ -381,6 +381,20 @@ def test_every_refusal_of_a_token_is_json(served: Served) -> None:
     assert error_of(syntax, 400)["code"] == "ERR_QUERY"
 
 
+def test_a_loopback_server_answers_only_to_loopback_names(served: Served) -> None:
+    """A page whose DNS name rebinds to 127.0.0.1 sends its own name as Host."""
+    port = served.base.rsplit(":", 1)[1]
+    ask = {"query": "ASK {}"}
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):
+        got = httpx.get(served.base + "/sparql", params=ask,
+                        headers={**bearer(ADMIN), "host": host})  # fmt: skip
+        assert error_of(got, 400)["path"] == "Host"
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "[::1]", "LOCALHOST"):
+        got = httpx.get(served.base + "/sparql", params=ask,
+                        headers={**bearer(ADMIN), "host": host})  # fmt: skip
+        assert got.status_code == 200, (host, got.text)
+
+
 # --- 4. time limits -------------------------------------------------------------
 
 
