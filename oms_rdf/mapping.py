@@ -40,9 +40,12 @@ from .grain import Grain
 from .schema import BELIEF, type_for_byte
 from .terms import (
     GENID,
+    PREDICATE_KIND,
     RESERVED,
+    SUBJECT_KIND,
     Term,
     entity,
+    escaped_term,
     graph_term,
     is_absolute_iri,
     object_term,
@@ -423,8 +426,14 @@ def belief_terms(
         if type(obj) is str
         else value_literal(obj)
     )
-    s = subject_term(str(fields["subject"]), namespace, settings)
-    p = relation_term(relation, settings)
+    if context is not None and context.get(SUBJECT_KIND) == "n-triples":
+        s = escaped_term(str(fields["subject"]), "subject")
+    else:
+        s = subject_term(str(fields["subject"]), namespace, settings)
+    if context is not None and context.get(PREDICATE_KIND) == "n-triples":
+        p = escaped_term(relation, "relation")
+    else:
+        p = relation_term(relation, settings)
     g = graph_term(context)
     for term, role in ((s, "subject"), (p, "relation"), (o, "object"), (g, "graph")):
         if term is not None:

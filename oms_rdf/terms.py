@@ -65,7 +65,9 @@ __all__ = [
     "GRAPH",
     "LANGUAGE",
     "OBJECT_KIND",
+    "PREDICATE_KIND",
     "RESERVED",
+    "SUBJECT_KIND",
     "Term",
     "blank_text",
     "graph_term",
@@ -74,9 +76,11 @@ __all__ = [
     "object_fields",
     "object_term",
     "refuse_reserved",
+    "relation_fields",
     "relation_term",
     "relation_text",
     "skolem",
+    "subject_fields",
     "subject_term",
     "subject_text",
     "unskolem",
@@ -84,6 +88,11 @@ __all__ = [
 
 # Keys in a belief's ``context`` that say what its object (and graph) is in RDF.
 OBJECT_KIND = "rdf:object"  # "iri" | "blank node" | "literal" | "n-triples"
+# An IRI that is not NFC cannot be grain text (which is NFC): such a subject or
+# predicate is kept as N-Triples with every non-ASCII character escaped, and its
+# key says so ("n-triples"), as OBJECT_KIND does for objects.
+SUBJECT_KIND = "rdf:subject"
+PREDICATE_KIND = "rdf:predicate"
 DATATYPE = "rdf:datatype"
 LANGUAGE = "rdf:language"
 DIRECTION = "rdf:direction"  # RDF 1.2 base direction of a language-tagged literal
@@ -215,6 +224,23 @@ def object_term(
     return Literal(value)
 
 
+def escaped_term(text: str, role: str) -> NamedNode:
+    """The IRI an ASCII N-Triples text stands for (a ``"n-triples"`` subject or
+    predicate).
+
+    Raises:
+        SchemaError: ERR_SCHEMA when the text is no N-Triples IRI.
+    """
+    parsed = _parse_term(text)
+    if not isinstance(parsed, NamedNode):
+        raise SchemaError(
+            f"the {role} is marked as N-Triples text, but {text!r} is no IRI in "
+            "N-Triples syntax",
+            code=ErrorCode.SCHEMA,
+        )
+    return _named(parsed.value, role)
+
+
 def graph_term(context: Mapping[str, Any] | None) -> NamedNode | None:
     """Return the named graph a belief's triple belongs to, or None for the default."""
     if not context:
@@ -323,6 +349,32 @@ def subject_text(term: Any, namespace: str, settings: MappingSettings) -> str | 
     if label is not None and subject_term(label, namespace, settings) == term:
         return label
     return term.value
+
+
+def subject_fields(
+    term: Any, namespace: str, settings: MappingSettings
+) -> tuple[str, dict[str, str]] | None:
+    """The subject text and the context entries that give ``term`` back, or None.
+
+    An IRI that is not NFC is kept as escaped N-Triples (:data:`SUBJECT_KIND`).
+    """
+    if isinstance(term, NamedNode) and not unicodedata.is_normalized("NFC", term.value):
+        return _ascii_nt(term), {SUBJECT_KIND: "n-triples"}
+    text = subject_text(term, namespace, settings)
+    return None if text is None else (text, {})
+
+
+def relation_fields(
+    term: Any, settings: MappingSettings
+) -> tuple[str, dict[str, str]] | None:
+    """The relation text and the context entries that give ``term`` back, or None.
+
+    An IRI that is not NFC is kept as escaped N-Triples (:data:`PREDICATE_KIND`).
+    """
+    if isinstance(term, NamedNode) and not unicodedata.is_normalized("NFC", term.value):
+        return _ascii_nt(term), {PREDICATE_KIND: "n-triples"}
+    text = relation_text(term, settings)
+    return None if text is None else (text, {})
 
 
 def relation_text(term: Any, settings: MappingSettings) -> str | None:

@@ -32,9 +32,9 @@ from ..terms import (
     blank_text,
     minted_namespace,
     object_fields,
-    relation_text,
+    relation_fields,
     skolem,
-    subject_text,
+    subject_fields,
 )
 from ..vocab import OMS, RDF
 from .records import ImportReport, _fail_or_skip
@@ -127,12 +127,13 @@ def adopted_grain(
         # label and namespace it was minted from.
         namespace = minted_namespace(quad.subject, settings)
     ns = namespace if namespace is not None else "shared"
-    subject = subject_text(quad.subject, ns, settings)
-    relation = relation_text(quad.predicate, settings)
+    subject_part = subject_fields(quad.subject, ns, settings)
+    relation_part = relation_fields(quad.predicate, settings)
+    relation = None if relation_part is None else relation_part[0]
     obj = (
         None if relation is None else object_fields(quad.object, relation, ns, settings)
     )
-    if subject is None or relation is None or obj is None:
+    if subject_part is None or relation_part is None or obj is None:
         raise SchemaError(
             f"the triple {quad.subject} {quad.predicate} {quad.object} holds an RDF "
             "1.2 triple term, which a belief cannot carry; adopt it as RDF 1.1 "
@@ -140,6 +141,8 @@ def adopted_grain(
             code=ErrorCode.SCHEMA,
         )
     text, context = obj
+    subject, relation = subject_part[0], relation_part[0]
+    context |= subject_part[1] | relation_part[1]
     if isinstance(graph, ox.NamedNode):
         context[GRAPH] = graph.value
     elif isinstance(graph, ox.BlankNode):
