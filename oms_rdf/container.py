@@ -12,7 +12,16 @@ Wire framing: repeated ``u32 length`` + grain bytes, ended by ``00 00 00 00``.
 
 Both readers stream: a container is read once front to back, so files larger
 than memory are fine; only the offset index (4 bytes a grain) and one grain or
-manifest entry at a time are held (and, compressed, the grain region).
+manifest entry at a time are held. A compressed grain region is inflated as it is
+read, never held whole.
+
+What a hostile file can make the reader do is bounded by what the file itself
+justifies, checked before any grain is read: the offset table must start where the
+grains start and give each grain between 10 bytes and
+:data:`~oms_rdf.codec.MAX_BLOB` (1 MiB), so a compressed region may inflate to at
+most its last offset plus one last grain (at most grain count x 1 MiB, and never
+more than :data:`REGION_LIMIT`, 2 GiB); a zstd frame that declares a larger size
+or a window over :data:`WINDOW_LIMIT` is refused before it inflates.
 
 >>> import io
 >>> from oms_rdf.grain import Belief
@@ -29,14 +38,17 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 import tempfile
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import msgpack
 
-from .codec import check_address, decode
+from .codec import MAX_BLOB, check_address, decode
+from .codec.header import MIN_BLOB
 from .errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError
 
 __all__ = ["MgReader", "read_frames", "read_mg", "write_frames", "write_mg"]
@@ -52,10 +64,15 @@ FLAG_FIELD_MAP = 0x08
 FLAG_MANIFEST = 0x10
 CODEC_NONE, CODEC_ZSTD = 0x00, 0x01
 _CHUNK = 1 << 20
-_ZSTD_STEP = 256  # compressed bytes fed to the decompressor at a time
-# The largest last grain of a compressed container (the spec recommends 1 MB for
-# extended devices); it bounds the decompressed region.
-LAST_GRAIN_LIMIT = 16 << 20
+# Compressed bytes fed to the decompressor at a time: a zstd block inflates to at
+# most 128 KiB from a few bytes, so one step's output stays within ~10 MiB.
+_ZSTD_STEP = 256
+REGION_LIMIT = 1 << 31
+"""The largest decompressed grain region read or written (2 GiB): about six
+million grains of 300 bytes. Its offsets bound it more tightly."""
+WINDOW_LIMIT = 1 << 23
+"""The largest zstd window a compressed container may ask for (8 MiB: zstd levels
+1-19); the decompressor allocates it before inflating anything."""
 # The largest manifest entry read (a signed grain's envelope, its evidence): the
 # manifest is read an entry at a time, so this, not its size, bounds memory.
 ENTRY_LIMIT = 64 << 20
@@ -90,10 +107,27 @@ def write_mg(
     with tempfile.TemporaryFile() as spool, tempfile.TemporaryFile() as tail:
         position = 0
         for blob in blobs:
+            if len(blob) > MAX_BLOB:
+                raise EncodeError(
+                    f"grain {len(offsets)} is {len(blob)} bytes; a grain may be at "
+                    f"most {MAX_BLOB} bytes (1 MiB)",
+                    code=ErrorCode.RANGE,
+                    path=f"grain[{len(offsets)}]",
+                )
             offsets.append(position)
             spool.write(blob)
             position += len(blob)
         count = len(offsets)
+        # Offsets are u32, and a reader inflates at most REGION_LIMIT.
+        base = 0 if compress else HEADER_SIZE + 4 * count
+        last = base + offsets[-1] if offsets else 0
+        if last > 0xFFFFFFFF or (compress and position > REGION_LIMIT):
+            raise EncodeError(
+                f"{count} grains of {position} bytes do not fit one container: "
+                + (f"a compressed region holds at most {REGION_LIMIT} bytes"
+                   if compress else "its u32 offsets reach 4 GiB at most"),
+                code=ErrorCode.RANGE,
+            )  # fmt: skip
         flags = FLAG_DEDUPLICATED if deduplicated else 0
         codec = CODEC_NONE
         if compress:
@@ -115,7 +149,6 @@ def write_mg(
             + bytes([FIELD_MAP_VERSION, codec])
             + bytes(6)
         )
-        base = 0 if compress else HEADER_SIZE + 4 * count
         emit(b"".join((base + o).to_bytes(4, "big") for o in offsets))
         spool.seek(0)
         if compress:
@@ -226,47 +259,41 @@ class MgReader:
                 "custom field maps (flag bit 3) are not supported", path="header[3]"
             )
         index = stream.read_exact(4 * self.count, "offset index")
-        offsets = [
-            int.from_bytes(index[i : i + 4], "big") for i in range(0, len(index), 4)
-        ]
-        region: _HashingReader | _ZstdRegion = stream
-        start = HEADER_SIZE + 4 * self.count
-        if self.flags & FLAG_COMPRESSED:
-            if codec != CODEC_ZSTD:
-                raise DecodeError(
-                    f"compression codec 0x{codec:02x} is not supported (only zstd)",
-                    path="header[9]",
-                )
-            # Offsets are into the region, so it can hold no more than the last
-            # offset and one last grain: a bigger output is a decompression bomb.
-            region = _ZstdRegion(
-                stream, (offsets[-1] if offsets else 0) + LAST_GRAIN_LIMIT
-            )
-            start = 0
-        if offsets and offsets[0] != start:
+        offsets = _offsets(index)
+        compressed = bool(self.flags & FLAG_COMPRESSED)
+        if compressed and codec != CODEC_ZSTD:
             raise DecodeError(
-                f"grain 0 starts at offset {offsets[0]}, expected {start}",
-                path="index[0]",
+                f"compression codec 0x{codec:02x} is not supported (only zstd)",
+                path="header[9]",
+            )
+        # Offsets are into the decompressed region when it is compressed.
+        _check_offsets(offsets, 0 if compressed else HEADER_SIZE + 4 * self.count)
+        region: _HashingReader | _ZstdRegion = stream
+        if compressed:
+            # The region holds the grains the table sizes and one last grain, so
+            # a larger output is a decompression bomb; it is refused as it grows.
+            region = _ZstdRegion(
+                stream,
+                min(offsets[-1] + MAX_BLOB if offsets else 0, REGION_LIMIT),
             )
         for i in range(self.count - 1):
             size = offsets[i + 1] - offsets[i]
-            if size < 10:
-                raise DecodeError(
-                    f"offsets {offsets[i]} and {offsets[i + 1]} leave {size} bytes for grain {i}",
-                    path=f"index[{i + 1}]",
-                )
             yield _checked(region.read_exact(size, f"grain {i}"), i, offsets[i])
         # The last grain runs to the manifest or the footer: it ends where its
         # MessagePack map ends.
         if isinstance(region, _ZstdRegion):
+            tail = region.read_all()  # the frame ends: what follows is the manifest
             rest = _Rest(region.leftover, stream)
+            last = b""
             if self.count:
-                tail = region.read_all()
                 last = _split_grain(tail, self.count - 1, offsets[-1])
-                if len(last) != len(tail):
-                    raise DecodeError(
-                        f"{len(tail) - len(last)} bytes after the last grain in the compressed region"
-                    )
+            if len(last) != len(tail):
+                raise DecodeError(
+                    f"{len(tail) - len(last)} bytes after the last grain in the "
+                    "compressed region",
+                    path="grain region",
+                )
+            if self.count:
                 yield _checked(last, self.count - 1, offsets[-1])
         else:
             rest = _Rest(b"", stream)
@@ -371,7 +398,7 @@ class _Rest:
         where = f"grain[{index}] at offset {offset}"
         data, self.buffer = self.buffer, bytearray()
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                    max_buffer_size=LAST_GRAIN_LIMIT + _CHUNK)  # fmt: skip
+                                    max_buffer_size=MAX_BLOB + _CHUNK)  # fmt: skip
         fed = 0
         while True:
             if len(data) > 9 + fed:
@@ -390,9 +417,12 @@ class _Rest:
             if not chunk:
                 raise DecodeError(f"grain {index} is truncated",
                                   code=ErrorCode.TOO_SHORT, path=where)  # fmt: skip
-            if len(data) > LAST_GRAIN_LIMIT:
+            if len(data) > MAX_BLOB:
                 raise DecodeError(
-                    f"grain {index} runs past {LAST_GRAIN_LIMIT} bytes", path=where
+                    f"grain {index} runs past {MAX_BLOB} bytes, the most a grain "
+                    "may have (1 MiB)",
+                    code=ErrorCode.RANGE,
+                    path=where,
                 )
             data += chunk
         end = 9 + unpacker.tell()
@@ -457,11 +487,53 @@ class _Rest:
             )
 
 
-class _ZstdRegion:
-    """The decompressed grain region of a zstd container (one frame).
+def _offsets(index: bytes) -> array[int]:
+    """The offset table as unsigned 32-bit integers (4 bytes each, not a list)."""
+    offsets = array("I")
+    if offsets.itemsize != 4:  # pragma: no cover - every supported platform
+        offsets = array("L")
+    offsets.frombytes(index)
+    if sys.byteorder == "little":
+        offsets.byteswap()  # the file's are big-endian
+    return offsets
 
-    The spec asks for the whole region to be decompressed before any access, so it
-    is held in memory; the bytes after the frame (the manifest) are kept aside.
+
+def _check_offsets(offsets: array[int], start: int) -> None:
+    """Refuse an offset table before any grain is read (or inflated).
+
+    The first grain starts at ``start``, and each grain takes between 10 bytes
+    (a header and an empty map) and :data:`MAX_BLOB`.
+    """
+    if offsets and offsets[0] != start:
+        raise DecodeError(
+            f"grain 0 starts at offset {offsets[0]}, expected {start}",
+            path="index[0]",
+        )
+    for i in range(len(offsets) - 1):
+        size = offsets[i + 1] - offsets[i]
+        if size < MIN_BLOB:
+            raise DecodeError(
+                f"offsets {offsets[i]} and {offsets[i + 1]} leave {size} bytes for grain {i}",
+                path=f"index[{i + 1}]",
+            )
+        if size > MAX_BLOB:
+            raise DecodeError(
+                f"offsets {offsets[i]} and {offsets[i + 1]} give grain {i} {size} "
+                f"bytes; a grain may have at most {MAX_BLOB} (1 MiB)",
+                code=ErrorCode.RANGE,
+                path=f"index[{i + 1}]",
+            )
+
+
+class _ZstdRegion:
+    """The grain region of a zstd container (one frame), inflated as it is read.
+
+    Offsets point into the decompressed region, never into the compressed stream
+    (spec §11.2). The region is read front to back, so it is inflated a step at a
+    time as grains are read, and never held: memory holds one grain and one step's
+    output. It may not inflate past ``limit``, what the offset table justifies;
+    a frame that declares more, or a window over :data:`WINDOW_LIMIT`, is refused
+    before it inflates. The bytes after the frame (the manifest) are kept aside.
     """
 
     def __init__(self, stream: _HashingReader, limit: int) -> None:
@@ -471,49 +543,94 @@ class _ZstdRegion:
             raise DecodeError(
                 "a zstd-compressed container needs the 'zstandard' package"
             ) from exc
-        inflater = zstandard.ZstdDecompressor().decompressobj()
-        out = bytearray()
-        rest = b""  # bytes of the last chunk after the frame, never fed to it
+        self.zstd: Any = zstandard
+        self.stream, self.limit = stream, limit
+        decompressor = zstandard.ZstdDecompressor(max_window_size=WINDOW_LIMIT)
+        self.inflater = decompressor.decompressobj()
+        self.chunk, self.fed = b"", 0  # compressed bytes read, and how many fed
+        self.buffer, self.head = bytearray(), 0  # inflated, and how far read
+        self.inflated = 0
+        self.started = self.ended = False
+        self.leftover = b""  # the bytes after the frame, once it has ended
+
+    def _frame(self) -> None:
+        """Check what the frame's header declares, before inflating anything."""
+        zstd = self.zstd
         try:
-            while not inflater.eof:
-                chunk = stream.read(_CHUNK)
-                if not chunk:
-                    raise DecodeError(
-                        "compressed grain region is truncated", code=ErrorCode.TOO_SHORT
-                    )
-                # Small steps: one step of a bomb expands at most ~128 KB per byte.
-                for at in range(0, len(chunk), _ZSTD_STEP):
-                    out += inflater.decompress(chunk[at : at + _ZSTD_STEP])
-                    if len(out) > limit:
-                        raise DecodeError(
-                            f"the compressed grain region expands past {limit} bytes, "
-                            "more than its offsets and one last grain of "
-                            f"{LAST_GRAIN_LIMIT} bytes can use",
-                            path="grain region",
-                        )
-                    if inflater.eof:
-                        rest = chunk[at + _ZSTD_STEP :]
-                        break
-        except zstandard.ZstdError as exc:
+            frame = zstd.get_frame_parameters(self.chunk)
+        except zstd.ZstdError:
+            return  # too short or no frame: decompressing names the fault
+        size = frame.content_size
+        if size not in (zstd.CONTENTSIZE_UNKNOWN, zstd.CONTENTSIZE_ERROR) and (
+            size > self.limit
+        ):
+            raise DecodeError(
+                f"the compressed grain region declares {size} bytes, more than the "
+                f"{self.limit} its offsets and one last grain of {MAX_BLOB} bytes "
+                "can use",
+                path="grain region",
+            )
+        if frame.window_size > WINDOW_LIMIT:
+            raise DecodeError(
+                f"the compressed grain region asks for a zstd window of "
+                f"{frame.window_size} bytes; at most {WINDOW_LIMIT} (zstd levels 1-19)",
+                path="grain region",
+            )
+
+    def _step(self) -> bool:
+        """Inflate one step of the frame; False once it has ended."""
+        if self.ended:
+            return False
+        if self.fed >= len(self.chunk):
+            self.chunk, self.fed = self.stream.read(_CHUNK), 0
+            if not self.chunk:
+                raise DecodeError(
+                    "compressed grain region is truncated", code=ErrorCode.TOO_SHORT
+                )
+            if not self.started:
+                self.started = True
+                self._frame()
+        step = self.chunk[self.fed : self.fed + _ZSTD_STEP]
+        self.fed += len(step)
+        try:
+            out = self.inflater.decompress(step)
+        except self.zstd.ZstdError as exc:
             raise DecodeError(
                 f"compressed grain region is not valid zstd: {exc}"
             ) from exc
-        self.leftover: bytes = inflater.unused_data + rest
-        self.region = bytes(out)
-        self.position = 0
+        self.inflated += len(out)
+        if self.inflated > self.limit:
+            raise DecodeError(
+                f"the compressed grain region expands past {self.limit} bytes, "
+                "more than its offsets and one last grain of "
+                f"{MAX_BLOB} bytes can use",
+                path="grain region",
+            )
+        if self.head > _CHUNK:  # drop what was read, now and then
+            del self.buffer[: self.head]
+            self.head = 0
+        self.buffer += out
+        if self.inflater.eof:
+            self.ended = True
+            self.leftover = self.inflater.unused_data + self.chunk[self.fed :]
+        return True
 
     def read_exact(self, n: int, what: str) -> bytes:
-        data = self.region[self.position : self.position + n]
-        if len(data) != n:
-            raise DecodeError(
-                f"compressed region ends inside {what}", code=ErrorCode.TOO_SHORT
-            )
-        self.position += n
+        while len(self.buffer) - self.head < n:
+            if not self._step():
+                raise DecodeError(
+                    f"compressed region ends inside {what}", code=ErrorCode.TOO_SHORT
+                )
+        data = bytes(self.buffer[self.head : self.head + n])
+        self.head += n
         return data
 
     def read_all(self) -> bytes:
-        data = self.region[self.position :]
-        self.position = len(self.region)
+        """The rest of the region (the last grain), once the frame has ended."""
+        while self._step():
+            pass
+        data = bytes(self.buffer[self.head :])
+        self.buffer, self.head = bytearray(), 0
         return data
 
 

@@ -193,6 +193,7 @@ def test_a_zstd_bomb_is_refused_before_it_expands() -> None:
     assert grown_kb < 256 * 1024, f"the bomb grew the process by {grown_kb} KB"
 
 
+@pytest.mark.soak  # 30 s: a manifest past 100 MiB
 def test_an_800k_entry_manifest_is_written_and_read_an_entry_at_a_time(
     tmp_path: Path,
 ) -> None:
@@ -281,3 +282,92 @@ def test_a_manifest_that_is_not_a_map_is_refused() -> None:
     with pytest.raises(DecodeError, match="index manifest is not a map") as info:
         list(read_mg(io.BytesIO(data)).blobs())
     assert info.value.path is not None and info.value.path.startswith("manifest at")
+
+
+def _peak(read: Any) -> tuple[BaseException | None, int]:
+    """Run ``read()``; return what it raised and the peak of traced memory."""
+    tracemalloc.start()
+    try:
+        read()
+        raised = None
+    except BaseException as exc:  # returned, for the test to check
+        raised = exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return raised, peak
+
+
+def _zeros(mib: int, **kw: Any) -> bytes:
+    import zstandard
+
+    packer = zstandard.ZstdCompressor(level=19, **kw).compressobj()
+    zeros = bytes(1 << 20)
+    return b"".join(packer.compress(zeros) for _ in range(mib)) + packer.flush()
+
+
+def test_an_offset_table_making_room_for_a_bomb_is_refused_before_inflating() -> None:
+    """Two grains, the second at 64 MiB: the region was inflated to that size
+    (and held twice) before the table was checked."""
+    offsets = (0).to_bytes(4, "big") + (64 << 20).to_bytes(4, "big")
+    data = _container(0x04, 2, offsets + _zeros(65))
+    raised, peak = _peak(lambda: list(read_mg(io.BytesIO(data)).blobs()))
+    assert isinstance(raised, DecodeError) and raised.code == ErrorCode.RANGE
+    assert raised.path == "index[1]" and "at most 1048576" in str(raised)
+    assert peak < 2 << 20, f"{len(data)} bytes took {peak} bytes of memory"
+
+
+def test_an_uncompressed_grain_larger_than_a_grain_may_be_is_refused() -> None:
+    first = 16 + 8  # the header and two offsets
+    offsets = first.to_bytes(4, "big") + (first + (2 << 20)).to_bytes(4, "big")
+    data = _container(0, 2, offsets + bytes(3 << 20))
+    with pytest.raises(DecodeError) as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == ErrorCode.RANGE and info.value.path == "index[1]"
+
+
+def test_a_frame_declaring_more_than_its_offsets_allow_is_refused_unread() -> None:
+    import zstandard
+
+    region = zstandard.ZstdCompressor(level=3).compress(BLOBS[0] + bytes(32 << 20))
+    data = _container(0x04, 1, (0).to_bytes(4, "big") + region)
+    raised, peak = _peak(lambda: list(read_mg(io.BytesIO(data)).blobs()))
+    assert isinstance(raised, DecodeError) and "declares 33554" in str(raised)
+    assert peak < 2 << 20, peak
+
+
+def test_a_frame_asking_for_a_huge_window_is_refused() -> None:
+    import zstandard
+
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=27)
+    packer = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    region = packer.compress(BLOBS[0]) + packer.flush()
+    data = _container(0x04, 1, (0).to_bytes(4, "big") + region)
+    raised, peak = _peak(lambda: list(read_mg(io.BytesIO(data)).blobs()))
+    assert isinstance(raised, DecodeError) and "zstd window of 134217728" in str(raised)
+    assert peak < 2 << 20, peak
+
+
+def test_a_compressed_region_is_inflated_as_it_is_read_never_held() -> None:
+    blobs = [
+        Belief(f"s{i}", "r", f"{i}:" + "x" * 10_000, 0.5, created_at=i).blob
+        for i in range(2_000)
+    ]
+    data = container(blobs, compress=True)
+    region = sum(len(b) for b in blobs)
+    assert region > 19 << 20 and len(data) < 1 << 20
+
+    def read() -> None:
+        for got, blob in zip(read_mg(io.BytesIO(data)).blobs(), blobs, strict=True):
+            assert got == blob
+
+    raised, peak = _peak(read)
+    assert raised is None
+    assert peak < 12 << 20, f"a {region}-byte region took {peak} bytes"
+
+
+def test_the_writer_refuses_a_grain_no_reader_takes() -> None:
+    out = io.BytesIO()
+    with pytest.raises(oms.EncodeError) as info:
+        write_mg([BLOBS[0], bytes(oms.codec.MAX_BLOB + 1)], out)
+    assert info.value.code == ErrorCode.RANGE and info.value.path == "grain[1]"
