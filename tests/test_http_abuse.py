@@ -308,7 +308,7 @@ def test_an_oversized_body_is_a_413_before_it_is_read(served: Served) -> None:
         ("127.0.0.1", int(served.base.rsplit(":", 1)[1]))
     ) as s:
         s.settimeout(5)
-        s.sendall(b"POST /v1/facts HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        s.sendall(b"POST /v1/facts HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                   b"authorization: Bearer " + A_WRITER.encode() + b"\r\n"
                   b"content-length: 999999999\r\n\r\n{")  # fmt: skip
         assert s.recv(200).startswith(b"HTTP/1.1 413")
@@ -413,10 +413,13 @@ def test_timed_out_queries_are_stopped(served: Served) -> None:
         cheap = client.get("/sparql", params={"query": f"ASK {{ <{EX}ann> ?p ?o }}"})
         latency = time.monotonic() - began
         assert cheap.status_code == 200 and cheap.json()["boolean"] is True
-        assert latency < 0.5, latency
         began = time.monotonic()
         assert client.get("/v1/facts", params={"limit": "5"}).status_code == 200
-        assert time.monotonic() - began < 1.0
+        listing = time.monotonic() - began
+        print(f"\nthreads {before} before 6 timed-out queries, {served.threads()} "
+              f"after; then a cheap query {latency * 1000:.1f} ms, a listing "
+              f"{listing * 1000:.1f} ms")  # fmt: skip
+        assert latency < 0.5 and listing < 1.0, (latency, listing)
 
 
 def test_store_calls_do_not_block_the_event_loop(served: Served) -> None:
