@@ -196,7 +196,9 @@ class _Plan:
         self.confidence, self.report = confidence, report
         self.created = store.clock()  # the request's beliefs are adopted at one time
         self.new: dict[str, Grain] = {}  # address -> belief to put
-        self.claims: dict[str, _Claim] = {}  # address -> what that belief asserts
+        # what the new beliefs assert -> their addresses (a claim may have several,
+        # one per namespace)
+        self.claims: dict[_Claim, list[str]] = {}
         self.leaving: dict[str, None] = {}  # stored beliefs to retract, in order
 
     def insert(self, quads: list[ox.Quad]) -> None:
@@ -220,7 +222,7 @@ class _Plan:
                 self.report.believed += 1
                 continue
             self.new[grain.address] = grain
-            self.claims[grain.address] = claim
+            self.claims.setdefault(claim, []).append(grain.address)
             self.report.added += 1
 
     def delete(self, quads: list[ox.Quad]) -> None:
@@ -229,7 +231,8 @@ class _Plan:
             claim = _claim_of(quad)
             found = False
             for address in self._pending(claim, self.namespace):
-                del self.new[address], self.claims[address]  # never written
+                del self.new[address]  # never written
+                self.claims[claim].remove(address)
                 self.report.added -= 1
                 found = True
             for address in list(self._stored(claim, self.namespace)):
@@ -242,12 +245,9 @@ class _Plan:
         """The beliefs new in this request that assert ``claim``."""
         return [
             address
-            for address, held in self.claims.items()
-            if held == claim
-            and (
-                namespace is None
-                or self.new[address].get("namespace", "shared") == namespace
-            )
+            for address in self.claims.get(claim, ())
+            if namespace is None
+            or self.new[address].get("namespace", "shared") == namespace
         ]
 
     def _stored(self, claim: _Claim, namespace: str | None) -> Iterator[str]:
