@@ -159,3 +159,42 @@ def test_grains_of_the_limit_round_trip_through_every_backup_format(
     assert report.added == 2 and not report.skipped
     assert fresh.get(text.address).blob == text.blob
     assert fresh.get(context.address).blob == context.blob
+
+
+# --- JSON Lines -------------------------------------------------------------------
+
+GRAIN_LINE = (
+    '{"type":"belief","subject":"s","relation":"r","object":"o","confidence":0.5,'
+    '"created_at":1,"context":{"k":%s}}'
+)
+HOSTILE_LINES = {
+    "deep": ("[" * 100_000 + "]" * 100_000, oms.ErrorCode.CORRUPT, "nested too deeply"),
+    "deep in a grain": (GRAIN_LINE % ("[" * 5_000 + "]" * 5_000),
+                        oms.ErrorCode.CORRUPT, "nested too deeply"),
+    "huge int": (GRAIN_LINE % ("9" * 5_000), oms.ErrorCode.RANGE, "4300"),
+    "bad base64": (GRAIN_LINE % '{"$base64":"abc"}', oms.ErrorCode.CORRUPT, "$base64"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["fresh", "holding"])
+@pytest.mark.parametrize("case", sorted(HOSTILE_LINES))
+def test_a_hostile_json_line_is_refused_with_its_line_number(
+    case: str, held: bool
+) -> None:
+    """RecursionError and Python's int-string ValueError escaped the import."""
+    from oms_rdf.io import dumps_jsonl
+
+    text, code, words = HOSTILE_LINES[case]
+    store = oms.GrainStore(clock=lambda: NOW)
+    if held:
+        store.put(oms.Belief("held", "r", "o", 0.5, created_at=1))
+    before = dump(store)
+    good = dumps_jsonl(oms.Belief("a", "b", "c", 0.5, created_at=1))
+    data = f"{good}\n\n{text}\n{good}\n".encode()
+    with pytest.raises(oms.DecodeError) as info:
+        store.import_(io.BytesIO(data), format="jsonl")
+    assert info.value.code == code and words in str(info.value)
+    assert info.value.path == "line 3"  # lines count from 1, the blank one too
+    assert dump(store) == before
+    report = store.import_(io.BytesIO(data), format="jsonl", skip_invalid=True)
+    assert [where for where, _ in report.skipped] == ["line 3"] and report.added == 1

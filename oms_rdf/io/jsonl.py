@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import DecodeError
+from ..codec import MAX_DEPTH
+from ..errors import DecodeError, ErrorCode
 from ..grain import Grain
 from ..mapping import expected_header
 from ..schema import INDEX_FIELDS
@@ -21,7 +23,10 @@ def _json_bytes(value: Any) -> Any:
 
 def _json_object(pairs: list[tuple[str, Any]]) -> Any:
     if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
-        return base64.b64decode(pairs[0][1])
+        try:
+            return base64.b64decode(pairs[0][1])
+        except (binascii.Error, ValueError) as exc:
+            raise DecodeError(f"$base64 must be base64 text: {exc}") from None
     return dict(pairs)
 
 
@@ -35,13 +40,30 @@ def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
     this is the one reader of the format (the CLI's ``put`` uses it too).
 
     Raises:
-        DecodeError: ERR_CORRUPT for text that is not JSON, or a malformed
-            ``$blob`` or ``$index``.
+        DecodeError: ERR_CORRUPT for text that is not JSON, nested deeper than
+            Python's JSON reader goes, or a malformed ``$blob``, ``$base64`` or
+            ``$index``; ERR_RANGE for an integer past Python's 4300-digit limit.
     """
     try:
         value = json.loads(text, object_pairs_hook=_json_object)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        # Spec §19: nesting too deep is ERR_CORRUPT; a grain nests 32 levels at most.
+        raise DecodeError(
+            "JSON nested too deeply to read; a grain's values nest at most "
+            f"{MAX_DEPTH} levels"
+        ) from None
+    except DecodeError:
+        raise
+    except ValueError as exc:  # int("9" * 5000): Python's int-string limit
+        if "integer string conversion" not in str(exc):
+            raise DecodeError(f"not JSON: {exc}") from None
+        raise DecodeError(
+            "an integer with more digits than Python reads (4300); a grain's "
+            "integers fit in 64 bits",
+            code=ErrorCode.RANGE,
+        ) from None
     if not isinstance(value, dict):
         return value, None
     index = value.pop(INDEX_KEY, None)
