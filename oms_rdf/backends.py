@@ -3,24 +3,39 @@
 Every write is one atomic call (``add`` or ``update``), so a remote SPARQL 1.1
 server can serve as a backend later. The local backend is pyoxigraph: in memory,
 or on disk (RocksDB) with a path.
+
+A reader in another process opens an on-disk store read-only, as of the opening.
+A bulk write (an import, a bulk load) is not one transaction: RocksDB's bulk
+loader publishes it in pieces, which such a reader would see in part. So the
+writer marks the store first (:func:`bulk_writing`, a small file in the store's
+folder, replaced atomically) and clears the mark once the write is committed and
+compacted; a read-only opening that meets the mark, or a journal left open, is
+refused with ERR_CONFLICT instead of showing part of the write.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import os
 import shutil
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 import pyoxigraph as ox
 
 from .errors import DecodeError, ErrorCode, StoreError
+from .vocab import OMS, RDF
 
-__all__ = ["Backend", "LocalBackend"]
+__all__ = ["BULK_MARK", "Backend", "LocalBackend", "bulk_writing"]
+
+BULK_MARK = "oms-rdf-bulk.json"  # in the store's folder: see bulk_writing()
 
 
 class Backend(Protocol):
@@ -79,13 +94,14 @@ class LocalBackend:
     ) -> None:
         self.path = None if path is None else Path(path)
         self.read_only = read_only
+        self._bulk_depth = 0  # nested bulk_writing() blocks of this process
         if path is not None and not read_only:
             finish_vacuum(Path(path))  # a swap a crash interrupted
         try:
             if path is None:
                 self.store = ox.Store()
             elif read_only:
-                self.store = _open_read_only(str(path))
+                self.store = _open_read_only(Path(path))
             else:
                 self.store = ox.Store(str(path))
         except (OSError, RuntimeError) as exc:
@@ -93,6 +109,32 @@ class LocalBackend:
                 f"cannot open the store at {path}: {exc} (is another process using it?)",
                 code=ErrorCode.STORE,
             ) from exc
+        if path is not None and not read_only:
+            # The writer holds RocksDB's lock now: a mark still set belongs to a
+            # bulk write a crash interrupted. Its journal is still open, so readers
+            # stay refused until the store's recovery has undone it.
+            _set_mark(Path(path), writing=False)
+
+    @contextmanager
+    def bulk_writing(self) -> Iterator[None]:
+        """Mark an on-disk store as taking a bulk write for the block's duration.
+
+        Set before the block's first write, cleared after it (once the write is
+        committed, or undone, and compacted); read-only openings in other
+        processes refuse a marked store (see :func:`bulk_writing`).
+        """
+        if self.path is None or self.read_only:
+            yield
+            return
+        self._bulk_depth += 1
+        try:
+            if self._bulk_depth == 1:
+                _set_mark(self.path, writing=True)
+            yield
+        finally:
+            self._bulk_depth -= 1
+            if self._bulk_depth == 0:
+                _set_mark(self.path, writing=False)
 
     def _writable(self) -> None:
         if self.read_only:
@@ -305,14 +347,180 @@ def _counted(
         yield quad
 
 
-def _open_read_only(path: str, attempts: int = 6) -> ox.Store:
-    """Open beside a writer; retried, since the writer may swap RocksDB's manifest
-    between our reading of its name and of its file (seen right after it opens)."""
+@contextmanager
+def bulk_writing(backend: Backend) -> Iterator[None]:
+    """Hold a backend's bulk-write mark for the block, if it keeps one.
+
+    The store takes it around every bulk write (``Core.bulk``): an embedded
+    on-disk store then refuses read-only openings until the write is committed
+    and compacted. Other backends keep no mark: a SPARQL server's readers see its
+    own transactions.
+    """
+    mark = getattr(backend, "bulk_writing", None)
+    if mark is None:
+        yield
+        return
+    with mark():
+        yield
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """The bulk-write mark of a store: its generation counts the bulk writes begun."""
+
+    generation: int = 0
+    writing: bool = False
+    pid: int | None = None
+    host: str | None = None
+    since: int | None = None  # epoch ms
+
+
+def _read_mark(path: Path) -> _Mark:
+    """The mark in the store's folder (none: no bulk write ever marked it)."""
+    try:
+        data = json.loads((path / BULK_MARK).read_text(encoding="utf-8"))
+        return _Mark(
+            generation=int(data["generation"]),
+            writing=bool(data["writing"]),
+            pid=data.get("pid"),
+            host=data.get("host"),
+            since=data.get("since"),
+        )
+    except FileNotFoundError:
+        return _Mark()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Replaced atomically, so never torn: a file we cannot read is not ours
+        # to trust either way.
+        raise StoreError(
+            f"cannot read the bulk-write mark {path / BULK_MARK}: {exc}; open the "
+            "store for writing (no other process using it) to reset it",
+            code=ErrorCode.STORE,
+        ) from exc
+
+
+def _set_mark(path: Path, *, writing: bool) -> None:
+    """Write the mark atomically (a new file renamed over the old one), durably."""
+    try:
+        old = _read_mark(path)
+    except StoreError:
+        old = _Mark()
+    if not writing and not old.writing:
+        return  # nothing to clear: no write to the disk
+    generation = old.generation + 1 if writing else old.generation
+    data: dict[str, object] = {"generation": generation, "writing": writing}
+    if writing:
+        data |= {"pid": os.getpid(), "host": socket.gethostname(),
+                 "since": int(time.time() * 1000)}  # fmt: skip
+    temporary = path / (BULK_MARK + ".tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path / BULK_MARK)
+        _fsync_dir(path)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write the bulk-write mark {path / BULK_MARK}: {exc}",
+            code=ErrorCode.STORE,
+        ) from exc
+
+
+def _busy(path: Path, mark: _Mark | None) -> StoreError:
+    """The refusal of a read-only opening beside an unfinished bulk write."""
+    if mark is None:
+        what = (
+            "a large write into it is in progress or was interrupted (its journal "
+            "is open)"
+        )
+    else:
+        since = (
+            ""
+            if mark.since is None
+            else datetime.fromtimestamp(mark.since / 1000, UTC).strftime(
+                " since %Y-%m-%dT%H:%M:%SZ"
+            )
+        )
+        what = f"an import or bulk load into it is running (process {mark.pid}{since})"
+        if mark.pid is not None and mark.host == socket.gethostname():
+            try:
+                os.kill(mark.pid, 0)
+            except ProcessLookupError:
+                what = (
+                    f"an import or bulk load into it was interrupted (process "
+                    f"{mark.pid}{since} is gone)"
+                )
+            except OSError:
+                pass  # alive, another user's
+    return StoreError(
+        f"cannot read the store at {path}: {what}, and a read now could see only "
+        "part of it. Retry when the import has ended; to read while writing, run "
+        "`oms-rdf serve` on the store and read through it. An interrupted write is "
+        "undone when the store is next opened for writing (no other process "
+        "using it)",
+        code=ErrorCode.CONFLICT,
+    )
+
+
+def _open_read_only(path: Path, attempts: int = 8) -> ox.Store:
+    """Open beside a writer, as of a committed state, or refuse (ERR_CONFLICT).
+
+    The bulk-write mark is read before and after the opening: unset both times
+    with the same generation, no bulk write began or ran while RocksDB's files
+    were read, so the view holds every committed write whole. A journal left
+    open in the view (a write in progress, or one a crash interrupted) is
+    refused too.
+
+    RocksDB's files are listed before and after as well, and the opening is
+    tried again if they changed: a file the writer deleted meanwhile (compacted
+    away) would be missing from the view, and a query that meets a missing file
+    in pyoxigraph 0.5 gathers errors without end (it grew to gigabytes). Once
+    opened, the view holds its files open, so later compactions do not touch it.
+    Opening is also retried when it fails, since the writer may swap RocksDB's
+    manifest between our reading of its name and of its file.
+    """
     for attempt in range(attempts):
+        before, files = _read_mark(path), _files(path)
+        if before.writing:
+            raise _busy(path, before)
         try:
-            return ox.Store.read_only(path)
+            store = ox.Store.read_only(str(path))
         except (OSError, RuntimeError):
             if attempt == attempts - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
-    raise AssertionError("unreachable")
+            continue
+        after = _read_mark(path)
+        if after == before and _files(path) == files:
+            if next(store.quads_for_pattern(*_JOURNAL_MARK), None) is not None:
+                raise _busy(path, None)
+            return store
+        del store
+        if after.writing:
+            raise _busy(path, after)
+        time.sleep(0.01 * 2**attempt)
+    mark = _read_mark(path)
+    if mark.writing:
+        raise _busy(path, mark)
+    raise StoreError(
+        f"cannot read the store at {path}: its files kept changing while it was "
+        f"opened ({attempts} tries; a writer is compacting it). Retry, or run "
+        "`oms-rdf serve` on the store and read through it",
+        code=ErrorCode.CONFLICT,
+    )
+
+
+def _files(path: Path) -> frozenset[str]:
+    """The names of RocksDB's tables, logs and manifests in a store's folder."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return frozenset()  # the opening reports it
+    return frozenset(
+        n for n in names if n.endswith((".sst", ".log")) or n.startswith("MANIFEST-")
+    )
+
+
+# An open journal's mark (store/journal.py writes it as the first step of a
+# bulk write and removes it in the write's last).
+_JOURNAL_MARK = (OMS.journal, RDF.type, OMS.Journal, OMS.index)

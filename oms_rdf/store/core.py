@@ -11,7 +11,7 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
-from ..backends import Backend
+from ..backends import Backend, bulk_writing
 from ..codec import check_address
 from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, StoreError
 from ..grain import Grain, now_ms
@@ -474,7 +474,9 @@ class Core:
         end, so that the next command does not. ``stage`` is told of the writing
         and the compaction as they begin (see :mod:`oms_rdf.progress`).
         """
-        with self.lock:
+        # Marked from before the journal opens until after the compaction: a
+        # reader in another process refuses the store meanwhile (backends.py).
+        with self.lock, bulk_writing(self.backend):
             journal = Journal.begin(self.backend)
             journal.seal = self._seal_final
             journal.stage = stage
