@@ -662,18 +662,36 @@ class _Rewriter:
                 part: list[str] = []
                 self.emit(s, branch, o, graph, part)
                 branches.append("{ " + " ".join(part) + " }")
-            out.append("{ " + " UNION ".join(branches) + " }")
+            out.append(self.once(" UNION ".join(branches), s, o, graph))
         else:  # a negated property set: the forward and the inverse ones
+            sides = [
+                (a, b, names)
+                for inverse, (a, b) in ((False, (s, o)), (True, (o, s)))
+                if (names := [text for inv, text in path[1] if inv == inverse])
+            ]
             branches = []
-            for inverse, (a, b) in ((False, (s, o)), (True, (o, s))):
-                names = [text for inv, text in path[1] if inv == inverse]
-                if names:
-                    self.fresh += 1
-                    p = f"?_omsnp{self.fresh}"  # the predicate, not shown
-                    branches.append(self.matched(a, p, b, graph,
-                                                 f"FILTER ({p} NOT IN ({', '.join(names)}))"))  # fmt: skip
-            out.append(branches[0] if len(branches) == 1 else
-                       "{ " + " UNION ".join("{ " + b + " }" for b in branches) + " }")  # fmt: skip
+            for a, b, names in sides:
+                self.fresh += 1
+                # One solution per triple, as Oxigraph gives for a set one way;
+                # the predicate is kept apart by its name and not shown.
+                p = f"?_omsnp{self.fresh}" if len(sides) > 1 else f"?_omsnq{self.fresh}"
+                branches.append(self.matched(a, p, b, graph,
+                                             f"FILTER ({p} NOT IN ({', '.join(names)}))"))  # fmt: skip
+            if len(branches) == 1:
+                out.append(branches[0])
+            else:  # both ways: an alternative, once per pair of ends
+                union = " UNION ".join("{ " + b + " }" for b in branches)
+                out.append(self.once(union, s, o, graph))
+
+    def once(self, union: str, s: str, o: str, graph: str | None) -> str:
+        """An alternative's UNION, one solution per binding of its ends (and
+        graph), as Oxigraph answers a path alternative (pairs, not paths)."""
+        if self.inline:
+            return "{ " + union + " }"
+        shown = [t for t in dict.fromkeys((s, o, graph or "")) if t[:1] in ("?", "$")]
+        if not shown:
+            return f"FILTER EXISTS {{ {union} }}"
+        return f"{{ SELECT DISTINCT {' '.join(shown)} WHERE {{ {union} }} }}"
 
     def matched(
         self, s: str, p: str, o: str, graph: str | None, extra: str = ""
