@@ -6,8 +6,9 @@
   ``valid_at`` and ``as_of`` (ISO 8601 or epoch ms) for time travel. SELECT and ASK
   answer in SPARQL JSON, XML, CSV or TSV; CONSTRUCT and DESCRIBE in Turtle,
   N-Triples or JSON-LD, by content negotiation. A malformed query is a 400 with
-  the parser's message; a query over its time limit a 503 (the query is
-  cancelled). SPARQL Update over GET, or a request with both ``query`` and
+  the parser's message; a query over its time limit a 503, and cancelled (an
+  answer that streams stops between two rows; what pyoxigraph 0.5 evaluates in
+  one step, such as an aggregate, keeps its worker until it ends). SPARQL Update over GET, or a request with both ``query`` and
   ``update``, is a 400 (SPARQL 1.1 Protocol §2.1, §2.2).
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
@@ -33,7 +34,8 @@ Bearer tokens (:func:`load_tokens`) are scoped to namespaces and to reading or
 writing; a token sees only the knowledge of its namespaces, through every route
 (``GRAPH`` and ``DESCRIBE`` included, since the dataset itself is narrowed). Without
 tokens the server is read-only and open to whoever reaches it (it binds loopback
-by default). Starlette and uvicorn come with the ``[server]`` extra.
+by default, and :func:`serve` bound to loopback answers only to loopback ``Host``
+names, against DNS rebinding). Starlette and uvicorn come with the ``[server]`` extra.
 
 >>> from oms_rdf import GrainStore
 >>> app = create_app(GrainStore())
