@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from .errors import (
     DecodeError,
     EncodeError,
     ErrorCode,
+    NotFoundError,
     OmsError,
     SchemaError,
     SignatureError,
@@ -126,9 +129,12 @@ def _virtuoso(url: str) -> Any:
     return VirtuosoBackend(base, user=user, password=password)
 
 
-def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
-    """The store of --store; a read command opens it read-only when another holds it."""
-    path = ctx.find_root().obj
+def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
+           path: str | None = None) -> GrainStore:  # fmt: skip
+    """The store of --store (or ``path``); a read command opens it read-only when
+    another holds it. Only a command that writes grains in (``create``) may make a
+    new on-disk store: every other one refuses a path that holds none."""
+    path = path or ctx.find_root().obj
     if path is None:
         raise click.UsageError(
             "this command needs --store PATH or URL, or --query-url (or $OMS_RDF_STORE)"
@@ -147,6 +153,7 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
             _server_url("--store", path)
             backend = SparqlBackend.oxigraph(path)
         return _closing(ctx, GrainStore(backend=backend))
+    _check_store_path(path, create=create)
     try:
         return _closing(ctx, GrainStore(path))
     except StoreError as exc:
@@ -161,6 +168,40 @@ def _store(ctx: click.Context, *, read: bool = False) -> GrainStore:
 
 
 _ENDPOINTS = ("--query-url", "--update-url", "--store-url")
+
+
+def _check_store_path(path: str, *, create: bool) -> None:
+    """Refuse a --store path that holds no store, unless ``create`` and it is free.
+
+    A store is a RocksDB folder, which always holds a ``CURRENT`` file; a path
+    whose vacuum a crash interrupted (``PATH.vacuum-ready`` beside it) is one too,
+    since opening it finishes the swap. A command that writes may create a store
+    where nothing is, or in an empty folder, never among other files.
+
+    Raises:
+        NotFoundError: ERR_NOT_FOUND naming the path and what is there.
+    """
+    folder = Path(path)
+    if (folder / "CURRENT").is_file():
+        return
+    if folder.with_name(folder.name + ".vacuum-ready").exists():
+        return
+    if not folder.exists():
+        if create:
+            return
+        raise NotFoundError(
+            f"no store at {path}: the path does not exist (check --store; `put` or "
+            "`import` creates a store)"
+        )
+    if create and folder.is_dir() and not any(folder.iterdir()):
+        return
+    what = "a folder of other files" if folder.is_dir() else "a file"
+    if folder.is_dir() and not any(folder.iterdir()):
+        what = "an empty folder"
+    raise NotFoundError(
+        f"no store at {path}: it is {what}, not a store (a store's folder holds "
+        "RocksDB files, CURRENT among them)"
+    )
 
 
 def _closing(ctx: click.Context, store: GrainStore) -> GrainStore:
@@ -432,7 +473,7 @@ def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
     items = [item for source in sources for item in _grains_from(source)]
     if not items:
         raise DecodeError(f"no grain in {', '.join(sources)}: nothing was stored")
-    store = _store(ctx)
+    store = _store(ctx, create=True)
     for address in store.put_many(items):
         grain = store.get(address)
         said = " ".join(
@@ -717,8 +758,11 @@ def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
             "serve needs the server extra: pip install 'oms-rdf[server]'"
         ) from None
     tokens = load_tokens(token_file) if token_file else None
+    local = store_path or ctx.find_root().obj
+    if isinstance(local, str) and "://" not in local:
+        _check_store_path(local, create=False)  # a typo is no new, empty store
     _check_bindable(host, port)  # before the store opens, and before "serving on"
-    store = GrainStore(store_path) if store_path else _store(ctx)
+    store = _store(ctx, path=store_path)
     mode = "tokens required" if tokens else "read-only, open"
     line = f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)"
     with _announced_when_listening(host, port, line):
@@ -1006,9 +1050,11 @@ def import_cmd(ctx: click.Context, source: str, fmt: str | None, skip_invalid: b
 
         oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
     """
-    store = _store(ctx)
     src: Any = sys.stdin.buffer if source == "-" else source
-    size = 0 if source == "-" else Path(source).stat().st_size
+    size = 0 if source == "-" else Path(source).stat().st_size  # before a store is made
+    if source != "-" and Path(source).is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
+    store = _store(ctx, create=True)
     show = not quiet and size > 0 and sys.stderr.isatty()
     with (
         click.progressbar(length=size, label="reading", file=sys.stderr)

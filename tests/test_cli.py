@@ -356,6 +356,8 @@ def test_files_that_cannot_be_read_or_written_are_one_line_errors(
     nowhere = str(tmp_path / "nodir" / "x")
     _one_line_error(["--store", store, "import", missing], "No such file or directory")
     _one_line_error(["--store", store, "import", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
+    assert not (tmp_path / "db").exists()  # a refused import makes no store
+    run("--store", store, "put", str(grain))
     _one_line_error(["--store", store, "export", nowhere + ".ttl"], "No such file or directory")  # fmt: skip
     _one_line_error(["--store", store, "export", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
     _one_line_error(["keygen", "-o", nowhere + ".pem"], "No such file or directory")
@@ -506,3 +508,75 @@ def test_serve_says_serving_once_it_listens(tmp_path: Path) -> None:
             _, rest = server.communicate(timeout=20)
     assert server.returncode == 0, rest
     assert "Traceback" not in rest and "serving on" not in rest
+
+
+ADDRESS = "0" * 64
+NEEDS_A_STORE = [
+    ["beliefs"],
+    ["get", ADDRESS],
+    ["query", "ASK { ?s ?p ?o }"],
+    ["history", ADDRESS],
+    ["export", "-"],
+    ["search", "x"],
+    ["serve", "--port", "HELD"],  # a port in use: the store is checked first
+    ["retract", ADDRESS, "--reason", "x"],
+    ["contradict", ADDRESS],
+    ["evidence", ADDRESS, "--kind", "refuting"],
+    ["supersede", ADDRESS, "GRAIN"],
+    ["revise", ADDRESS, "GRAIN"],
+    ["erase", ADDRESS, "--reason", "x"],
+    ["erase-subject", "alice", "--reason", "x"],
+    ["subject-report", "alice"],
+    ["process-erasures"],
+    ["vacuum"],
+    ["audit", "verify"],
+]
+
+
+@pytest.mark.parametrize("command", NEEDS_A_STORE, ids=lambda c: c[0])
+def test_commands_refuse_a_store_path_that_does_not_exist(
+    tmp_path: Path, command: list[str]
+) -> None:
+    import socket
+
+    grain = tmp_path / "g.json"
+    grain.write_text(json.dumps(V1["input"]))
+    holder = socket.create_server(("127.0.0.1", 0))
+    held = str(holder.getsockname()[1])
+    args = [{"GRAIN": str(grain), "HELD": held}.get(a, a) for a in command]
+    typo = tmp_path / "tpyo"
+    said = _refused(["--store", str(typo), *args], "ERR_NOT_FOUND", str(typo))
+    assert "does not exist" in said
+    assert not typo.exists()  # nothing was created
+    if command[0] == "serve":
+        _refused([*args, "--store", str(typo)], "ERR_NOT_FOUND", str(typo))
+    stranger = tmp_path / "photos"
+    stranger.mkdir()
+    (stranger / "cat.jpg").write_bytes(b"\xff\xd8")
+    said = _refused(["--store", str(stranger), *args], "ERR_NOT_FOUND", str(stranger))
+    assert "not a store" in said
+    assert sorted(p.name for p in stranger.iterdir()) == ["cat.jpg"]
+    holder.close()
+
+
+def test_put_and_import_create_a_store_and_refuse_a_folder_that_is_not_one(
+    tmp_path: Path,
+) -> None:
+    grain = tmp_path / "g.json"
+    grain.write_text(json.dumps(V1["input"]))
+    assert run("--store", str(tmp_path / "a"), "put", str(grain)).exit_code == 0
+    assert run("--store", str(tmp_path / "a"), "beliefs").exit_code == 0
+    run("--store", str(tmp_path / "a"), "export", str(tmp_path / "all.trig"))
+    imported = run("--store", str(tmp_path / "b"), "import", str(tmp_path / "all.trig"))
+    assert imported.exit_code == 0 and (tmp_path / "b" / "CURRENT").is_file()
+    (tmp_path / "empty").mkdir()  # an empty folder may become a store
+    assert run("--store", str(tmp_path / "empty"), "put", str(grain)).exit_code == 0
+    stranger = tmp_path / "photos"
+    stranger.mkdir()
+    (stranger / "cat.jpg").write_bytes(b"\xff\xd8")
+    for args in (["put", str(grain)], ["import", str(tmp_path / "all.trig")]):
+        said = _refused(["--store", str(stranger), *args], "ERR_NOT_FOUND")
+        assert str(stranger) in said and "not a store" in said
+    assert sorted(p.name for p in stranger.iterdir()) == ["cat.jpg"]
+    afile = tmp_path / "g.json"
+    _refused(["--store", str(afile), "put", str(grain)], "ERR_NOT_FOUND", "not a store")
