@@ -131,3 +131,64 @@ def test_an_imported_chain_is_verified_before_it_is_kept() -> None:
         with pytest.raises(oms.IntegrityError, match="event 2 of chain"):
             target.import_(io.BytesIO(buffer.getvalue()), format="trig")
         assert {str(q) for q in target.backend.quads()} == before
+
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
+
+
+def _replace(store: oms.GrainStore, node: ox.NamedNode, prop: ox.NamedNode,
+             *values: ox.Literal) -> None:  # fmt: skip
+    for quad in list(store.backend.quads(node, prop, None, OMS.audit)):
+        store.backend.store.remove(quad)
+    store.backend.add([ox.Quad(node, prop, v, OMS.audit) for v in values])
+
+
+def _typed(text: str, datatype: str) -> ox.Literal:
+    return ox.Literal(text, datatype=ox.NamedNode(datatype))
+
+
+HOSTILE_EVENTS = {
+    # A sequence written as text beside the integers: sorting them raised TypeError.
+    "text sequence": (OMS.sequence, [ox.Literal("2")], "sequence"),
+    # Bytes (xsd:base64Binary) in an event: hashing it raised TypeError.
+    "bytes": (OMS.reason, [_typed("AAEC", XSD + "base64Binary")], "bytes"),
+    # Two maps for one property: sorting them raised TypeError.
+    "maps": (OMS.reason, [_typed('{"a":1}', RDF_JSON), _typed('{"b":2}', RDF_JSON)],
+             "dict"),
+    # A map nested past Python's JSON reader: RecursionError.
+    "deep map": (OMS.reason, [_typed("[" * 100_000 + "]" * 100_000, RDF_JSON)],
+                 "nested"),
+    "integer chain": (OMS.chain, [_typed("7", XSD + "integer")], "chain"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_EVENTS))
+def test_a_value_the_log_never_writes_is_an_integrity_failure(case: str) -> None:
+    prop, values, words = HOSTILE_EVENTS[case]
+    store = busy_store()
+    _replace(store, event(store, 2), prop, *values)
+    report = store.verify_audit()
+    assert not report.ok and words in str(report.problem)
+    buffer = io.BytesIO()
+    store.export(buffer, format="trig")
+    fresh = oms.GrainStore(clock=lambda: NOW)
+    before = {str(q) for q in fresh.backend.quads()}
+    with pytest.raises(oms.IntegrityError) as info:
+        fresh.import_(io.BytesIO(buffer.getvalue()), format="trig")
+    assert info.value.code == oms.ErrorCode.INTEGRITY and words in str(info.value)
+    assert {str(q) for q in fresh.backend.quads()} == before
+
+
+def test_a_head_at_event_zero_is_named() -> None:
+    store = busy_store()
+    [(chain, head)] = store.verify_audit().heads.items()
+    _, digest = head.split()
+    node = ox.NamedNode(chain)
+    for quad in list(store.backend.quads(node, OMS.auditHead, None, OMS.audit)):
+        store.backend.store.remove(quad)
+    store.backend.add(
+        [ox.Quad(node, OMS.auditHead, ox.Literal(f"0 {digest}"), OMS.audit)]
+    )
+    report = store.verify_audit()
+    assert not report.ok and "head" in str(report.problem)

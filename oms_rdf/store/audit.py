@@ -210,6 +210,12 @@ def verify(backend: Backend) -> AuditReport:
         )
         if len(chain_of) != 1 or len(numbers) != 1 or len(hashes) != 1:
             return AuditReport(len(events), {}, f"event {node.value} is not chained")
+        if not isinstance(chain_of[0], str):
+            return AuditReport(len(events), {}, f"event {node.value} names its chain "
+                               f"as {chain_of[0]!r}, not an IRI")  # fmt: skip
+        if type(numbers[0]) is not int:
+            return AuditReport(len(events), {}, f"event {node.value} has sequence "
+                               f"{numbers[0]!r}, not an xsd:integer")  # fmt: skip
         chains.setdefault(chain_of[0], []).append(
             (numbers[0], hashes[0], content, node)
         )
@@ -236,6 +242,9 @@ def verify(backend: Backend) -> AuditReport:
             previous = stored
         last = len(chained)
         for sequence, hash_ in heads.get(chain, []):
+            if sequence < 1:
+                return AuditReport(total, found, f"the head of chain {chain} names "
+                                   f"event {sequence}; events count from 1")  # fmt: skip
             if sequence > last:
                 return AuditReport(total, found, f"chain {chain} ends at event {last}, "
                                    f"but its head says {sequence}: events were removed")  # fmt: skip
@@ -267,6 +276,21 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
             except (TypeError, ValueError):
                 raise IntegrityError(f"an audit value is not valid for its type: {value}",
                                      code=ErrorCode.INTEGRITY) from None  # fmt: skip
+            except RecursionError:
+                raise IntegrityError(
+                    f"an audit value of <{quad.predicate.value}> is JSON nested too "
+                    "deeply to read; the log writes only text, integers and times",
+                    code=ErrorCode.INTEGRITY,
+                ) from None
+            if not isinstance(plain, _LOGGED):
+                # The log writes text, IRIs, integers and times; anything else
+                # (bytes, maps, lists) was put there by hand, and would not hash.
+                raise IntegrityError(
+                    f"an audit value of <{quad.predicate.value}> is a "
+                    f"{type(plain).__name__} ({_short(value)}); the log writes only "
+                    "text, integers and times",
+                    code=ErrorCode.INTEGRITY,
+                )
         else:
             plain = _text(value)
         content.setdefault(quad.predicate.value, []).append(plain)
@@ -274,6 +298,14 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
         values.sort(key=lambda v: (type(v).__name__, v))
     content.pop(_P_HASH_IRI, None)
     return content
+
+
+_LOGGED = (str, int, float)  # bool is an int: sorted and hashed alike
+
+
+def _short(term: Any) -> str:
+    text = str(term)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _quads(rows: Sequence[Row]) -> list[ox.Quad]:
