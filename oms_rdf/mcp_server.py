@@ -1,0 +1,651 @@
+"""``oms-rdf mcp``: the store as an agent's memory over the Model Context Protocol.
+
+An MCP server on the official SDK (the ``[mcp]`` extra) over stdio, or over the
+streamable HTTP transport on loopback. Its tools put, find, change and question
+beliefs through the store's public methods, so every write runs the same checks,
+protection policies and audit as a write through the library, the command line or
+``oms-rdf serve``:
+
+- ``believe``: put a belief (subject, relation, object, confidence, ...).
+- ``recall``: ranked search over the beliefs in force (optionally at a point).
+- ``beliefs_at``: the beliefs true at ``valid_at`` as known at ``as_of``.
+- ``revise`` / ``supersede``: replace a belief by a new version; ``revise`` also
+  asks the entrenchment tiers, ``supersede`` only the policies.
+- ``retract``: withdraw a belief without replacement, saying why.
+- ``evidence``: record supporting or refuting evidence (its SPRT state).
+- ``history``: the supersession chain through a belief, oldest first.
+- ``sparql``: a read-only SPARQL query (SELECT, ASK, CONSTRUCT, DESCRIBE).
+
+Resources: ``oms://belief/{address}`` is one belief as JSON (its fields, index
+state and ISO times), ``oms://beliefs/recent`` the beliefs most recently put that
+are in force now.
+
+Every argument is checked (types, ranges, lengths) before the store is touched; a
+refusal is a tool error whose text starts with the spec's code (``ERR_SCHEMA: ...``,
+``ERR_INVALIDATION_DENIED: ...``), never a crash, and leaves the store as it was.
+A session given ``namespaces`` reads and writes only those: a belief of another
+namespace is ``ERR_NOT_FOUND`` as if it did not exist, and a write into one is
+``ERR_INVALIDATION_DENIED``, as a bearer token's scope is over HTTP.
+
+>>> from oms_rdf import GrainStore
+>>> server = create_server(GrainStore(), namespaces=["work"])
+>>> server.name
+'oms-rdf'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from itertools import islice
+from typing import Annotated, Any, Literal, TypeVar
+
+import pyoxigraph as ox
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+)
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from .errors import (
+    ErrorCode,
+    NotFoundError,
+    OmsError,
+    PolicyError,
+    QueryError,
+    SchemaError,
+)
+from .facts import fact_json
+from .grain import Grain
+from .limits import MAX_QUERY_CHARS, Cancelled, Job, Lane, check_query
+from .results import write_solutions
+from .store import GrainStore, Solutions
+from .times import to_millis
+
+__all__ = ["MAX_ROWS", "MAX_TEXT", "RECENT", "create_server", "run"]
+
+MAX_TEXT = 4096  # characters of a subject, relation, reason or note
+MAX_OBJECT = 64 * 1024  # characters of a text object
+MAX_ROWS = 10_000  # rows (or triples) one sparql call may answer
+RECENT = 50  # beliefs in oms://beliefs/recent
+_T = TypeVar("_T")
+
+# The update forms of SPARQL 1.1 Update §3, after the prologue: a clear refusal
+# for them (the query parser refuses them anyway, with a less helpful message).
+_UPDATE = re.compile(
+    r"\A(?:\s|#[^\n]*\n|(?:PREFIX\s+[^\s:]*:\s*<[^>]*>)|(?:BASE\s+<[^>]*>))*"
+    r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
+    re.IGNORECASE,
+)
+# As ``oms-rdf serve`` refuses it: a federated query would fetch any IRI named.
+_FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+Address = Annotated[
+    str,
+    Field(
+        min_length=8,
+        max_length=64,
+        description="a belief's content address, or a unique prefix of 8+ hex",
+    ),
+]
+Namespace = Annotated[str, Field(min_length=1, max_length=256)]
+When = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="ISO 8601 (2024-06-01, 2024-06-01T12:00:00Z; no zone is UTC) "
+        "or epoch milliseconds (ms:1717243200000)",
+    ),
+]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Scalar = str | bool | int | float | None
+Object = Annotated[
+    Annotated[str, Field(min_length=1, max_length=MAX_OBJECT)]
+    | Annotated[
+        dict[Annotated[str, Field(max_length=256)], Scalar], Field(max_length=64)
+    ],
+    Field(description="the belief's object: text, or a map of named values"),
+]
+ContextMap = Annotated[
+    dict[Annotated[str, Field(max_length=256)], Scalar],
+    Field(max_length=64, description="free key/value context for the belief"),
+]
+SourceType = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="how the belief was learnt: agent_inferred (default), "
+        "user_explicit, sensor, system, llm_generated, imported, ...",
+    ),
+]
+Protection = Annotated[
+    Literal["open", "soft_locked", "locked", "hold"],
+    Field(
+        description="protect the belief: soft_locked (changed only with a "
+        "justification), locked (never changed), hold (never changed nor erased)"
+    ),
+]
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                         open_world_hint=False)  # fmt: skip
+
+
+class _MemoryServer(MCPServer[Any]):
+    """MCPServer whose tool errors carry the spec's code: the store's refusals as
+    they are raised, the refused arguments as ERR_SCHEMA, ERR_RANGE or ERR_EMPTY."""
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[Any, Any] | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(_argument_error(name, cause)) from None
+            if isinstance(cause, OmsError):  # the store's refusal, with its code
+                raise ToolError(str(cause)) from None
+            raise
+
+
+def _argument_error(tool: str, exc: ValidationError) -> str:
+    """One line naming each refused argument: ERR_RANGE for a number out of its
+    range, ERR_EMPTY for empty text, else ERR_SCHEMA."""
+    errors = exc.errors(include_url=False, include_input=False)
+    kinds = {str(e["type"]) for e in errors}
+    if kinds <= {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        code = ErrorCode.RANGE
+    elif kinds == {"string_too_short"} and all(
+        e.get("ctx", {}).get("min_length") == 1 for e in errors
+    ):
+        code = ErrorCode.EMPTY
+    else:
+        code = ErrorCode.SCHEMA
+    said = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+        for e in errors[:5]
+    )
+    first = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+    return f"{code}: {tool} refused its arguments: {said} (at $.{first})"
+
+
+def create_server(
+    store: GrainStore,
+    /,
+    *,
+    namespaces: Iterable[str] | None = None,
+    query_timeout: float = 30.0,
+) -> MCPServer[Any]:
+    """Return an MCP server whose tools and resources are ``store``'s beliefs.
+
+    Args:
+        store: the store the session remembers in; every write goes through its
+            public methods (policies, audit and atomic writes included).
+        namespaces: the namespaces the session may read and write (None: all).
+        query_timeout: seconds a ``sparql`` call may run before it is refused
+            (ERR_QUERY) and the query stopped.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for an empty namespace list or an empty name.
+    """
+    scope = None if namespaces is None else tuple(dict.fromkeys(namespaces))
+    if scope is not None and (not scope or not all(scope)):
+        raise SchemaError(
+            f"namespaces: expected one or more non-empty names, found {list(scope)}",
+            path="namespaces",
+        )
+    server = _MemoryServer(
+        "oms-rdf",
+        title="oms-rdf memory",
+        instructions=_INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
+    memory = _Memory(store, scope, query_timeout)
+    for fn, hints in (
+        (memory.believe, _WRITE),
+        (memory.recall, _READ),
+        (memory.beliefs_at, _READ),
+        (memory.revise, _WRITE),
+        (memory.supersede, _WRITE),
+        (memory.retract, _WRITE),
+        (memory.evidence, _WRITE),
+        (memory.history, _READ),
+        (memory.sparql, _READ),
+    ):
+        server.add_tool(fn, name=fn.__name__, annotations=hints,
+                        structured_output=True)  # fmt: skip
+    server.resource(
+        "oms://belief/{address}",
+        name="belief",
+        description="One belief as JSON: its fields, index state and ISO times.",
+        mime_type="application/json",
+    )(memory.belief_resource)
+    server.resource(
+        "oms://beliefs/recent",
+        name="recent beliefs",
+        description=f"The {RECENT} beliefs most recently put that are in force now.",
+        mime_type="application/json",
+    )(memory.recent_resource)
+    return server
+
+
+_INSTRUCTIONS = (
+    "Long-term memory as beliefs (subject, relation, object, confidence) in a "
+    "bi-temporal store. `believe` what you learn; `recall` before you answer; "
+    "`revise` a belief that changed (by its address) rather than believing a second "
+    "one; `retract` what turned out false; `evidence` to strengthen or weaken one. "
+    "Ask the past with `beliefs_at`: valid_at is when it was true in the world, "
+    "as_of when we believed it ('what did we believe last Tuesday' is as_of=that "
+    "day). Errors start with a spec code such as ERR_INVALIDATION_DENIED (a "
+    "protected belief) or ERR_SCHEMA (a bad argument)."
+)
+
+
+class _Memory:
+    """The tools and resources of one server over one store, in its namespaces."""
+
+    def __init__(
+        self, store: GrainStore, scope: tuple[str, ...] | None, query_timeout: float
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        self.query_timeout = query_timeout
+        self._queries: Lane | None = None
+
+    # --- the session's namespaces ------------------------------------------------
+
+    def visible(self, grain: Grain) -> bool:
+        return self.scope is None or grain.get("namespace", "shared") in self.scope
+
+    def fact(self, ref: str) -> Grain:
+        """The stored grain of ``ref``; one outside the session is not found."""
+        grain = self.store.get(self.store.resolve(ref))
+        if not self.visible(grain):
+            raise NotFoundError(f"no grain {ref} in this store")
+        return grain
+
+    def namespace(self, asked: str | None) -> str | None:
+        """The namespace a write goes to: the one asked, else the session's only one."""
+        if self.scope is None:
+            return asked
+        if asked is None:
+            if len(self.scope) == 1:
+                return self.scope[0]
+            raise PolicyError(
+                f"say which namespace to write: one of {list(self.scope)}",
+                code=ErrorCode.INVALIDATION_DENIED, path="$.namespace",
+            )  # fmt: skip
+        self.readable(asked)
+        return asked
+
+    def readable(self, asked: str) -> None:
+        if self.scope is not None and asked not in self.scope:
+            raise PolicyError(
+                f"this session may not use namespace {asked!r}; its namespaces are "
+                f"{list(self.scope)}",
+                code=ErrorCode.INVALIDATION_DENIED, path="$.namespace",
+            )  # fmt: skip
+
+    def writable(self, fields: dict[str, Any]) -> dict[str, Any]:
+        grain: Grain = self.store.accept(fields)[0]  # refused here as put would
+        self.readable(grain.get("namespace", "shared"))
+        return fields
+
+    def facts(self, grains: Iterable[Grain], limit: int | None = None) -> list[Any]:
+        seen = (g for g in grains if self.visible(g))
+        return [fact_json(self.store, g) for g in islice(seen, limit)]
+
+    # --- tools -------------------------------------------------------------------
+
+    def believe(
+        self,
+        subject: Text,
+        relation: Text,
+        object: Object,
+        confidence: Confidence,
+        namespace: Namespace | None = None,
+        valid_from: When | None = None,
+        valid_to: When | None = None,
+        source_type: SourceType = "agent_inferred",
+        context: ContextMap | None = None,
+        invalidation_mode: Protection | None = None,
+        justification: Text | None = None,
+    ) -> dict[str, Any]:
+        """Remember a belief: subject, relation, object, with a confidence in [0, 1].
+
+        valid_from/valid_to bound when it is true in the world (default: from now
+        on). A belief that conflicts with a current one on a functional relation
+        may need a justification. Returns the belief as stored, with its address.
+        """
+        fields = self.writable(_fields(
+            subject=subject, relation=relation, object=object,
+            confidence=confidence, created_at=self.store.clock(),
+            namespace=self.namespace(namespace), source_type=source_type,
+            valid_from=_when(valid_from, "valid_from"),
+            valid_to=_when(valid_to, "valid_to"), context=context,
+            invalidation_policy=None if invalidation_mode is None
+            else {"mode": invalidation_mode},
+        ))  # fmt: skip
+        address = self.store.put(fields, justification=justification)
+        return fact_json(self.store, self.store.get(address))
+
+    def recall(
+        self,
+        query: Text,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        namespace: Namespace | None = None,
+        valid_at: When | None = None,
+        as_of: When | None = None,
+    ) -> dict[str, Any]:
+        """Find the beliefs in force whose subject, relation or object match the words.
+
+        Ranked best first (BM25; case and accents folded). With valid_at/as_of,
+        among the beliefs of that point instead of now.
+        """
+        if namespace is not None:
+            self.readable(namespace)
+        hits = self.store.search(
+            query, namespace=self.scope if namespace is None else namespace,
+            limit=limit, valid_at=_when(valid_at, "valid_at"),
+            as_of=_when(as_of, "as_of"),
+        )  # fmt: skip
+        return {"beliefs": self.facts(hits)}
+
+    def beliefs_at(
+        self,
+        subject: Text | None = None,
+        relation: Text | None = None,
+        namespace: Namespace | None = None,
+        valid_at: When | None = None,
+        as_of: When | None = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        """List the beliefs true at valid_at as known at as_of (both default to now).
+
+        "What did we believe last Tuesday" is as_of=that day; "what was true then,
+        as we knew it then" is valid_at and as_of both that day. Highest effective
+        confidence first.
+        """
+        if namespace is not None:
+            self.readable(namespace)
+        grains = self.store.beliefs(
+            subject, relation, namespace=namespace,
+            valid_at=_when(valid_at, "valid_at"), as_of=_when(as_of, "as_of"),
+        )  # fmt: skip
+        return {"beliefs": self.facts(grains, limit)}
+
+    def revise(
+        self,
+        address: Address,
+        object: Object,
+        confidence: Confidence | None = None,
+        subject: Text | None = None,
+        relation: Text | None = None,
+        valid_from: When | None = None,
+        valid_to: When | None = None,
+        source_type: SourceType = "agent_inferred",
+        context: ContextMap | None = None,
+        justification: Text | None = None,
+    ) -> dict[str, Any]:
+        """Replace a belief by a new version, if it is entrenched at least as deeply.
+
+        The new version keeps the old subject, relation, namespace and confidence
+        unless given. A user_explicit belief is not revised by an agent_inferred
+        one (use supersede to override the tiers); a protected belief is refused
+        by its policy (soft_locked needs a justification; locked never changes).
+        """
+        old, fields = self.successor(address, object, confidence, subject, relation,
+                                     valid_from, valid_to, source_type, context)  # fmt: skip
+        new = self.store.revise(old, fields, justification=justification)
+        return fact_json(self.store, self.store.get(new))
+
+    def supersede(
+        self,
+        address: Address,
+        object: Object,
+        confidence: Confidence | None = None,
+        subject: Text | None = None,
+        relation: Text | None = None,
+        valid_from: When | None = None,
+        valid_to: When | None = None,
+        source_type: SourceType = "agent_inferred",
+        context: ContextMap | None = None,
+        justification: Text | None = None,
+    ) -> dict[str, Any]:
+        """Replace a belief by a new version, whatever the entrenchment tiers.
+
+        As revise, but only the protection policies are asked: soft_locked needs a
+        justification, locked and hold are refused (ERR_INVALIDATION_DENIED).
+        """
+        old, fields = self.successor(address, object, confidence, subject, relation,
+                                     valid_from, valid_to, source_type, context)  # fmt: skip
+        new = self.store.supersede(old, fields, justification=justification)
+        return fact_json(self.store, self.store.get(new))
+
+    def successor(
+        self,
+        address: str,
+        object: Any,
+        confidence: float | None,
+        subject: str | None,
+        relation: str | None,
+        valid_from: str | None,
+        valid_to: str | None,
+        source_type: str,
+        context: dict[str, Any] | None,
+    ) -> tuple[Grain, dict[str, Any]]:
+        old = self.fact(address)
+        if old.type != "belief":
+            raise SchemaError(
+                f"{address} is a {old.type}, not a belief", path="$.address"
+            )
+        fields = self.writable(_fields(
+            subject=subject or old.get("subject"),
+            relation=relation or old.get("relation"), object=object,
+            confidence=old.get("confidence") if confidence is None else confidence,
+            created_at=self.store.clock(), namespace=old.get("namespace"),
+            source_type=source_type, valid_from=_when(valid_from, "valid_from"),
+            valid_to=_when(valid_to, "valid_to"), context=context,
+            derived_from=[old.address],
+        ))  # fmt: skip
+        return old, fields
+
+    def retract(self, address: Address, reason: Text) -> dict[str, Any]:
+        """Withdraw a belief without replacement, saying why (the reason is audited).
+
+        A soft_locked belief is retracted only with a reason; a locked one never.
+        """
+        grain = self.fact(address)
+        self.store.retract(grain, reason=reason)
+        return fact_json(self.store, grain)
+
+    def evidence(
+        self,
+        address: Address,
+        kind: Literal["supporting", "refuting"] = "supporting",
+        strength: Annotated[float, Field(ge=0.5, le=1.0, allow_inf_nan=False)] = 0.8,
+        note: Text | None = None,
+    ) -> dict[str, Any]:
+        """Record evidence for or against a belief; its effective confidence moves.
+
+        A sequential test (SPRT) promotes or demotes the belief once enough evidence
+        accumulates; the stated confidence never changes.
+        """
+        result = self.store.evidence(self.fact(address), kind, strength, note)
+        return {
+            "id": result.address, "status": result.status,
+            "log_ratio": result.log_ratio,
+            "effective_confidence": result.effective_confidence,
+            "changed": result.changed,
+        }  # fmt: skip
+
+    def history(self, address: Address) -> dict[str, Any]:
+        """Show the supersession chain through a belief, oldest first."""
+        return {"beliefs": self.facts(self.store.history(self.fact(address)))}
+
+    def sparql(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        valid_at: When | None = None,
+        as_of: When | None = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 1000,
+    ) -> dict[str, Any]:
+        """Run a read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE).
+
+        Over the plain triples of the beliefs in force (subject, relation and
+        object as IRIs or literals), or at a valid_at/as_of point. SPARQL Update
+        and SERVICE are refused (ERR_QUERY). At most limit rows or triples come
+        back; truncated says whether there were more.
+        """
+        check_query(query)
+        form = _UPDATE.match(query)
+        if form:
+            raise QueryError(
+                f"sparql is read-only: {form.group(1).upper()} is SPARQL Update; "
+                "change beliefs with believe, revise, supersede or retract"
+            )
+        if _FEDERATED.search(query):
+            raise QueryError(
+                "SERVICE is refused: this server sends no requests elsewhere"
+            )
+        valid, known = _when(valid_at, "valid_at"), _when(as_of, "as_of")
+
+        def answer(job: Job) -> dict[str, Any]:
+            result = self.store.query(query, valid_at=valid, as_of=known,
+                                      namespace=self.scope)  # fmt: skip
+            return _answer(result, limit, job)
+
+        return self.within_time(answer)
+
+    def within_time(self, work: Callable[[Job], _T]) -> _T:
+        """Run a query on the query lane, refused (and stopped) at the time limit."""
+        if self._queries is None:
+            self._queries = Lane("mcp-queries", workers=2, backlog=16)
+        job, future = self._queries.submit(work)
+        try:
+            return future.result(timeout=self.query_timeout)
+        except (FutureTimeout, Cancelled):
+            job.cancel()
+            raise QueryError(
+                f"the query ran past the time limit of {self.query_timeout:g} s and "
+                "was stopped; narrow it or add a LIMIT"
+            ) from None
+
+    # --- resources ---------------------------------------------------------------
+
+    def belief_resource(self, address: str) -> str:
+        """One belief as JSON."""
+        try:
+            if not 8 <= len(address) <= 64:
+                raise SchemaError(
+                    f"expected an address or a prefix of 8+ hex, found {len(address)} "
+                    "characters", code=ErrorCode.HASH_FORMAT,
+                )  # fmt: skip
+            return json.dumps(fact_json(self.store, self.fact(address)))
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        except OmsError as exc:
+            raise ResourceError(str(exc)) from None
+
+    def recent_resource(self) -> str:
+        """The beliefs most recently put that are in force now, newest first."""
+        try:
+            grains = [g for g in self.store.beliefs() if self.visible(g)]
+        except OmsError as exc:
+            raise ResourceError(str(exc)) from None
+        grains.sort(
+            key=lambda g: g.get("system_valid_from", g.created_at), reverse=True
+        )
+        return json.dumps({"beliefs": self.facts(grains, RECENT)})
+
+
+def _fields(**fields: Any) -> dict[str, Any]:
+    """A belief's fields, the unset ones left out (defaults are never written)."""
+    return {"type": "belief", **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _when(text: str | None, name: str) -> int | None:
+    return None if text is None else to_millis(text, name)
+
+
+def _answer(result: Any, limit: int, job: Job) -> dict[str, Any]:
+    """A query's answer as JSON, at most ``limit`` rows; released on this thread."""
+    if isinstance(result, bool):
+        return {"form": "ask", "boolean": result}
+    rows = iter(result)
+    try:
+        taken = []
+        for n, row in enumerate(rows):
+            if n == limit:
+                break
+            if n % 64 == 0:
+                job.check()
+            taken.append(row)
+        truncated = len(taken) == limit and next(rows, None) is not None
+        if isinstance(result, Solutions):
+            names = [v.value for v in result.variables]
+            body = json.loads(
+                write_solutions(names, taken, "application/sparql-results+json")
+            )
+            return {"form": "solutions", **body, "truncated": truncated}
+        text = ox.serialize(taken, format=ox.RdfFormat.N_TRIPLES)
+        return {
+            "form": "graph",
+            "ntriples": (text or b"").decode(),
+            "truncated": truncated,
+        }
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        del rows, result
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("oms-rdf")
+    except PackageNotFoundError:  # pragma: no cover - a source tree not installed
+        return "0"
+
+
+def run(
+    store: GrainStore,
+    /,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 7879,
+    namespaces: Sequence[str] | None = None,
+    query_timeout: float = 30.0,
+) -> None:
+    """Serve ``store`` to one MCP client over stdio, or over streamable HTTP at
+    ``http://host:port/mcp``, until the client goes (or Ctrl-C); then close it.
+
+    Over stdio, stdout carries the protocol only: nothing else is printed there.
+    """
+    server = create_server(store, namespaces=namespaces, query_timeout=query_timeout)
+    try:
+        if http:
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run("stdio")
+    except KeyboardInterrupt:  # pragma: no cover - a person's Ctrl-C
+        print("stopped", file=sys.stderr)
+    finally:
+        store.close()

@@ -1,0 +1,295 @@
+"""oms-rdf mcp: an agent's session through the MCP SDK's own client.
+
+Over the real transports: ``python -m oms_rdf mcp`` spawned by the SDK's stdio
+client, and the streamable HTTP transport on a free loopback port; the namespace
+and argument checks through the SDK's in-process transport on a real store.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from oms_rdf import GrainStore
+from oms_rdf.mcp_server import create_server
+from oms_rdf.store import Solutions
+from tests.servers import free_port
+
+TOOLS = {"believe", "recall", "beliefs_at", "revise", "supersede", "retract",
+         "evidence", "history", "sparql"}  # fmt: skip
+Session = Callable[[Client], Awaitable[None]]
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool's structured answer; the test fails on a tool error."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    answer = result.structured_content
+    assert isinstance(answer, dict)
+    return answer
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    """The text of a tool error (the test fails if the call succeeds)."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    return text
+
+
+def objects(answer: dict[str, Any]) -> list[Any]:
+    return [b["fields"]["object"] for b in answer["beliefs"]]
+
+
+async def believe_then_revise(client: Client) -> tuple[str, str, str]:
+    """Believe, revise, and ask the past: as of the first belief's time it holds."""
+    old = await call(client, "believe", subject="alice", relation="works_at",
+                     object="Acme", confidence=0.9)  # fmt: skip
+    await anyio.sleep(0.02)  # the revision is a later millisecond
+    new = await call(client, "revise", address=old["id"][:12], object="Initech",
+                     justification="she told us she moved")  # fmt: skip
+    assert new["fields"]["derived_from"] == [old["id"]]
+    assert new["fields"]["subject"] == "alice"  # kept from the old version
+    now = await call(client, "beliefs_at", subject="alice")
+    assert objects(now) == ["Initech"]
+    then = await call(client, "beliefs_at", subject="alice", as_of=old["system_from"])
+    assert objects(then) == ["Acme"]
+    return old["id"], new["id"], old["system_from"]
+
+
+async def agent_session(client: Client) -> None:
+    """The scripted session: memory, revision, the past, a locked belief refused."""
+    listed = await client.list_tools()
+    assert {t.name for t in listed.tools} == TOOLS
+    old, new, then = await believe_then_revise(client)
+    chain = await call(client, "history", address=new)
+    assert [b["id"] for b in chain["beliefs"]] == [old, new]
+    hits = await call(client, "recall", query="where does alice work")
+    assert objects(hits) == ["Initech"]  # the superseded wording never comes back
+    past = await call(client, "recall", query="alice", as_of=then)
+    assert objects(past) == ["Acme"]
+
+    locked = await call(client, "believe", subject="alice", relation="born_in",
+                        object="Paris", confidence=1.0, invalidation_mode="locked")  # fmt: skip
+    for tool, extra in (("revise", {"object": "Lyon"}),
+                        ("supersede", {"object": "Lyon", "justification": "typo"}),
+                        ("retract", {"reason": "wrong"})):  # fmt: skip
+        text = await refused(client, tool, address=locked["id"], **extra)
+        assert text.startswith("ERR_INVALIDATION_DENIED"), text
+    born = await call(client, "beliefs_at", subject="alice", relation="born_in")
+    assert objects(born) == ["Paris"]
+
+    evidence = await call(client, "evidence", address=new, kind="supporting")
+    assert evidence["id"] == new and evidence["log_ratio"] > 0
+    ask = await call(client, "sparql", query="ASK { ?s ?p 'Initech' }")
+    assert ask == {"form": "ask", "boolean": True}
+    update = await refused(client, "sparql", query="INSERT DATA { <a:s> <a:p> 'o' }")
+    assert update.startswith("ERR_QUERY") and "read-only" in update
+    text = await refused(client, "believe", subject="x", relation="y", object="z",
+                         confidence=1.5)  # fmt: skip
+    assert text.startswith("ERR_RANGE") and "$.confidence" in text
+
+    read = await client.read_resource(f"oms://belief/{new}")
+    assert json.loads(read.contents[0].text)["id"] == new  # type: ignore[union-attr]
+    recent = await client.read_resource("oms://beliefs/recent")
+    listed_recent = json.loads(recent.contents[0].text)  # type: ignore[union-attr]
+    assert [b["id"] for b in listed_recent["beliefs"]][:2] == [locked["id"], new]
+
+
+AUDITED = """PREFIX oms: <https://w3id.org/oms-rdf/ns#>
+SELECT ?operation ?reason WHERE { GRAPH oms:audit {
+  ?e oms:operation ?operation . OPTIONAL { ?e oms:reason ?reason } } }"""
+
+
+def check_store(path: Path) -> None:
+    """What the session wrote is in the store on disk, through the store's writes:
+    the revision is audited with its justification, and the audit chain holds."""
+    with GrainStore(path) as store:
+        [now] = store.beliefs("alice", "works_at")
+        assert now["object"] == "Initech"
+        assert [g["object"] for g in store.history(now)] == ["Acme", "Initech"]
+        assert store.verify_audit().ok
+        rows = store.query(AUDITED, grains=True)
+        assert isinstance(rows, Solutions)
+        events = {(r["operation"].value, r["reason"].value if r["reason"] else None)
+                  for r in rows}  # fmt: skip
+        assert ("supersede", "she told us she moved") in events, events
+
+
+def test_stdio_session(tmp_path: Path) -> None:
+    store = tmp_path / "memory"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "oms_rdf", "mcp", "--store", str(store)]
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await agent_session(client)
+
+    anyio.run(main)
+    check_store(store)
+
+
+def test_http_session(tmp_path: Path) -> None:
+    store, port = tmp_path / "memory", free_port()
+    command = [sys.executable, "-m", "oms_rdf", "mcp", "--store", str(store),
+               "--http", "--port", str(port)]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None
+            line = process.stderr.readline()  # once the port takes connections
+            assert f"http://127.0.0.1:{port}/mcp" in line, line
+
+            async def main() -> None:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    await believe_then_revise(client)
+
+            anyio.run(main)
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=15)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+    assert process.returncode == 0
+    check_store(store)
+
+
+# --- in process: the session's namespaces and its argument checks -------------
+
+
+def session(store: GrainStore, script: Session, **options: Any) -> None:
+    async def main() -> None:
+        async with Client(create_server(store, **options)) as client:
+            await script(client)
+
+    anyio.run(main)
+
+
+def test_namespaces_bound_reads_and_writes() -> None:
+    store = GrainStore()
+    work = store.put({"type": "belief", "subject": "bob", "relation": "uses",
+                      "object": "vim", "confidence": 0.8, "namespace": "work",
+                      "created_at": 1})  # fmt: skip
+    home = store.put({"type": "belief", "subject": "bob", "relation": "likes",
+                      "object": "tea", "confidence": 0.8, "namespace": "home",
+                      "created_at": 1})  # fmt: skip
+    before = len(store)
+
+    async def script(client: Client) -> None:
+        mine = await call(client, "believe", subject="bob", relation="knows",
+                          object="carol", confidence=0.7)  # fmt: skip
+        assert mine["namespace"] == "work"  # the session's only namespace
+        text = await refused(client, "believe", subject="bob", relation="knows",
+                             object="dave", confidence=0.7, namespace="home")  # fmt: skip
+        assert text.startswith("ERR_INVALIDATION_DENIED") and "home" in text
+        for tool, extra in (("revise", {"object": "coffee"}), ("retract", {"reason": "x"}),
+                            ("history", {}), ("evidence", {})):  # fmt: skip
+            text = await refused(client, tool, address=home, **extra)
+            assert text.startswith("ERR_NOT_FOUND"), (tool, text)
+        listed = await call(client, "beliefs_at", subject="bob")
+        assert sorted(objects(listed)) == ["carol", "vim"]
+        hits = await call(client, "recall", query="bob tea vim")
+        assert objects(hits) == ["vim"]
+        rows = await call(client, "sparql", query="SELECT ?o WHERE { ?s ?p ?o }")
+        found = sorted(b["o"]["value"] for b in rows["results"]["bindings"])
+        assert found == ["carol", "vim"]  # home's tea is not in the dataset
+        with pytest.raises(MCPError, match="ERR_NOT_FOUND"):
+            await client.read_resource(f"oms://belief/{home}")
+        recent = await client.read_resource("oms://beliefs/recent")
+        ids = {b["id"] for b in json.loads(recent.contents[0].text)["beliefs"]}  # type: ignore[union-attr]
+        assert home not in ids and work in ids
+
+    session(store, script, namespaces=["work"])
+    assert len(store) == before + 1  # the refused writes wrote nothing
+    assert store.status(home).status == "active"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "where"),
+    [
+        ("believe", {"subject": "", "relation": "r", "object": "o", "confidence": 1},
+         "ERR_EMPTY", "$.subject"),
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": -0.1},
+         "ERR_RANGE", "$.confidence"),
+        ("believe", {"subject": "s", "relation": "r", "object": "o"},
+         "ERR_SCHEMA", "$.confidence"),
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": 1,
+                     "valid_from": "last tuesday"}, "ERR_SCHEMA", "valid_from"),
+        ("believe", {"subject": "s" * 5000, "relation": "r", "object": "o",
+                     "confidence": 1}, "ERR_SCHEMA", "$.subject"),
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": 1,
+                     "invalidation_mode": "sealed"}, "ERR_SCHEMA", "$.invalidation_mode"),
+        ("recall", {"query": "x", "limit": 0}, "ERR_RANGE", "$.limit"),
+        ("history", {"address": "ABCDEF0123"}, "ERR_HASH_FORMAT", "ABCDEF0123"),
+        ("retract", {"address": "0" * 64, "reason": "x"}, "ERR_NOT_FOUND", "0" * 64),
+        ("evidence", {"address": "0" * 12, "strength": 2}, "ERR_RANGE", "$.strength"),
+        ("sparql", {"query": "SELECT * WHERE { SERVICE <http://127.0.0.1:9/> { ?s ?p ?o } }"},
+         "ERR_QUERY", "SERVICE"),
+        ("sparql", {"query": "SELECT WHERE"}, "ERR_QUERY", "SPARQL"),
+        ("sparql", {"query": "ASK " + "{" * 100 + "}" * 100}, "ERR_QUERY", "MAX_DEPTH"),
+    ],
+)  # fmt: skip
+def test_arguments_refused_with_the_spec_code(
+    tool: str, arguments: dict[str, Any], code: str, where: str
+) -> None:
+    store = GrainStore()
+
+    async def script(client: Client) -> None:
+        text = await refused(client, tool, **arguments)
+        assert text.startswith(f"{code}:"), text
+        assert where in text, text
+
+    session(store, script)
+    assert store.is_empty()
+
+
+def test_sparql_answers_are_capped() -> None:
+    store = GrainStore()
+    for n in range(5):
+        store.put({"type": "belief", "subject": f"s{n}", "relation": "r",
+                   "object": "o", "confidence": 0.5, "created_at": 1})  # fmt: skip
+
+    async def script(client: Client) -> None:
+        rows = await call(
+            client, "sparql", query="SELECT ?s WHERE { ?s ?p ?o }", limit=3
+        )
+        assert len(rows["results"]["bindings"]) == 3 and rows["truncated"] is True
+        graph = await call(client, "sparql", query="CONSTRUCT WHERE { ?s ?p ?o }")
+        assert graph["form"] == "graph" and graph["truncated"] is False
+        assert graph["ntriples"].count(" .\n") == 5
+
+    session(store, script)
+
+
+def test_a_query_past_the_time_limit_is_refused() -> None:
+    store = GrainStore()
+    for n in range(40):
+        store.put({"type": "belief", "subject": f"s{n}", "relation": "r",
+                   "object": f"o{n}", "confidence": 0.5, "created_at": 1})  # fmt: skip
+    # A row every few milliseconds, 17 s for the 10,000 of the limit: the answer
+    # is stopped between rows, at the time limit.
+    slow = ("SELECT * WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f . ?g ?s ?h . ?i ?t ?j "
+            "FILTER(CONCAT(STR(?j), STR(?h)) = 'o1o1') }")  # fmt: skip
+
+    async def script(client: Client) -> None:
+        started = time.monotonic()
+        text = await refused(client, "sparql", query=slow, limit=10_000)
+        assert text.startswith("ERR_QUERY") and "time limit" in text
+        assert time.monotonic() - started < 5
+        quick = await call(client, "sparql", query="ASK { ?s ?p 'o1' }")
+        assert quick["boolean"] is True  # the lane is free again
+
+    session(store, script, query_timeout=0.2)
