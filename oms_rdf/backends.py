@@ -403,7 +403,7 @@ def _set_mark(path: Path, *, writing: bool) -> None:
     try:
         old = _read_mark(path)
     except StoreError:
-        old = _Mark()
+        old = _Mark(writing=True)  # unreadable: replaced, set or cleared
     if not writing and not old.writing:
         return  # nothing to clear: no write to the disk
     generation = old.generation + 1 if writing else old.generation

@@ -188,6 +188,21 @@ def test_an_import_killed_midway_is_refused_to_readers_until_undone(
             reader.close()
 
 
+def test_an_unreadable_mark_is_refused_and_reset_by_a_writable_open(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    oms.GrainStore(store).close()
+    (store / BULK_MARK).write_bytes(b"\x00 not json")
+    with pytest.raises(oms.StoreError) as refusal:
+        oms.GrainStore(store, read_only=True)
+    assert refusal.value.code == oms.ErrorCode.STORE
+    assert BULK_MARK in str(refusal.value) and "for writing" in str(refusal.value)
+    oms.GrainStore(store).close()  # as the refusal says
+    assert json.loads((store / BULK_MARK).read_text())["writing"] is False
+    oms.GrainStore(store, read_only=True).close()
+
+
 def test_a_reader_opened_before_the_import_keeps_its_view(tmp_path: Path) -> None:
     source = _turtle(tmp_path / "source.ttl", 500)
     store = tmp_path / "store"

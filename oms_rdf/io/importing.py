@@ -34,6 +34,10 @@ def import_(
     restores those grains with their index state; any other RDF source is adopted:
     every triple becomes a belief (see :mod:`oms_rdf.io.adopt`).
 
+    Other processes reading an on-disk store see it before the import or after
+    it, never in between: while it runs (until its compaction ends), a
+    read-only opening is refused with ERR_CONFLICT (see :mod:`oms_rdf.backends`).
+
     Args:
         format: one of :data:`FORMATS`; from the file suffix when omitted.
         skip_invalid: skip bad records and report them instead of stopping.
