@@ -343,10 +343,10 @@ async def _update(
     scope = token.namespaces
     if scope is not None and asked is None and len(scope) == 1:
         asked = scope[0]
-    if scope is not None and asked is None:
-        return error_response(400, ErrorCode.SCHEMA,
-            f"say which of this token's namespaces to write: ?namespace= one of {list(scope)}",
-            path="namespace")  # fmt: skip
+    if scope is not None and asked is None:  # the shared namespace: not this token's
+        return error_response(403, ErrorCode.INVALIDATION_DENIED,
+            f"without ?namespace= an update writes the shared namespace, outside this "
+            f"token; name one of {list(scope)}", path="namespace")  # fmt: skip
     if scope is not None and asked not in scope:
         return error_response(403, ErrorCode.INVALIDATION_DENIED,
             f"this token may not write namespace {asked!r}; its namespaces are {list(scope)}",

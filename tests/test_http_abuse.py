@@ -28,6 +28,7 @@ from oms_rdf import GrainStore
 
 T0 = 1_700_000_000_000
 EX = "http://example.org/"
+AB_WRITER = "ab-writer-0000000001"
 A_WRITER, B_WRITER, A_READER, ADMIN, A_ERASER = (
     "a-writer-00000000001",
     "b-writer-00000000001",
@@ -108,6 +109,7 @@ def start(path: Path, *extra: str) -> Served:
         A_READER: {"namespaces": ["a"]},
         ADMIN: {"namespaces": "*", "write": True},
         A_ERASER: {"namespaces": ["a"], "write": True, "erase": True},
+        AB_WRITER: {"namespaces": ["a", "b"], "write": True},
     }))  # fmt: skip
     port = free_port()
     command = [sys.executable, "-m", "oms_rdf", "serve", "--store", str(path),
@@ -195,6 +197,9 @@ def test_no_write_route_writes_another_namespace(served: Served) -> None:
                 data={"update": f"INSERT DATA {{ <{EX}x> <{EX}y> <{EX}z> }}"},
             ),
         ]
+        # A token of two namespaces names one; none named is the shared namespace.
+        refusals.append(client.post("/sparql", headers=bearer(AB_WRITER), data={
+            "update": f"INSERT DATA {{ <{EX}x> <{EX}y> <{EX}z> }}"}))  # fmt: skip
         for refused in refusals:
             assert error_of(refused, 403)["code"] == "ERR_INVALIDATION_DENIED"
         assert facts_of(served, "b") == before
