@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import queue
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 from xml.sax.saxutils import escape
@@ -329,7 +330,11 @@ def fact_routes(
             if isinstance(token, Response):
                 return token
             raw = await request.body()
-            response: Response = await run(lambda: answer(request, raw))
+            try:
+                response: Response = await run(lambda: answer(request, raw))
+            except queue.Full:  # nothing was started
+                return _error(503, ErrorCode.STORE, "the server is busy: too many "
+                              "requests are waiting; try again")  # fmt: skip
             return response
 
         return respond

@@ -187,7 +187,7 @@ def create_app(
     call); :func:`serve` closes them on a stop.
     """
     queries = Lane("oms-query", workers=query_workers)
-    calls = Lane("oms-store", workers=store_workers)
+    calls = Lane("oms-store", workers=store_workers, backlog=256)
 
     def authorize(request: Request) -> Token | Response:
         if tokens is None:
@@ -284,7 +284,7 @@ def create_app(
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         code = {404: ErrorCode.NOT_FOUND, 413: ErrorCode.RANGE}.get(
-            status, ErrorCode.QUERY
+            status, ErrorCode.SCHEMA
         )
         message = exc.detail if isinstance(exc, HTTPException) else "internal error"
         headers = getattr(exc, "headers", None)
@@ -296,7 +296,7 @@ def create_app(
             Route("/sparql", sparql, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=["GET", "HEAD"]),
             Route("/", page, methods=["GET"]),
-            *fact_routes(store, authorize, run=calls_runner(calls)),
+            *fact_routes(store, authorize, run=_calls_runner(calls)),
         ],
         middleware=[
             *(
@@ -320,7 +320,7 @@ def create_app(
     return app
 
 
-def calls_runner(lane: Lane) -> Callable[[Callable[[], _T]], Any]:
+def _calls_runner(lane: Lane) -> Callable[[Callable[[], _T]], Any]:
     """Return how the facts API runs its store calls: on ``lane``, off the event
     loop, without a time limit (a write finishes, committed or refused)."""
 

@@ -577,3 +577,43 @@ def test_many_timed_out_queries_keep_the_server_bounded(served: Served) -> None:
 def test_the_server_process_is_still_alive(served: Served) -> None:
     alive(served)
     assert os.path.isdir(served.path)
+
+
+def test_a_lane_keeps_its_threads_and_refuses_past_its_backlog() -> None:
+    import queue
+
+    from oms_rdf.limits import Cancelled, Job, Lane
+
+    lane = Lane("test", workers=1, backlog=1)
+    release = threading.Event()
+    started = threading.Event()
+
+    def blocking(job: Job) -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    def polling(job: Job) -> None:
+        while True:
+            job.check()
+            time.sleep(0.001)
+
+    threads = threading.active_count()
+    first_job, first = lane.submit(blocking)
+    assert started.wait(5)
+    queued_job, queued = lane.submit(blocking)
+    with pytest.raises(queue.Full):
+        lane.submit(blocking)
+    queued.cancel()  # never started: the worker skips it
+    release.set()
+    assert first.result(5) == "done" and queued.cancelled()
+    job, polled = lane.submit(polling)
+    time.sleep(0.05)
+    job.cancel()
+    with pytest.raises(Cancelled):
+        polled.result(5)
+    assert threading.active_count() == threads
+    assert lane.close(grace=1.0) and lane.running == 0
+    with pytest.raises(RuntimeError):
+        lane.submit(blocking)
+    del first_job, queued_job
