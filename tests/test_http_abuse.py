@@ -265,7 +265,7 @@ def test_the_library_refuses_deep_nesting_too(tmp_path: Path) -> None:
     nested = "SELECT * WHERE " + "{" * 1_000 + " ?s ?p ?o " + "}" * 1_000
     for kwargs in ({}, {"namespace": "shared"}, {"valid_at": T0}):
         with pytest.raises(oms.QueryError, match="64"):
-            store.query(nested, **kwargs)  # type: ignore[arg-type]
+            store.query(nested, **kwargs)
     update = "INSERT DATA " + "{" * 1_000 + "}" * 1_000
     with pytest.raises(oms.QueryError, match="64"):
         store.update(update)
