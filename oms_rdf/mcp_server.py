@@ -36,6 +36,7 @@ namespace is ``ERR_NOT_FOUND`` as if it did not exist, and a write into one is
 from __future__ import annotations
 
 import json
+import queue
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -174,12 +175,27 @@ def _argument_error(tool: str, exc: ValidationError) -> str:
         code = ErrorCode.EMPTY
     else:
         code = ErrorCode.SCHEMA
-    said = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-        for e in errors[:5]
-    )
-    first = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-    return f"{code}: {tool} refused its arguments: {said} (at $.{first})"
+    said: dict[str, list[str]] = {}
+    for e in errors:
+        where = ".".join(_path(e["loc"])) or "arguments"
+        if e["msg"] not in said.setdefault(where, []):
+            said[where].append(e["msg"])
+    text = "; ".join(f"{k}: {' or '.join(v)}" for k, v in list(said.items())[:5])
+    return f"{code}: {tool} refused its arguments: {text} (at $.{next(iter(said))})"
+
+
+_TAG = re.compile(
+    r"(?:str|bool|int|float|none|dict|list)\Z|constrained-|function-|.*\["
+)
+
+
+def _path(loc: Sequence[int | str]) -> list[str]:
+    """An argument's path without pydantic's names of union members (``str``,
+    ``dict[str,...]``), which are not where the caller put anything."""
+    return [
+        str(p) for n, p in enumerate(loc)
+        if n == 0 or not isinstance(p, str) or not _TAG.match(p)
+    ]  # fmt: skip
 
 
 def create_server(
@@ -264,7 +280,7 @@ class _Memory:
         self.store = store
         self.scope = scope
         self.query_timeout = query_timeout
-        self._queries: Lane | None = None
+        self.queries = Lane("mcp-queries", workers=2, backlog=16)
 
     # --- the session's namespaces ------------------------------------------------
 
@@ -533,9 +549,12 @@ class _Memory:
 
     def within_time(self, work: Callable[[Job], _T]) -> _T:
         """Run a query on the query lane, refused (and stopped) at the time limit."""
-        if self._queries is None:
-            self._queries = Lane("mcp-queries", workers=2, backlog=16)
-        job, future = self._queries.submit(work)
+        try:
+            job, future = self.queries.submit(work)
+        except queue.Full:
+            raise QueryError(
+                "too many queries are running; try again when one has answered"
+            ) from None
         try:
             return future.result(timeout=self.query_timeout)
         except (FutureTimeout, Cancelled):
