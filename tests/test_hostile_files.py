@@ -198,3 +198,123 @@ def test_a_hostile_json_line_is_refused_with_its_line_number(
     assert dump(store) == before
     report = store.import_(io.BytesIO(data), format="jsonl", skip_invalid=True)
     assert [where for where, _ in report.skipped] == ["line 3"] and report.added == 1
+
+
+# --- RDF/XML entities -------------------------------------------------------------
+
+RDF_NS = (
+    'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+    'xmlns:ex="http://example.org/"'
+)
+
+
+def rdfxml(dtd: str, body: str = "<ex:p>x</ex:p>") -> bytes:
+    return (
+        f'<?xml version="1.0"?>\n{dtd}\n<rdf:RDF {RDF_NS}>\n'
+        f'<rdf:Description rdf:about="http://example.org/s">{body}'
+        "</rdf:Description></rdf:RDF>\n"
+    ).encode()
+
+
+LAUGHS = rdfxml(
+    "<!DOCTYPE rdf:RDF [" + '<!ENTITY a "aaaaaaaaaa">'
+    + "".join(f'<!ENTITY {chr(98 + i)} "' + f"&{chr(97 + i)};" * 10 + '">'
+              for i in range(6))
+    + "]>",
+    "<ex:p>&g;</ex:p>",
+)  # fmt: skip
+
+
+def test_a_billion_laughs_file_is_refused_before_it_expands() -> None:
+    """1.3 KB of RDF/XML imported as a 10,000,000-character literal."""
+    import tracemalloc
+
+    assert len(LAUGHS) < 1500
+    store = oms.GrainStore(clock=lambda: NOW)
+    before = dump(store)
+    tracemalloc.start()
+    try:
+        with pytest.raises(oms.DecodeError) as info:
+            store.import_(io.BytesIO(LAUGHS), format="rdfxml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.code == oms.ErrorCode.CORRUPT and info.value.path == "line 2"
+    assert "entity 'b' whose text refers to other entities" in str(info.value)
+    assert dump(store) == before and peak < 4 << 20, peak
+
+
+REFUSED_DTDS = {
+    "parameter entity": ('<!DOCTYPE rdf:RDF [<!ENTITY % p "x">]>', "", "line 2"),
+    "external entity": ('<!DOCTYPE rdf:RDF [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+                        "<ex:p>&x;</ex:p>", "line 2"),
+    "character reference": ('<!DOCTYPE rdf:RDF [<!ENTITY a "x&#38;a;">]>',
+                            "<ex:p>&a;</ex:p>", "line 2"),
+    "markup": ('<!DOCTYPE rdf:RDF [<!ENTITY a "<ex:p>x</ex:p>">]>', "&a;", "line 2"),
+    "long text": ('<!DOCTYPE rdf:RDF [<!ENTITY a "' + "x" * 1025 + '">]>',
+                  "<ex:p>&a;</ex:p>", "line 2"),
+    "second DOCTYPE": ('<!DOCTYPE rdf:RDF [<!ENTITY a "x">]><!DOCTYPE rdf:RDF []>',
+                       "", "line 2"),
+    # pyoxigraph reads a DOCTYPE anywhere, even inside the root element.
+    "DOCTYPE after the prolog": ("", '<!DOCTYPE rdf:RDF [<!ENTITY a "x">]><ex:p>&a;</ex:p>',
+                                 "line 4"),
+    "expanding past its budget": ('<!DOCTYPE rdf:RDF [<!ENTITY a "' + "x" * 1000 + '">]>',
+                                  "<ex:p>" + "&a;" * 2000 + "</ex:p>", "line 5"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_DTDS))
+def test_a_dtd_that_could_expand_without_bound_is_refused(case: str) -> None:
+    dtd, body, line = REFUSED_DTDS[case]
+    store = oms.GrainStore(clock=lambda: NOW)
+    before = dump(store)
+    with pytest.raises(oms.DecodeError) as info:
+        store.import_(
+            io.BytesIO(rdfxml(dtd, body or "<ex:p>x</ex:p>")), format="rdfxml"
+        )
+    assert info.value.code == oms.ErrorCode.CORRUPT and info.value.path == line
+    assert str(info.value).startswith("ERR_CORRUPT: RDF/XML with ")
+    assert dump(store) == before
+
+
+def test_the_namespace_entities_owl_tools_write_are_read() -> None:
+    source = rdfxml(
+        "<!DOCTYPE rdf:RDF [\n"
+        '    <!ENTITY owl "http://www.w3.org/2002/07/owl#" >\n'
+        '    <!ENTITY ex "http://example.org/" >\n'
+        "]>",
+        '<rdf:type rdf:resource="&owl;Class"/><ex:p>&ex;</ex:p>',
+    )
+    store = oms.GrainStore(clock=lambda: NOW)
+    report = store.import_(io.BytesIO(source), format="rdfxml")
+    assert report.added == 2
+    objects = sorted(g.fields["object"] for g in store.beliefs())
+    assert objects == ["http://example.org/", "http://www.w3.org/2002/07/owl#Class"]
+
+
+class Trickle(io.RawIOBase):
+    """A stream that gives at most ``size`` bytes a read."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size = data, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.size, len(self.data))
+        buffer[:n], self.data = self.data[:n], self.data[n:]
+        return n
+
+
+@pytest.mark.parametrize("size", [1, 7, 64 << 10])
+def test_references_are_counted_across_reads(size: int) -> None:
+    from oms_rdf.io.sources import _EntityGuard
+
+    source = rdfxml(
+        '<!DOCTYPE rdf:RDF [<!ENTITY long-name "12345"><!ENTITY b "xy">]>',
+        "<ex:p>" + "&long-name;&b;" * 300 + "</ex:p>",
+    )
+    guard = _EntityGuard(Trickle(source, size))
+    assert io.BufferedReader(guard).read() == source
+    assert guard.expanded == 300 * 5 + 300 * 2
