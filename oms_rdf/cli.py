@@ -877,6 +877,10 @@ def mcp_cmd(ctx: click.Context, store_path: str | None, namespaces: tuple[str, .
         raise click.UsageError(
             "mcp needs the mcp extra: pip install 'oms-rdf[mcp]'"
         ) from None
+    if any(not n.strip() for n in namespaces):
+        raise click.BadParameter(
+            "a namespace cannot be empty", param_hint="--namespace"
+        )
     if http:
         _check_bindable(host, port)
     store = GrainStore(store_path) if store_path else _store(ctx)

@@ -308,6 +308,9 @@ class _Memory:
         self.readable(asked)
         return asked
 
+    def shown(self, asked: str | None) -> bool:
+        return asked is None or self.scope is None or asked in self.scope
+
     def readable(self, asked: str) -> None:
         if self.scope is not None and asked not in self.scope:
             raise PolicyError(
@@ -372,8 +375,8 @@ class _Memory:
         Ranked best first (BM25; case and accents folded). With valid_at/as_of,
         among the beliefs of that point instead of now.
         """
-        if namespace is not None:
-            self.readable(namespace)
+        if not self.shown(namespace):
+            return {"beliefs": []}  # another namespace is empty, as over HTTP
         hits = self.store.search(
             query, namespace=self.scope if namespace is None else namespace,
             limit=limit, valid_at=_when(valid_at, "valid_at"),
@@ -396,8 +399,8 @@ class _Memory:
         as we knew it then" is valid_at and as_of both that day. Highest effective
         confidence first.
         """
-        if namespace is not None:
-            self.readable(namespace)
+        if not self.shown(namespace):
+            return {"beliefs": []}  # another namespace is empty, as over HTTP
         grains = self.store.beliefs(
             subject, relation, namespace=namespace,
             valid_at=_when(valid_at, "valid_at"), as_of=_when(as_of, "as_of"),

@@ -203,6 +203,9 @@ def test_namespaces_bound_reads_and_writes() -> None:
         assert sorted(objects(listed)) == ["carol", "vim"]
         hits = await call(client, "recall", query="bob tea vim")
         assert objects(hits) == ["vim"]
+        for tool, extra in (("recall", {"query": "tea"}), ("beliefs_at", {})):
+            other = await call(client, tool, namespace="home", **extra)
+            assert other == {"beliefs": []}, tool  # as if it held nothing
         rows = await call(client, "sparql", query="SELECT ?o WHERE { ?s ?p ?o }")
         found = sorted(b["o"]["value"] for b in rows["results"]["bindings"])
         assert found == ["carol", "vim"]  # home's tea is not in the dataset
@@ -297,3 +300,16 @@ def test_a_query_past_the_time_limit_is_refused() -> None:
         assert quick["boolean"] is True  # the lane is free again
 
     session(store, script, query_timeout=0.2)
+
+
+def test_an_empty_namespace_is_a_usage_error_before_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from oms_rdf.cli import cli
+
+    store = tmp_path / "memory"
+    result = CliRunner().invoke(cli, ["mcp", "--store", str(store), "--namespace", " "])
+    assert result.exit_code == 2, result.output
+    assert "--namespace" in result.output and not store.exists()
