@@ -1,36 +1,8 @@
-"""``oms-rdf mcp``: the store as an agent's memory over the Model Context Protocol.
+"""The tools and resources of an MCP session over one store, in its namespaces.
 
-An MCP server on the official SDK (the ``[mcp]`` extra) over stdio, or over the
-streamable HTTP transport on loopback. Its tools put, find, change and question
-beliefs through the store's public methods, so every write runs the same checks,
-protection policies and audit as a write through the library, the command line or
-``oms-rdf serve``:
-
-- ``believe``: put a belief (subject, relation, object, confidence, ...).
-- ``recall``: ranked search over the beliefs in force (optionally at a point).
-- ``beliefs_at``: the beliefs true at ``valid_at`` as known at ``as_of``.
-- ``revise`` / ``supersede``: replace a belief by a new version; ``revise`` also
-  asks the entrenchment tiers, ``supersede`` only the policies.
-- ``retract``: withdraw a belief without replacement, saying why.
-- ``evidence``: record supporting or refuting evidence (its SPRT state).
-- ``history``: the supersession chain through a belief, oldest first.
-- ``sparql``: a read-only SPARQL query (SELECT, ASK, CONSTRUCT, DESCRIBE).
-
-Resources: ``oms://belief/{address}`` is one belief as JSON (its fields, index
-state and ISO times), ``oms://beliefs/recent`` the beliefs most recently put that
-are in force now.
-
-Every argument is checked (types, ranges, lengths) before the store is touched; a
-refusal is a tool error whose text starts with the spec's code (``ERR_SCHEMA: ...``,
-``ERR_INVALIDATION_DENIED: ...``), never a crash, and leaves the store as it was.
-A session given ``namespaces`` reads and writes only those: a belief of another
-namespace is ``ERR_NOT_FOUND`` as if it did not exist, and a write into one is
-``ERR_INVALIDATION_DENIED``, as a bearer token's scope is over HTTP.
-
->>> from oms_rdf import GrainStore
->>> server = create_server(GrainStore(), namespaces=["work"])
->>> server.name
-'oms-rdf'
+Each tool is a method that checks the session's namespaces, then calls the store's
+public methods; the server (:mod:`oms_rdf.mcp_server`) registers them and turns
+their refusals into tool errors.
 """
 
 from __future__ import annotations
@@ -38,23 +10,16 @@ from __future__ import annotations
 import json
 import queue
 import re
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
 from itertools import islice
 from typing import Annotated, Any, Literal, TypeVar
 
 import pyoxigraph as ox
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import (
-    ResourceError,
-    ResourceNotFoundError,
-    ToolError,
-)
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import Field, ValidationError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from pydantic import Field
 
-from .errors import (
+from ..errors import (
     ErrorCode,
     NotFoundError,
     OmsError,
@@ -62,18 +27,28 @@ from .errors import (
     QueryError,
     SchemaError,
 )
-from .facts import fact_json
-from .grain import Grain
-from .limits import MAX_QUERY_CHARS, Cancelled, Job, Lane, check_query
-from .results import write_solutions
-from .store import GrainStore, Solutions
-from .times import to_millis
+from ..facts import fact_json
+from ..grain import Grain
+from ..limits import Cancelled, Job, Lane, check_query
+from ..results import write_solutions
+from ..store import GrainStore, Solutions
+from ..times import to_millis
+from .arguments import (
+    MAX_ROWS,
+    Address,
+    Confidence,
+    ContextMap,
+    Namespace,
+    Object,
+    Protection,
+    Query,
+    SourceType,
+    Text,
+    When,
+)
 
-__all__ = ["MAX_ROWS", "MAX_TEXT", "RECENT", "create_server", "run"]
+__all__ = ["RECENT", "Memory"]
 
-MAX_TEXT = 4096  # characters of a subject, relation, reason or note
-MAX_OBJECT = 64 * 1024  # characters of a text object
-MAX_ROWS = 10_000  # rows (or triples) one sparql call may answer
 RECENT = 50  # beliefs in oms://beliefs/recent
 _T = TypeVar("_T")
 
@@ -87,191 +62,8 @@ _UPDATE = re.compile(
 # As ``oms-rdf serve`` refuses it: a federated query would fetch any IRI named.
 _FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
 
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
-Address = Annotated[
-    str,
-    Field(
-        min_length=8,
-        max_length=64,
-        description="a belief's content address, or a unique prefix of 8+ hex",
-    ),
-]
-Namespace = Annotated[str, Field(min_length=1, max_length=256)]
-When = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="ISO 8601 (2024-06-01, 2024-06-01T12:00:00Z; no zone is UTC) "
-        "or epoch milliseconds (ms:1717243200000)",
-    ),
-]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-Scalar = str | bool | int | float | None
-Object = Annotated[
-    Annotated[str, Field(min_length=1, max_length=MAX_OBJECT)]
-    | Annotated[
-        dict[Annotated[str, Field(max_length=256)], Scalar], Field(max_length=64)
-    ],
-    Field(description="the belief's object: text, or a map of named values"),
-]
-ContextMap = Annotated[
-    dict[Annotated[str, Field(max_length=256)], Scalar],
-    Field(max_length=64, description="free key/value context for the belief"),
-]
-SourceType = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="how the belief was learnt: agent_inferred (default), "
-        "user_explicit, sensor, system, llm_generated, imported, ...",
-    ),
-]
-Protection = Annotated[
-    Literal["open", "soft_locked", "locked", "hold"],
-    Field(
-        description="protect the belief: soft_locked (changed only with a "
-        "justification), locked (never changed), hold (never changed nor erased)"
-    ),
-]
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                         open_world_hint=False)  # fmt: skip
-
-
-class _MemoryServer(MCPServer[Any]):
-    """MCPServer whose tool errors carry the spec's code: the store's refusals as
-    they are raised, the refused arguments as ERR_SCHEMA, ERR_RANGE or ERR_EMPTY."""
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        context: Context[Any, Any] | None = None,
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(_argument_error(name, cause)) from None
-            if isinstance(cause, OmsError):  # the store's refusal, with its code
-                raise ToolError(str(cause)) from None
-            raise
-
-
-def _argument_error(tool: str, exc: ValidationError) -> str:
-    """One line naming each refused argument: ERR_RANGE for a number out of its
-    range, ERR_EMPTY for empty text, else ERR_SCHEMA."""
-    errors = exc.errors(include_url=False, include_input=False)
-    kinds = {str(e["type"]) for e in errors}
-    if kinds <= {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
-        code = ErrorCode.RANGE
-    elif kinds == {"string_too_short"} and all(
-        e.get("ctx", {}).get("min_length") == 1 for e in errors
-    ):
-        code = ErrorCode.EMPTY
-    else:
-        code = ErrorCode.SCHEMA
-    said: dict[str, list[str]] = {}
-    for e in errors:
-        where = ".".join(_path(e["loc"])) or "arguments"
-        if e["msg"] not in said.setdefault(where, []):
-            said[where].append(e["msg"])
-    text = "; ".join(f"{k}: {' or '.join(v)}" for k, v in list(said.items())[:5])
-    return f"{code}: {tool} refused its arguments: {text} (at $.{next(iter(said))})"
-
-
-_TAG = re.compile(
-    r"(?:str|bool|int|float|none|dict|list)\Z|constrained-|function-|.*\["
-)
-
-
-def _path(loc: Sequence[int | str]) -> list[str]:
-    """An argument's path without pydantic's names of union members (``str``,
-    ``dict[str,...]``), which are not where the caller put anything."""
-    return [
-        str(p) for n, p in enumerate(loc)
-        if n == 0 or not isinstance(p, str) or not _TAG.match(p)
-    ]  # fmt: skip
-
-
-def create_server(
-    store: GrainStore,
-    /,
-    *,
-    namespaces: Iterable[str] | None = None,
-    query_timeout: float = 30.0,
-) -> MCPServer[Any]:
-    """Return an MCP server whose tools and resources are ``store``'s beliefs.
-
-    Args:
-        store: the store the session remembers in; every write goes through its
-            public methods (policies, audit and atomic writes included).
-        namespaces: the namespaces the session may read and write (None: all).
-        query_timeout: seconds a ``sparql`` call may run before it is refused
-            (ERR_QUERY) and the query stopped.
-
-    Raises:
-        SchemaError: ERR_SCHEMA for an empty namespace list or an empty name.
-    """
-    scope = None if namespaces is None else tuple(dict.fromkeys(namespaces))
-    if scope is not None and (not scope or not all(scope)):
-        raise SchemaError(
-            f"namespaces: expected one or more non-empty names, found {list(scope)}",
-            path="namespaces",
-        )
-    server = _MemoryServer(
-        "oms-rdf",
-        title="oms-rdf memory",
-        instructions=_INSTRUCTIONS,
-        version=_version(),
-        log_level="WARNING",
-    )
-    memory = _Memory(store, scope, query_timeout)
-    for fn, hints in (
-        (memory.believe, _WRITE),
-        (memory.recall, _READ),
-        (memory.beliefs_at, _READ),
-        (memory.revise, _WRITE),
-        (memory.supersede, _WRITE),
-        (memory.retract, _WRITE),
-        (memory.evidence, _WRITE),
-        (memory.history, _READ),
-        (memory.sparql, _READ),
-    ):
-        server.add_tool(fn, name=fn.__name__, annotations=hints,
-                        structured_output=True)  # fmt: skip
-    server.resource(
-        "oms://belief/{address}",
-        name="belief",
-        description="One belief as JSON: its fields, index state and ISO times.",
-        mime_type="application/json",
-    )(memory.belief_resource)
-    server.resource(
-        "oms://beliefs/recent",
-        name="recent beliefs",
-        description=f"The {RECENT} beliefs most recently put that are in force now.",
-        mime_type="application/json",
-    )(memory.recent_resource)
-    return server
-
-
-_INSTRUCTIONS = (
-    "Long-term memory as beliefs (subject, relation, object, confidence) in a "
-    "bi-temporal store. `believe` what you learn; `recall` before you answer; "
-    "`revise` a belief that changed (by its address) rather than believing a second "
-    "one; `retract` what turned out false; `evidence` to strengthen or weaken one. "
-    "Ask the past with `beliefs_at`: valid_at is when it was true in the world, "
-    "as_of when we believed it ('what did we believe last Tuesday' is as_of=that "
-    "day). Errors start with a spec code such as ERR_INVALIDATION_DENIED (a "
-    "protected belief) or ERR_SCHEMA (a bad argument)."
-)
-
-
-class _Memory:
+class Memory:
     """The tools and resources of one server over one store, in its namespaces."""
 
     def __init__(
@@ -518,7 +310,7 @@ class _Memory:
 
     def sparql(
         self,
-        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        query: Query,
         valid_at: When | None = None,
         as_of: When | None = None,
         limit: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 1000,
@@ -635,39 +427,3 @@ def _answer(result: Any, limit: int, job: Job) -> dict[str, Any]:
         if close is not None:
             close()
         del rows, result
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("oms-rdf")
-    except PackageNotFoundError:  # pragma: no cover - a source tree not installed
-        return "0"
-
-
-def run(
-    store: GrainStore,
-    /,
-    *,
-    http: bool = False,
-    host: str = "127.0.0.1",
-    port: int = 7879,
-    namespaces: Sequence[str] | None = None,
-    query_timeout: float = 30.0,
-) -> None:
-    """Serve ``store`` to one MCP client over stdio, or over streamable HTTP at
-    ``http://host:port/mcp``, until the client goes (or Ctrl-C); then close it.
-
-    Over stdio, stdout carries the protocol only: nothing else is printed there.
-    """
-    server = create_server(store, namespaces=namespaces, query_timeout=query_timeout)
-    try:
-        if http:
-            server.run("streamable-http", host=host, port=port)
-        else:
-            server.run("stdio")
-    except KeyboardInterrupt:  # pragma: no cover - a person's Ctrl-C
-        print("stopped", file=sys.stderr)
-    finally:
-        store.close()
