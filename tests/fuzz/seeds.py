@@ -45,7 +45,13 @@ def exports() -> dict[str, bytes]:
     return out
 
 
+# The stateful targets draw everything from their input bytes: any bytes do.
+STATEFUL_SEEDS = tuple(bytes([i]) * 16 for i in range(8))
+
+
 def seeds_for(target: str) -> tuple[bytes, ...]:
+    if target.startswith(("belief", "restore_", "adopt_", "http")):
+        return STATEFUL_SEEDS
     kind = target.removeprefix("import_")
     if kind in ("decode",):
         return blobs()

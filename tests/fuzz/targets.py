@@ -1,7 +1,9 @@
 """Fuzz targets: every way bytes come in, and the laws that must hold on them.
 
 Each target takes arbitrary bytes and either succeeds or raises an ``OmsError``;
-any other exception is a bug. Where decoding succeeds, the round-trip law is
+any other exception is a bug. The stateful targets (:mod:`.beliefs`,
+:mod:`.imports`, :mod:`.http`) also check the store's trust laws (:mod:`.laws`).
+Where decoding succeeds, the round-trip law is
 checked: the payload re-encodes to the same bytes, and so does the whole blob
 whenever its header is one the fields determine. The same targets run in CI
 under hypothesis (``test_fuzz.py``) and for long runs from ``run.py``.
@@ -91,6 +93,13 @@ def decode(data: bytes) -> None:
     round_trip(data)
 
 
+def _stateful() -> dict[str, Target]:
+    """The targets that put caller text into a real store and check its laws."""
+    from . import beliefs, http, imports
+
+    return {**beliefs.TARGETS, **imports.TARGETS, **http.TARGETS}
+
+
 TARGETS: dict[str, Target] = {
     "decode": decode,
     "container": container,
@@ -101,4 +110,5 @@ TARGETS: dict[str, Target] = {
         f"import_{fmt}": importer(fmt)
         for fmt in ("jsonl", "nquads", "trig", "turtle", "mg")
     },
+    **_stateful(),
 }

@@ -1,0 +1,61 @@
+"""Reproducers of what the fuzzers found: plain tests, xfail(strict) until fixed."""
+
+from __future__ import annotations
+
+import pytest
+
+import oms_rdf as oms
+
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+
+
+def _store_with_a_grain() -> oms.GrainStore:
+    store = oms.GrainStore(clock=lambda: 1_800_000_000_000)
+    store.put(oms.Belief("x", "y", "z", 1.0, created_at=1))
+    return store
+
+
+def _dump(store: oms.GrainStore) -> list[str]:
+    return sorted(str(q) for q in store.core.backend.quads())
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "put accepts context rdf:datatype rdf:langString/rdf:dirLangString on a store that "
+    "holds grains and writes the literal \"c\"^^rdf:langString, which is not RDF; "
+    "grain_to_quads then raises SyntaxError on that grain"))  # fmt: skip
+@pytest.mark.parametrize("datatype", ["langString", "dirLangString"])
+def test_a_lang_string_datatype_in_context_is_refused_on_a_store_with_grains(
+    datatype: str,
+) -> None:
+    store = _store_with_a_grain()
+    before = _dump(store)
+    with pytest.raises(oms.SchemaError):
+        store.put({"type": "belief", "subject": "a", "relation": "b", "object": "c",
+                   "confidence": 1, "created_at": 1,
+                   "context": {"rdf:datatype": RDF + datatype}})  # fmt: skip
+    assert _dump(store) == before
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "on an empty store the same put is refused as DecodeError ERR_CORRUPT "
+    "(load: not valid RDF), a store-corruption code for a caller's bad context"))  # fmt: skip
+def test_a_lang_string_datatype_in_context_is_a_schema_error_on_an_empty_store() -> (
+    None
+):
+    store = oms.GrainStore(clock=lambda: 1_800_000_000_000)
+    with pytest.raises(oms.SchemaError):
+        store.put({"type": "belief", "subject": "a", "relation": "b", "object": "c",
+                   "confidence": 1, "created_at": 1,
+                   "context": {"rdf:datatype": RDF + "langString"}})  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "grain_to_quads on a belief whose context gives rdf:datatype rdf:langString "
+    "raises a bare SyntaxError from pyoxigraph's N-Quads parser, not an OmsError"))  # fmt: skip
+def test_grain_to_quads_raises_only_oms_errors_on_a_lang_string_datatype() -> None:
+    grain = oms.Belief("a", "b", "c", 1.0, created_at=1,
+                       context={"rdf:datatype": RDF + "langString"})  # fmt: skip
+    try:
+        oms.grain_to_quads(grain)
+    except oms.OmsError:
+        pass
