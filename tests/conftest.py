@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,50 @@ settings.register_profile(
     "remote", parent=settings.get_profile("default"), max_examples=25
 )
 settings.load_profile("remote" if os.environ.get("OMS_RDF_TEST_BACKEND") else "default")
+
+# The servers tier: each test names the system package it needs with
+# @pytest.mark.servers("virtuoso-opensource") or ("chromium"), and the programs of
+# it on PATH tell whether it is installed (one of each tuple is enough).
+PACKAGES = {
+    "virtuoso-opensource": [("virtuoso-t",), ("isql-vt",)],
+    "chromium": [("chromium", "chromium-browser")],
+}
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    for item in items:
+        for mark in item.iter_markers("servers"):
+            unknown = [p for p in mark.args if p not in PACKAGES]
+            if not mark.args or unknown:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.servers takes the system packages"
+                    f" it needs, of {sorted(PACKAGES)}; found {list(mark.args)}"
+                )
+        if BACKEND and item.nodeid in SOAK_ON_A_SERVER:
+            item.add_marker(pytest.mark.soak)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test whose system package is missing, naming it; under CI=true (CI
+    installs every package, in .ci/run) a missing package fails the test."""
+    for mark in item.iter_markers("servers"):
+        for package in mark.args:
+            missing = [
+                " or ".join(names)
+                for names in PACKAGES[package]
+                if not any(shutil.which(name) for name in names)
+            ]
+            if missing:
+                reason = (
+                    f"needs Debian's {package} ({', '.join(missing)} not on PATH):"
+                    f" apt-get install {package}, as .ci/run does"
+                )
+                if os.environ.get("CI") == "true":
+                    pytest.fail(f"CI=true and {reason}", pytrace=False)
+                pytest.skip(reason)
+
 
 GOLDEN = Path(__file__).parent / "golden"
 DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
@@ -51,6 +96,12 @@ def belief_fields() -> dict[str, Any]:
 # it lives (servers are reused, cleared, once their store is gone). The behaviour
 # suites run this way from tests/test_remote.py.
 BACKEND = os.environ.get("OMS_RDF_TEST_BACKEND")
+# Over a server these take minutes (thousands of requests an example): the
+# default tier runs them in process, the soak tier over each server too.
+SOAK_ON_A_SERVER = {
+    "tests/test_lookup.py::test_random_histories",
+    "tests/test_rewrite.py::test_random_histories_answer_the_same_both_ways",
+}
 
 
 @pytest.fixture(autouse=True, scope="session")

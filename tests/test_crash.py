@@ -27,7 +27,7 @@ from oms_rdf.mapping import address_of
 from oms_rdf.store.journal import JOURNAL
 from oms_rdf.vocab import OMS, RDF
 
-TRIALS = 24
+TRIALS = [12, pytest.param(24, marks=pytest.mark.soak)]  # kills: default tier, soak
 CHILD = """
 import sys, oms_rdf as oms, oms_rdf.store.journal as journal
 journal.CHUNK_ROWS = 400  # many chunks: many points between two of them
@@ -108,8 +108,9 @@ def check(store: oms.GrainStore, groups: list[set[str]]) -> None:
     store.history(next(iter(blobs))) if blobs else None
 
 
+@pytest.mark.parametrize("trials", TRIALS)
 def test_sigkill_at_random_points_leaves_every_write_whole_or_absent(
-    data: Path, tmp_path: Path
+    data: Path, tmp_path: Path, trials: int
 ) -> None:
     rng = random.Random(20261201)
     groups = [
@@ -126,7 +127,7 @@ def test_sigkill_at_random_points_leaves_every_write_whole_or_absent(
     subprocess.run([sys.executable, "-c", CHILD, str(data), str(tmp_path / "timing")],
                    check=True, capture_output=True)  # fmt: skip
     span = time.monotonic() - start
-    for trial in range(TRIALS):
+    for trial in range(trials):
         path = tmp_path / f"store-{trial}"
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(data), str(path)],
@@ -223,7 +224,8 @@ def test_a_vacuum_interrupted_at_each_stage_leaves_old_or_new(
     shutil.rmtree(path)
 
 
-def test_sigkill_during_vacuum_leaves_old_or_new(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kills", [3, pytest.param(8, marks=pytest.mark.soak)])
+def test_sigkill_during_vacuum_leaves_old_or_new(tmp_path: Path, kills: int) -> None:
     import shutil
 
     rng = random.Random(7)
@@ -238,7 +240,7 @@ def test_sigkill_during_vacuum_leaves_old_or_new(tmp_path: Path) -> None:
         capture_output=True,
     )
     span = time.monotonic() - start
-    for n in range(8):
+    for n in range(kills):
         path = tmp_path / f"vacuum-{n}"
         shutil.copytree(source, path)
         child = subprocess.Popen([sys.executable, "-c", VACUUM_CHILD, str(path)],

@@ -25,7 +25,10 @@ import oms_rdf as oms
 from oms_rdf.store.core import Core
 from tests.servers import STARTERS, backend_for, clear, free_port, race, start_oxigraph
 
-SERVERS = ["oxigraph", "virtuoso"]
+# Oxigraph server comes from pip (the [test] extra): the default tier. Virtuoso is a
+# system package: the servers tier (skipped, naming it, where it is missing).
+VIRTUOSO = pytest.mark.servers("virtuoso-opensource")
+SERVERS = ["oxigraph", pytest.param("virtuoso", marks=VIRTUOSO)]
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -351,9 +354,14 @@ def test_a_supersession_that_lost_the_race_is_refused_and_writes_nothing(
     b.close()
 
 
+@pytest.mark.parametrize(
+    "fractions",
+    [(0.5,), pytest.param((0.1, 0.3, 0.5, 0.7, 0.9, 1.5), marks=pytest.mark.soak)],
+    ids=["one-kill", "six-kills"],
+)
 @pytest.mark.parametrize("kind", SERVERS)
 def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
-    kind: str, tmp_path: Path
+    kind: str, fractions: tuple[float, ...], tmp_path: Path
 ) -> None:
     """A kill -9 of the server mid-import; after a restart on the same directory,
     opening the store finishes the story: the import is wholly there or absent."""
@@ -405,7 +413,7 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
     server.send_signal(signal.SIGKILL)
     server.wait()
     outcomes, interrupted = set(), 0
-    for fraction in (0.1, 0.3, 0.5, 0.7, 0.9, 1.5):
+    for fraction in fractions:
         server = serve()
         store = oms.GrainStore(backend=backend_for(kind, base))
         store.put(oms.Belief("keep", "r", "o", 0.5, created_at=1))
@@ -440,15 +448,18 @@ def test_killing_the_server_during_a_bulk_import_leaves_all_or_nothing(
         again.close()
         server.send_signal(signal.SIGKILL)
         server.wait()
-    print(f"imports interrupted: {interrupted} of 6; grains found: {sorted(outcomes)}")
+    print(
+        f"imports interrupted: {interrupted} of {len(fractions)}; found {sorted(outcomes)}"
+    )
     assert interrupted >= 1, "no kill landed inside the import"
 
 
+@pytest.mark.parametrize("rounds", [20, pytest.param(200, marks=pytest.mark.soak)])
 @pytest.mark.parametrize("kind", SERVERS)
-def test_two_processes_racing_200_rounds_never_both_win(
-    kind: str, servers: Any
+def test_two_processes_racing_round_after_round_never_both_win(
+    kind: str, rounds: int, servers: Any
 ) -> None:
-    base, rounds = servers(kind), 200
+    base = servers(kind)
     store = oms.GrainStore(backend=backend_for(kind, base))
     heads = store.put_many(
         [oms.Belief(f"race{i}", "r", "first", 0.9, created_at=1) for i in range(rounds)]
@@ -475,8 +486,16 @@ BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_
              "tests/test_rewrite.py"]  # fmt: skip
 
 
+# The default tier runs the suites' default tier over the server, less the random
+# histories (conftest.py: SOAK_ON_A_SERVER), which run in process there; soak: all.
+SUITE = {"default": "not servers and not soak", "full": ""}
+
+
+@pytest.mark.parametrize(
+    "suite", ["default", pytest.param("full", marks=pytest.mark.soak)]
+)
 @pytest.mark.parametrize("kind", SERVERS)
-def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
+def test_the_behaviour_suites_pass_on_a_server(kind: str, suite: str) -> None:
     """The bi-temporal, time-travel, policy, revision, lookup, search and rewrite
     suites, with every in-memory store of theirs on a real server of this kind
     (see conftest.py)."""
@@ -485,7 +504,7 @@ def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
     root = Path(__file__).parent.parent
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-W", "ignore::ResourceWarning", *BEHAVIOUR],
+         "-W", "ignore::ResourceWarning", "-m", SUITE[suite], *BEHAVIOUR],
         cwd=root, capture_output=True, text=True, timeout=1200,
         env={**os.environ, "OMS_RDF_TEST_BACKEND": kind},
     )  # fmt: skip
@@ -493,6 +512,7 @@ def test_the_behaviour_suites_pass_on_a_server(kind: str) -> None:
     assert " passed" in result.stdout and "failed" not in result.stdout
 
 
+@VIRTUOSO
 def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     servers: Any,
 ) -> None:
@@ -517,6 +537,7 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     store.close()
 
 
+@VIRTUOSO
 def test_virtuoso_reads_a_graph_larger_than_it_answers_at_once_in_shares(
     servers: Any,
 ) -> None:
@@ -534,6 +555,7 @@ def test_virtuoso_reads_a_graph_larger_than_it_answers_at_once_in_shares(
     store.close()
 
 
+@VIRTUOSO
 def test_virtuoso_answers_every_query_form_as_documented(servers: Any) -> None:
     """Each query form answers over Virtuoso (it writes results in the first type
     a request accepts, whatever the form). Where Virtuoso differs: it writes a

@@ -507,6 +507,7 @@ def test_facts_api_errors_and_scopes(guarded: tuple[str, GrainStore]) -> None:
         assert spec["openapi"].startswith("3.") and "/v1/facts/{id}" in spec["paths"]
 
 
+@pytest.mark.servers("chromium")
 def test_the_page_runs_a_query_in_headless_chromium(
     served: tuple[str, GrainStore], tmp_path: object
 ) -> None:
