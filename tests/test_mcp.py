@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -156,6 +157,20 @@ def test_http_session(tmp_path: Path) -> None:
                     await believe_then_revise(client)
 
             anyio.run(main)
+            # The SDK's DNS-rebinding guard is on: another Host or Origin is refused.
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            url, accept = (
+                f"http://127.0.0.1:{port}/mcp",
+                "application/json, text/event-stream",
+            )
+            for header, value, status in (
+                ("host", "evil.example", 421),
+                ("origin", "http://evil.example", 403),
+            ):
+                headers = {"accept": accept, header: value}
+                assert (
+                    httpx.post(url, json=hello, headers=headers).status_code == status
+                )
         finally:
             process.send_signal(signal.SIGINT)
             try:
