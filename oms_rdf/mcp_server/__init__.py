@@ -49,7 +49,16 @@ from ..store import GrainStore
 from .arguments import MAX_OBJECT, MAX_ROWS, MAX_TEXT, argument_error
 from .memory import RECENT, Memory
 
-__all__ = ["MAX_OBJECT", "MAX_ROWS", "MAX_TEXT", "RECENT", "create_server", "run"]
+__all__ = [
+    "LOOPBACK",
+    "MAX_OBJECT",
+    "MAX_ROWS",
+    "MAX_TEXT",
+    "RECENT",
+    "create_server",
+    "exposure",
+    "run",
+]
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
@@ -159,6 +168,26 @@ def _version() -> str:
         return "0"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")  # the SDK guards these from rebinding
+
+
+def exposure(host: str, namespaces: Sequence[str] | None = None) -> str | None:
+    """What an HTTP server on ``host`` lays open, when it is not loopback, else None.
+
+    >>> exposure("127.0.0.1") is None
+    True
+    >>> exposure("0.0.0.0", ["work"])
+    "0.0.0.0 is not loopback and MCP over HTTP has no authentication: anyone who reaches it reads and writes namespace(s) ['work']"
+    """
+    if host in LOOPBACK:
+        return None
+    scope = "every namespace" if not namespaces else f"namespace(s) {list(namespaces)}"
+    return (
+        f"{host} is not loopback and MCP over HTTP has no authentication: anyone "
+        f"who reaches it reads and writes {scope}"
+    )
+
+
 def run(
     store: GrainStore,
     /,
@@ -175,6 +204,9 @@ def run(
     Over stdio, stdout carries the protocol only: nothing else is printed there.
     """
     server = create_server(store, namespaces=namespaces, query_timeout=query_timeout)
+    warning = exposure(host, namespaces) if http else None
+    if warning:
+        print(f"oms-rdf mcp: warning: {warning}", file=sys.stderr)
     try:
         if http:
             server.run("streamable-http", host=host, port=port)
