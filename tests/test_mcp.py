@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -294,6 +295,16 @@ def test_sparql_answers_are_capped() -> None:
         assert graph["ntriples"].count(" .\n") == 5
 
     session(store, script)
+    assert query_threads_end()  # the session's end let go of its query threads
+
+
+def query_threads_end(within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while any(t.name.startswith("mcp-queries") for t in threading.enumerate()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_a_query_past_the_time_limit_is_refused() -> None:

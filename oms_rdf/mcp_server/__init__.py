@@ -36,7 +36,8 @@ namespace is ``ERR_NOT_FOUND`` as if it did not exist, and a write into one is
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -111,14 +112,23 @@ def create_server(
             f"namespaces: expected one or more non-empty names, found {list(scope)}",
             path="namespaces",
         )
+    memory = Memory(store, scope, query_timeout)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        try:
+            yield None
+        finally:
+            memory.close()  # the query threads go with the server
+
     server = _MemoryServer(
         "oms-rdf",
+        lifespan=lifespan,
         title="oms-rdf memory",
         instructions=_INSTRUCTIONS,
         version=_version(),
         log_level="WARNING",
     )
-    memory = Memory(store, scope, query_timeout)
     for fn, hints in (
         (memory.believe, _WRITE),
         (memory.recall, _READ),

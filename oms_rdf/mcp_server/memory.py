@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import queue
 import re
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
 from itertools import islice
@@ -72,7 +73,16 @@ class Memory:
         self.store = store
         self.scope = scope
         self.query_timeout = query_timeout
-        self.queries = Lane("mcp-queries", workers=2, backlog=16)
+        self._lane: Lane | None = None  # made at the first query
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the queries running and let go of their threads (the next query
+        makes them again)."""
+        with self._lock:
+            lane, self._lane = self._lane, None
+        if lane is not None:
+            lane.close(grace=0)
 
     # --- the session's namespaces ------------------------------------------------
 
@@ -345,7 +355,10 @@ class Memory:
     def within_time(self, work: Callable[[Job], _T]) -> _T:
         """Run a query on the query lane, refused (and stopped) at the time limit."""
         try:
-            job, future = self.queries.submit(work)
+            with self._lock:
+                if self._lane is None:
+                    self._lane = Lane("mcp-queries", workers=2, backlog=16)
+                job, future = self._lane.submit(work)
         except queue.Full:
             raise QueryError(
                 "too many queries are running; try again when one has answered"
