@@ -51,7 +51,15 @@ from .codec import MAX_BLOB, check_address, decode
 from .codec.header import MIN_BLOB
 from .errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError
 
-__all__ = ["MgReader", "read_frames", "read_mg", "write_frames", "write_mg"]
+__all__ = [
+    "ERASED_KEY",
+    "MgReader",
+    "read_frames",
+    "read_mg",
+    "tombstone_entry",
+    "write_frames",
+    "write_mg",
+]
 
 MAGIC = b"MG\x01"
 HEADER_SIZE = 16
@@ -73,6 +81,11 @@ million grains of 300 bytes. Its offsets bound it more tightly."""
 WINDOW_LIMIT = 1 << 23
 """The largest zstd window a compressed container may ask for (8 MiB: zstd levels
 1-19); the decompressor allocates it before inflating anything."""
+ERASED_KEY = "oms_rdf:erased"
+"""A manifest entry of this local key alone is a tombstone: the grain its address
+names was erased (at this epoch ms), and no import may bring it back. Spec §11.3
+lets a manifest carry local fields and entries; a reader that does not know the
+key finds an entry with no portable field, for a grain the file does not hold."""
 # The largest manifest entry read (a signed grain's envelope, its evidence): the
 # manifest is read an entry at a time, so this, not its size, bounds memory.
 ENTRY_LIMIT = 64 << 20
@@ -215,7 +228,11 @@ class MgReader:
 
     ``blobs()`` yields each grain's bytes after decoding it (so a damaged grain
     fails with its own code, and its index and offset in the path); the footer is
-    checked when the last byte has been read (ERR_INTEGRITY).
+    checked when the last byte has been read (ERR_INTEGRITY). ``check=False``
+    skips the decoding (to read the manifest alone).
+
+    Manifest entries that are tombstones (:data:`ERASED_KEY`) are not yielded:
+    they are gathered into ``tombstones`` (address -> epoch ms of the erasure).
     """
 
     source: IO[bytes]
@@ -223,6 +240,8 @@ class MgReader:
     count: int = 0
     flags: int = 0
     manifest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check: bool = True
+    tombstones: dict[str, int] = field(default_factory=dict)
 
     def blobs(self) -> Iterator[bytes]:
         """Yield every grain blob; the manifest is gathered into ``manifest``, and
@@ -278,7 +297,7 @@ class MgReader:
             )
         for i in range(self.count - 1):
             size = offsets[i + 1] - offsets[i]
-            yield _checked(region.read_exact(size, f"grain {i}"), i, offsets[i])
+            yield self._grain(region.read_exact(size, f"grain {i}"), i, offsets[i])
         # The last grain runs to the manifest or the footer: it ends where its
         # MessagePack map ends.
         if isinstance(region, _ZstdRegion):
@@ -294,14 +313,18 @@ class MgReader:
                     path="grain region",
                 )
             if self.count:
-                yield _checked(last, self.count - 1, offsets[-1])
+                yield self._grain(last, self.count - 1, offsets[-1])
         else:
             rest = _Rest(b"", stream)
             if self.count:
                 last = rest.grain(self.count - 1, offsets[-1])
-                yield _checked(last, self.count - 1, offsets[-1])
+                yield self._grain(last, self.count - 1, offsets[-1])
         if self.flags & FLAG_MANIFEST:
-            yield from rest.manifest()
+            for address, entry in rest.manifest():
+                if ERASED_KEY in entry:
+                    self.tombstones[address] = _erased(address, entry)
+                else:
+                    yield address, entry
         rest.end(bool(self.flags & FLAG_MANIFEST))
         stream.end()
         expected = digest.digest()
@@ -312,12 +335,36 @@ class MgReader:
                 path="footer",
             )
 
+    def _grain(self, blob: bytes, index: int, offset: int) -> bytes:
+        return _checked(blob, index, offset) if self.check else blob
+
 
 def read_mg(
-    source: IO[bytes], *, progress: Callable[[int], object] | None = None
+    source: IO[bytes],
+    *,
+    progress: Callable[[int], object] | None = None,
+    check: bool = True,
 ) -> MgReader:
     """Return a reader over a container opened in binary mode."""
-    return MgReader(source, progress)
+    return MgReader(source, progress, check=check)
+
+
+def tombstone_entry(erased_at: int) -> dict[str, Any]:
+    """The manifest entry of an erased grain: its address is the key, and this
+    the time of the erasure (epoch ms)."""
+    return {ERASED_KEY: erased_at}
+
+
+def _erased(address: str, entry: Mapping[str, Any]) -> int:
+    """The erasure time of a tombstone entry, checked."""
+    when = entry[ERASED_KEY]
+    if len(entry) != 1 or type(when) is not int or when < 0:
+        raise DecodeError(
+            f"a tombstone entry holds only {ERASED_KEY}, the erasure's time in epoch "
+            f"ms; found {dict(entry)!r}",
+            path=f"manifest {address[:12]}…",
+        )
+    return when
 
 
 class _HashingReader:

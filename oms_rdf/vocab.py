@@ -82,12 +82,13 @@ INDEX_PROPERTIES = (
     "baseIri", "entityRelation", "blob", "envelope", "signedBy", "pendingErasure",
     "evidenceFor", "evidenceKind", "strength", "note", "logRatio", "sprtStatus", "sprtEntered",
     "effectiveConfidence", "conflictsWith",
+    "erasedAt",  # a tombstone: in oms:index, so a flattened grain layer puts it back there
 )  # fmt: skip
 # The journal of a write in progress (store/journal.py); never exported.
 JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
-# The audit log's hash chain (store/audit.py) and erasure tombstones.
+# The audit log's hash chain (store/audit.py).
 AUDIT_PROPERTIES = (
-    "chain", "sequence", "previous", "hash", "auditHead", "auditChain", "erasedAt",
+    "chain", "sequence", "previous", "hash", "auditHead", "auditChain",
     "holder",  # the write lock of a shared store (store/writelock.py)
 )  # fmt: skip
 INDIVIDUALS = (

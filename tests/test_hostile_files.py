@@ -92,9 +92,16 @@ def test_every_put_refuses_a_grain_over_the_limit(way: str, held: bool) -> None:
 
 
 def _mg_of(blobs: list[bytes]) -> bytes:
-    out = io.BytesIO()
-    write_mg(blobs, out)
-    return out.getvalue()
+    """A container as a foreign writer makes it (write_mg refuses a large grain)."""
+    import hashlib
+
+    start = 16 + 4 * len(blobs)
+    offsets = [start + sum(len(b) for b in blobs[:i]) for i in range(len(blobs))]
+    data = (
+        b"MG\x01\x00" + len(blobs).to_bytes(4, "big") + b"\x01\x00" + bytes(6)
+        + b"".join(o.to_bytes(4, "big") for o in offsets) + b"".join(blobs)
+    )  # fmt: skip
+    return data + hashlib.sha256(data).digest()
 
 
 def _jsonl_of(blobs: list[bytes]) -> bytes:
@@ -318,3 +325,133 @@ def test_references_are_counted_across_reads(size: int) -> None:
     guard = _EntityGuard(Trickle(source, size))
     assert io.BufferedReader(guard).read() == source
     assert guard.expanded == 300 * 5 + 300 * 2
+
+
+# --- tombstones in every backup ---------------------------------------------------
+
+ERASED_NAME = "Zoë Quintanilla-Marsh"
+BACKUPS = [
+    ("trig", None),
+    ("nquads", None),
+    ("jsonld", None),
+    ("mg", None),
+    ("jsonl", None),
+    ("turtle", True),
+    ("ntriples", True),
+    ("trig12", None),
+]
+
+
+def _backup(store: oms.GrainStore, fmt: str, grains: bool | None) -> bytes:
+    out = io.BytesIO()
+    store.export(out, format=fmt, grains=grains)
+    return out.getvalue()
+
+
+def _erased_pair(fmt: str, grains: bool | None) -> tuple[str, str, bytes, bytes]:
+    """(erased, kept, backup before the erasure, backup after it)."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    gone = store.put(oms.Belief(ERASED_NAME, "likes", "tea", 0.5, created_at=1))
+    kept = store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=1))
+    old = _backup(store, fmt, grains)
+    store.erase(gone, reason="GDPR Art. 17 request")
+    new = _backup(store, fmt, grains)
+    assert ERASED_NAME.encode() not in new
+    return gone, kept, old, new
+
+
+@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+@pytest.mark.parametrize(("fmt", "grains"), BACKUPS)
+def test_an_erased_grain_stays_gone_when_an_older_backup_follows_a_newer(
+    fmt: str, grains: bool | None, disk: bool, tmp_path: Any
+) -> None:
+    """.mg and JSON Lines left the tombstones out: the old backup brought the
+    erased grain back, text and all."""
+    gone, kept, old, new = _erased_pair(fmt, grains)
+    replica = oms.GrainStore(tmp_path / "s" if disk else None, clock=lambda: NOW)
+    replica.import_(io.BytesIO(new), format=fmt)
+    assert kept in replica and gone not in replica
+    report = replica.import_(io.BytesIO(old), format=fmt)
+    assert (f"grain {gone[:12]}…", "erased, skipped") in report.skipped
+    assert gone not in replica and kept in replica
+    assert ERASED_NAME not in "\n".join(str(q) for q in replica.backend.quads())
+    with pytest.raises(oms.PolicyError):
+        replica.put(oms.Belief(ERASED_NAME, "likes", "tea", 0.5, created_at=1))
+    # The replica's own backups carry the tombstone on.
+    again = oms.GrainStore(clock=lambda: NOW)
+    again.import_(io.BytesIO(_backup(replica, fmt, grains)), format=fmt)
+    again.import_(io.BytesIO(old), format=fmt)
+    assert gone not in again and kept in again
+
+
+def test_the_tombstones_of_a_mg_backup_are_manifest_entries_of_their_own() -> None:
+    from oms_rdf.container import read_mg
+
+    gone, kept, _, new = _erased_pair("mg", None)
+    # The layout stays the spec's: a manifest keyed by address, an entry a map.
+    reader = read_mg(io.BytesIO(new))
+    assert [oms.content_address(b) for b in reader.blobs()] == [kept]
+    assert reader.manifest == {} and reader.tombstones == {gone: NOW}
+    body = new[:-32]
+    assert body.endswith(msgpack.packb({gone: {"oms_rdf:erased": NOW}}))
+
+
+def test_the_tombstones_of_a_json_lines_backup_are_lines_of_their_own() -> None:
+    from oms_rdf.io import loads_json_grain
+
+    gone, _, _, new = _erased_pair("jsonl", None)
+    last = new.splitlines()[-1].decode()
+    assert last == f'{{"$erased":"{gone}","at":{NOW}}}'
+    with pytest.raises(oms.DecodeError, match="a tombstone"):
+        loads_json_grain(last)  # what the CLI's put reads: not a grain
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"$erased":"nope","at":1}', '{"$erased":"%s","at":"soon"}' % ("ab" * 32),
+     '{"$erased":"%s","at":1,"x":2}' % ("ab" * 32)],
+)  # fmt: skip
+def test_a_malformed_tombstone_line_is_named(line: str) -> None:
+    from oms_rdf.io import dumps_jsonl
+
+    good = dumps_jsonl(oms.Belief("a", "b", "c", 0.5, created_at=1))
+    data = f"{good}\n{line}\n".encode()
+    store = oms.GrainStore(clock=lambda: NOW)
+    before = dump(store)
+    with pytest.raises(oms.OmsError) as info:
+        store.import_(io.BytesIO(data), format="jsonl")
+    assert info.value.path is not None and info.value.path.startswith("line 2")
+    assert dump(store) == before
+    report = store.import_(io.BytesIO(data), format="jsonl", skip_invalid=True)
+    assert report.added == 1 and [w for w, _ in report.skipped] == ["line 2"]
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl"])
+def test_a_refused_import_leaves_no_tombstone_behind(fmt: str) -> None:
+    gone, _, _, new = _erased_pair(fmt, None)
+    bad = oms.Belief("x", "r", "o", 0.5, created_at=1).blob[:-1] + b"\xc1"
+    if fmt == "mg":
+        from oms_rdf.container import read_mg, tombstone_entry
+
+        reader = read_mg(io.BytesIO(new))
+        blobs = list(reader.blobs())
+        out = io.BytesIO()
+        write_mg([*blobs, bad], out, manifest={gone: tombstone_entry(NOW)})
+        data = out.getvalue()
+    else:
+        data = new + _jsonl_of([bad])
+    store = oms.GrainStore(clock=lambda: NOW)
+    before = dump(store)
+    with pytest.raises(oms.DecodeError):
+        store.import_(io.BytesIO(data), format=fmt)
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl"])
+def test_a_tombstone_never_erases_a_grain_the_store_holds(fmt: str) -> None:
+    """As with TriG: an import adds, it never takes away."""
+    gone, _, old, new = _erased_pair(fmt, None)
+    store = oms.GrainStore(clock=lambda: NOW)
+    store.import_(io.BytesIO(old), format=fmt)
+    store.import_(io.BytesIO(new), format=fmt)
+    assert gone in store and store.verify_audit().ok

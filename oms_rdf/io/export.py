@@ -9,7 +9,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from ..container import write_mg
+from ..container import tombstone_entry, write_mg
 from ..errors import ErrorCode, SchemaError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX, literal_value
@@ -17,7 +17,7 @@ from ..store import GrainStore, IndexState
 from ..store.state import TimeLike
 from ..vocab import OMS
 from .formats import _RDF_FORMATS, PREFIXES, TURTLE_PREFIXES, format_for
-from .jsonl import dumps_jsonl
+from .jsonl import dumps_jsonl, dumps_tombstone
 from .manifest import _VERIFICATION_OUT, VOIDED_KEY
 from .records import _text
 from .sources import Source, _open
@@ -79,6 +79,9 @@ def export(
                 line = dumps_jsonl(grain, state or None, _envelope(store, grain))
                 out.write(line.encode() + b"\n")
                 count += 1
+            # The tombstones last: an import honours them whatever their place.
+            for address, erased_at in _tombstones(store):
+                out.write(dumps_tombstone(address, erased_at).encode() + b"\n")
             return count
         rdf = _RDF_FORMATS[fmt]
         triples: Iterable[Any]
@@ -168,7 +171,8 @@ def _manifest(
 
     With ``envelopes`` (``.mg``, whose blobs are bare), a signed grain's COSE_Sign1
     envelope goes in its entry as ``oms_rdf:envelope``, so that it comes back
-    signed and verified.
+    signed and verified, and each erased grain has a tombstone entry
+    (``{"oms_rdf:erased": T}``), so that no import brings it back.
     """
     signed = (
         {
@@ -179,7 +183,11 @@ def _manifest(
         else set()
     )
     indexed = _indexed(store)
-    for address in sorted(indexed | signed):
+    erased = dict(_tombstones(store)) if envelopes else {}
+    for address in sorted(indexed | signed | erased.keys()):
+        if address in erased:  # a tombstone: no grain, no other state
+            yield address, tombstone_entry(erased[address])
+            continue
         entry = _entry(store, address) if address in indexed else {}
         if address in signed:
             node = ox.NamedNode(NIH_PREFIX + address)
@@ -190,6 +198,17 @@ def _manifest(
             }
         if entry:
             yield address, entry
+
+
+def _tombstones(store: GrainStore) -> list[tuple[str, int]]:
+    """Every erased grain's address and erasure time, in address order."""
+    pairs = []
+    for quad in store.backend.quads(None, OMS.erasedAt, None, OMS.index):
+        node = _text(quad.subject)
+        if node.startswith(NIH_PREFIX):
+            when: int = literal_value(quad.object)  # type: ignore[arg-type]
+            pairs.append((node.removeprefix(NIH_PREFIX), when))
+    return sorted(pairs)
 
 
 def _indexed(store: GrainStore) -> set[str]:

@@ -10,6 +10,7 @@ from ..store import GrainStore
 from ..store.audit import check as check_audit
 from .adopt import file_base, plan_adoption, scan
 from .formats import _RDF_FORMATS, format_for
+from .manifest import Tombstones
 from .plans import TwoPassError, _plan_dataset, _plan_jsonl, _plan_mg
 from .records import ImportReport
 from .restore import FAST_RESTORE_LIMIT, restore_into_empty
@@ -63,6 +64,11 @@ def import_(
     with store.bulk(stage=stage) as journal, _reopenable(src) as (reopen, size):
         plan: Any
         rebuild = False  # grain rows carry their knowledge triples; a dataset's do not
+        # A backup's tombstones go first: none of its grains, or a later import's,
+        # comes back once erased (TriG, N-Quads, JSON-LD carry them as quads).
+        tombstones = Tombstones.read(fmt, reopen, report, skip_invalid)
+        tombstones.bury(store, journal)
+        reopen = tombstones.without_lines(reopen)
         if fmt == "mg":
             plan = _plan_mg(store, reopen, report, skip_invalid, progress)
         elif fmt == "jsonl":
@@ -94,6 +100,7 @@ def import_(
                 journal.write(rows(), grains=report.added)
         except TwoPassError:  # a one-pass plan met a grain on two lines
             journal.rewind()
+            tombstones.bury(store, journal)
             with _plan_jsonl(store, reopen, report, skip_invalid, progress) as rows:
                 journal.write(rows(), grains=report.added)
         report.quads = journal.written

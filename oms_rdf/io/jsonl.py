@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..codec import MAX_DEPTH
+from ..codec import MAX_DEPTH, check_address
 from ..errors import DecodeError, ErrorCode
 from ..grain import Grain
 from ..mapping import expected_header
@@ -31,6 +31,7 @@ def _json_object(pairs: list[tuple[str, Any]]) -> Any:
 
 
 INDEX_KEY = "$index"  # a JSON line's index state, in the .mg manifest's shape
+ERASED_KEY = "$erased"  # a tombstone line: {"$erased": "<address>", "at": <epoch ms>}
 
 
 def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
@@ -66,6 +67,11 @@ def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
         ) from None
     if not isinstance(value, dict):
         return value, None
+    if ERASED_KEY in value:
+        raise DecodeError(
+            "a tombstone (an erased grain's address and time), not a grain; only "
+            "an import takes it"
+        )
     index = value.pop(INDEX_KEY, None)
     if index is not None and not isinstance(index, dict):
         raise DecodeError(f"{INDEX_KEY} must be a JSON object, not {index!r}")
@@ -108,3 +114,37 @@ def dumps_jsonl(
     return json.dumps(
         line, ensure_ascii=False, separators=(",", ":"), default=_json_bytes
     )
+
+
+def dumps_tombstone(address: str, erased_at: int) -> str:
+    """Return the JSON line of a tombstone: an erased grain's address and time.
+
+    >>> dumps_tombstone("ab" * 32, 1800000000000)[:26]
+    '{"$erased":"abababababababa'
+    """
+    return json.dumps({ERASED_KEY: address, "at": erased_at}, separators=(",", ":"))
+
+
+TOMBSTONE_MARK = b'"$erased"'  # in every tombstone line; a grain line may hold it too
+
+
+def loads_tombstone(text: str) -> tuple[str, int] | None:
+    """Read a tombstone line written by :func:`dumps_tombstone`, or None for any
+    other line.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a tombstone without a valid address and time.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the grain reader names the fault
+    if not isinstance(value, dict) or ERASED_KEY not in value:
+        return None
+    address, at = value.get(ERASED_KEY), value.get("at")
+    if set(value) != {ERASED_KEY, "at"} or type(at) is not int or at < 0:
+        raise DecodeError(
+            f"a tombstone line is {{{ERASED_KEY!r}: <address>, 'at': <epoch ms>}}, "
+            f"found {text.strip()[:120]!r}"
+        )
+    return check_address(address, path=ERASED_KEY), at

@@ -1,6 +1,24 @@
-"""The shape of index state in a `.mg` manifest and a JSON line's ``$index`` (spec §11.3)."""
+"""The shape of index state in a `.mg` manifest and a JSON line's ``$index`` (spec §11.3),
+and the tombstones both formats carry."""
 
 from __future__ import annotations
+
+import io as _io
+from collections.abc import Callable
+from typing import IO, Any, cast
+
+import pyoxigraph as ox
+
+from ..container import read_mg
+from ..errors import OmsError
+from ..mapping import grain_iri, millis_literal
+from ..store import GrainStore
+from ..store.erasure import erased_addresses
+from ..store.journal import Journal
+from ..store.presence import stored_addresses
+from ..vocab import OMS
+from .jsonl import TOMBSTONE_MARK, loads_tombstone
+from .records import ImportReport, _fail_or_skip
 
 _VERIFICATION_OUT = {
     "verified": "verified",
@@ -16,3 +34,115 @@ _VERIFICATION_IN = {"verified": "verified", "disputed": "disputed", "contested":
 VOIDED_KEY = (
     "oms_rdf:voided"  # our extension: when a grain was retracted or contradicted
 )
+
+
+class Tombstones:
+    """The tombstones a ``.mg`` or JSON Lines backup carries, read before its grains.
+
+    An erased grain leaves a tombstone (its address and the time) so that no
+    import brings it back; a backup made after an erasure carries it (a ``.mg``
+    manifest entry ``{"oms_rdf:erased": T}``, a JSON line ``{"$erased": ..., "at":
+    T}``), and restoring the backup writes it, so that an older backup imported
+    next skips the grain. They are written first, in the import's journal (undone
+    with it), so the grains of the same import are checked against them too. A
+    tombstone for a grain the store holds is not written: an import never erases
+    (as with TriG and N-Quads).
+    """
+
+    def __init__(self) -> None:
+        self.erased: dict[str, int] = {}  # address -> epoch ms
+        self.lines: set[int] = set()  # JSON Lines: the tombstones' line numbers
+
+    @classmethod
+    def read(
+        cls,
+        fmt: str,
+        reopen: Callable[[], IO[bytes]],
+        report: ImportReport,
+        skip: bool,
+    ) -> Tombstones:
+        """The tombstones of a source (none unless ``fmt`` is mg or jsonl)."""
+        found = cls()
+        if fmt == "mg":
+            with reopen() as raw:
+                if len(head := raw.read(4)) == 4 and head[3] & 0x10:  # a manifest
+                    with reopen() as again:
+                        reader = read_mg(again, check=False)
+                        for _ in reader.items():
+                            pass
+                        found.erased = reader.tombstones
+        elif fmt == "jsonl":
+            with reopen() as raw, _buffered(raw) as lines:
+                for number, line in enumerate(lines, 1):
+                    if TOMBSTONE_MARK not in line:
+                        continue
+                    try:
+                        tombstone = loads_tombstone(line.decode("utf-8", "replace"))
+                    except OmsError as exc:
+                        found.lines.add(number)  # skipped, or the import stops
+                        _fail_or_skip(report, skip, f"line {number}", exc)
+                        continue
+                    if tombstone is not None:
+                        found.lines.add(number)
+                        address, at = tombstone
+                        found.erased[address] = max(at, found.erased.get(address, at))
+        return found
+
+    def bury(self, store: GrainStore, journal: Journal) -> None:
+        """Write the tombstones the store has not, for grains it does not hold."""
+        if not self.erased:
+            return
+        new = set(self.erased) - erased_addresses(store.backend)
+        held = stored_addresses(store.backend, new)
+        journal.write(
+            ox.Quad(
+                grain_iri(address),
+                OMS.erasedAt,
+                millis_literal(self.erased[address]),
+                OMS.index,
+            )
+            for address in sorted(new - held)
+        )
+
+    def without_lines(self, reopen: Callable[[], IO[bytes]]) -> Callable[[], IO[bytes]]:
+        """``reopen`` with the tombstone lines blanked (JSON Lines: the grain
+        reader skips blank lines, and every other line keeps its number)."""
+        if not self.lines:
+            return reopen
+        lines = frozenset(self.lines)
+        return lambda: _Blanked(reopen(), lines)  # type: ignore[return-value]
+
+
+def _buffered(raw: IO[bytes]) -> _io.BufferedReader:
+    """A stream read through a buffer (a raw stream reads a line a byte at a
+    time); closing it closes ``raw``, and it must be closed while ``raw`` is open."""
+    return _io.BufferedReader(cast(Any, raw))
+
+
+class _Blanked(_io.RawIOBase):
+    """A JSON Lines source with some lines blanked: spaces, the same length."""
+
+    def __init__(self, raw: IO[bytes], lines: frozenset[int]) -> None:
+        self.source = _buffered(raw)
+        self.lines, self.number, self.pending = lines, 0, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            line = self.source.readline()
+            if not line:
+                return 0
+            self.number += 1
+            if self.number in self.lines:
+                end = b"\n" if line.endswith(b"\n") else b""
+                line = b" " * (len(line) - len(end)) + end
+            self.pending = line
+        data, self.pending = self.pending[: len(buffer)], self.pending[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.source.close()  # and the source with it
+        super().close()
