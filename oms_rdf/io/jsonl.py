@@ -119,8 +119,8 @@ def dumps_jsonl(
 def dumps_tombstone(address: str, erased_at: int) -> str:
     """Return the JSON line of a tombstone: an erased grain's address and time.
 
-    >>> dumps_tombstone("ab" * 32, 1800000000000)[:26]
-    '{"$erased":"abababababababa'
+    >>> dumps_tombstone("ab" * 32, 1800000000000)[-25:]
+    'abab","at":1800000000000}'
     """
     return json.dumps({ERASED_KEY: address, "at": erased_at}, separators=(",", ":"))
 
