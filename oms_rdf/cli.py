@@ -16,6 +16,7 @@ from urllib.parse import SplitResult, urlsplit
 import click
 import pyoxigraph as ox
 
+from .cli_privacy import FiniteFloat
 from .cli_privacy import register as register_privacy
 from .codec import content_address, decode, encode, verify
 from .errors import (
@@ -49,10 +50,33 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (OmsError, OSError) as exc:
+            _undo_new_store(ctx)  # the command closed its store on the way out
             if ctx.params.get("traceback"):
                 raise
             click.echo(f"error: {_said(exc)}", err=True)
             ctx.exit(1)
+
+
+_NEW_STORE = "oms_rdf.new_store"  # ctx.meta: the store this command made, if any
+
+
+def _undo_new_store(ctx: click.Context) -> None:
+    """Remove the store a refused write made: where nothing was, nothing stays, and
+    a folder that was empty is left empty (a refused write changes nothing)."""
+    import shutil
+
+    made: tuple[Path, bool] | None = ctx.meta.pop(_NEW_STORE, None)
+    if made is None:
+        return
+    folder, was_empty_folder = made
+    if not was_empty_folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _said(exc: Exception) -> str:
@@ -134,7 +158,13 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
     """The store of --store (or ``path``); a read command opens it read-only when
     another holds it. Only a command that writes grains in (``create``) may make a
     new on-disk store: every other one refuses a path that holds none."""
-    path = path or ctx.find_root().obj
+    if path is None:
+        path = ctx.find_root().obj
+    if path == "":
+        raise SchemaError(
+            "--store: expected the folder of a store or a server's http(s) URL; "
+            "found ''"
+        )
     if path is None:
         raise click.UsageError(
             "this command needs --store PATH or URL, or --query-url (or $OMS_RDF_STORE)"
@@ -153,7 +183,9 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
             _server_url("--store", path)
             backend = SparqlBackend.oxigraph(path)
         return _closing(ctx, GrainStore(backend=backend))
-    _check_store_path(path, create=create)
+    if _check_store_path(path, create=create):
+        folder = Path(path)
+        ctx.meta[_NEW_STORE] = (folder, folder.is_dir())
     try:
         return _closing(ctx, GrainStore(path))
     except StoreError as exc:
@@ -170,8 +202,9 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
 _ENDPOINTS = ("--query-url", "--update-url", "--store-url")
 
 
-def _check_store_path(path: str, *, create: bool) -> None:
-    """Refuse a --store path that holds no store, unless ``create`` and it is free.
+def _check_store_path(path: str, *, create: bool) -> bool:
+    """Refuse a --store path that holds no store, unless ``create`` and it is free;
+    return whether opening it will make a new store.
 
     A store is a RocksDB folder, which always holds a ``CURRENT`` file; a path
     whose vacuum a crash interrupted (``PATH.vacuum-ready`` beside it) is one too,
@@ -183,18 +216,18 @@ def _check_store_path(path: str, *, create: bool) -> None:
     """
     folder = Path(path)
     if (folder / "CURRENT").is_file():
-        return
+        return False
     if folder.with_name(folder.name + ".vacuum-ready").exists():
-        return
+        return False
     if not folder.exists():
         if create:
-            return
+            return True
         raise NotFoundError(
             f"no store at {path}: the path does not exist (check --store; `put` or "
             "`import` creates a store)"
         )
     if create and folder.is_dir() and not any(folder.iterdir()):
-        return
+        return True
     what = "a folder of other files" if folder.is_dir() else "a file"
     if folder.is_dir() and not any(folder.iterdir()):
         what = "an empty folder"
@@ -733,7 +766,8 @@ def _key(path: str) -> SigningKey:
               help="Directory of the on-disk store (or the global --store).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=7878, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--query-timeout", default=30.0, show_default=True, type=float,
+@click.option("--query-timeout", default=30.0, show_default=True,
+              type=FiniteFloat(min=0, min_open=True),
               help="Seconds a query may run before the answer is a 503.")  # fmt: skip
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True),
               help='Bearer tokens: {"TOKEN": {"namespaces": [...] or "*", "write": true}}.')  # fmt: skip
@@ -841,59 +875,6 @@ def _announced_when_listening(host: str, port: int, line: str) -> Iterator[None]
         watcher.join(5)
 
 
-@cli.command("mcp")
-@click.option("--store", "store_path", type=click.Path(file_okay=False),
-              help="Directory of the on-disk store (or the global --store).")  # fmt: skip
-@click.option("--namespace", "namespaces", multiple=True, metavar="NS",
-              help="A namespace the session may read and write (repeatable; default: all).")  # fmt: skip
-@click.option(
-    "--http",
-    is_flag=True,
-    help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to bind, with --http.",
-)
-@click.option("--port", default=7879, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--query-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds a sparql call may run before it is refused.")  # fmt: skip
-@click.pass_context
-def mcp_cmd(ctx: click.Context, store_path: str | None, namespaces: tuple[str, ...],
-            http: bool, host: str, port: int, query_timeout: float) -> None:  # fmt: skip
-    """Serve the store as an agent's memory over MCP (stdio, or --http on loopback).
-
-    Needs the [mcp] extra. Example:
-
-        oms-rdf mcp --store mem.db --namespace work
-    """
-    import contextlib
-
-    try:
-        from .mcp_server import run
-    except ImportError:
-        raise click.UsageError(
-            "mcp needs the mcp extra: pip install 'oms-rdf[mcp]'"
-        ) from None
-    if any(not n.strip() for n in namespaces):
-        raise click.BadParameter(
-            "a namespace cannot be empty", param_hint="--namespace"
-        )
-    if http:
-        _check_bindable(host, port)
-    store = GrainStore(store_path) if store_path else _store(ctx)
-    line = f"MCP on http://{host}:{port}/mcp (no authentication; Ctrl-C to stop)"
-    with (
-        _announced_when_listening(host, port, line)
-        if http
-        else contextlib.nullcontext()
-    ):
-        run(store, http=http, host=host, port=port, namespaces=namespaces or None,
-            query_timeout=query_timeout)  # fmt: skip
-
-
 @cli.command("keygen")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="Where to write the private key (hex, mode 0600).")  # fmt: skip
@@ -984,6 +965,10 @@ def disclose_cmd(source: str, fields: tuple[str, ...]) -> None:
         oms-rdf disclose grain.mg --elide user_id --elide subject
     """
     items = _grains_from(source)
+    if len(items) != 1:
+        raise click.BadParameter(
+            f"holds {len(items)} grains, expected one", param_hint="SOURCE"
+        )
     grain = (
         Grain.from_blob(items[0])
         if isinstance(items[0], bytes)

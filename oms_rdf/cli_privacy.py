@@ -6,13 +6,31 @@ way the other commands do (``open_store``) and prints one line per result.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import click
 
 from .errors import ErrorCode, IntegrityError
 from .store import ErasureReport, GrainStore
 from .times import to_millis
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option within its range that is a number: click's FloatRange lets NaN
+    through (no comparison with NaN is true), and an infinite time is no limit."""
+
+    name = "finite float"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Any:
+        """Convert as FloatRange does, then refuse NaN and infinities."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def register(
@@ -80,7 +98,8 @@ def register(
     @group.command("process-erasures")
     @click.option("--now", help="The time to judge the SLA at, written as --valid-at "
                   "takes it (default now).")  # fmt: skip
-    @click.option("--sla-days", type=float, default=30, show_default=True)
+    @click.option("--sla-days", type=FiniteFloat(min=0), default=30, show_default=True,
+                  help="Days an erasure may wait after consent is withdrawn.")  # fmt: skip
     @click.pass_context
     def process_erasures_cmd(
         ctx: click.Context, now: str | None, sla_days: float

@@ -580,3 +580,42 @@ def test_put_and_import_create_a_store_and_refuse_a_folder_that_is_not_one(
     assert sorted(p.name for p in stranger.iterdir()) == ["cat.jpg"]
     afile = tmp_path / "g.json"
     _refused(["--store", str(afile), "put", str(grain)], "ERR_NOT_FOUND", "not a store")
+
+
+def test_more_arguments_that_were_tracebacks_or_silent(tmp_path: Path) -> None:
+    _refused(["--store", "", "beliefs"], "ERR_SCHEMA", "--store", "''")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    shown = CliRunner().invoke(cli, ["disclose", str(empty), "--elide", "x"])
+    assert shown.exit_code == 2 and "holds 0 grains" in shown.stderr
+    db = str(tmp_path / "db")
+    run("--store", db, "put", "-", stdin=json.dumps(V1["input"]))
+    for args in (["serve", "--query-timeout", "nan"], ["serve", "--query-timeout", "0"],
+                 ["process-erasures", "--sla-days", "nan"],
+                 ["process-erasures", "--sla-days", "-1"]):  # fmt: skip
+        result = CliRunner().invoke(cli, ["--store", db, *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert args[1] in result.stderr and "serving on" not in result.stderr
+
+
+def test_a_refused_first_write_leaves_no_store_behind(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**V1["input"], "created_at": -5}))
+    new = tmp_path / "new"
+    _refused(["--store", str(new), "put", str(bad)], "ERR_RANGE")
+    assert not new.exists()
+    triples = tmp_path / "x.nt"
+    triples.write_text("<http://x/a> <http://x/b> <http://x/c> .\n")
+    _refused(["--store", str(new), "import", str(triples), "--confidence", "nan"],
+             "ERR_FLOAT_INVALID")  # fmt: skip
+    assert not new.exists()
+    (tmp_path / "empty").mkdir()
+    _refused(["--store", str(tmp_path / "empty"), "put", str(bad)], "ERR_RANGE")
+    assert list((tmp_path / "empty").iterdir()) == []  # emptied, kept
+    existing = tmp_path / "db"
+    run("--store", str(existing), "put", "-", stdin=json.dumps(V1["input"]))
+    _refused(["--store", str(existing), "put", str(bad)], "ERR_RANGE")
+    assert (existing / "CURRENT").is_file()  # a store that was there stays
+    assert (
+        len(json.loads(run("--store", str(existing), "beliefs", "--json").output)) == 1
+    )
