@@ -875,6 +875,59 @@ def _announced_when_listening(host: str, port: int, line: str) -> Iterator[None]
         watcher.join(5)
 
 
+@cli.command("mcp")
+@click.option("--store", "store_path", type=click.Path(file_okay=False),
+              help="Directory of the on-disk store (or the global --store).")  # fmt: skip
+@click.option("--namespace", "namespaces", multiple=True, metavar="NS",
+              help="A namespace the session may read and write (repeatable; default: all).")  # fmt: skip
+@click.option(
+    "--http",
+    is_flag=True,
+    help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind, with --http.",
+)
+@click.option("--port", default=7879, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--query-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds a sparql call may run before it is refused.")  # fmt: skip
+@click.pass_context
+def mcp_cmd(ctx: click.Context, store_path: str | None, namespaces: tuple[str, ...],
+            http: bool, host: str, port: int, query_timeout: float) -> None:  # fmt: skip
+    """Serve the store as an agent's memory over MCP (stdio, or --http on loopback).
+
+    Needs the [mcp] extra. Example:
+
+        oms-rdf mcp --store mem.db --namespace work
+    """
+    import contextlib
+
+    try:
+        from .mcp_server import run
+    except ImportError:
+        raise click.UsageError(
+            "mcp needs the mcp extra: pip install 'oms-rdf[mcp]'"
+        ) from None
+    if any(not n.strip() for n in namespaces):
+        raise click.BadParameter(
+            "a namespace cannot be empty", param_hint="--namespace"
+        )
+    if http:
+        _check_bindable(host, port)
+    store = GrainStore(store_path) if store_path else _store(ctx)
+    line = f"MCP on http://{host}:{port}/mcp (no authentication; Ctrl-C to stop)"
+    with (
+        _announced_when_listening(host, port, line)
+        if http
+        else contextlib.nullcontext()
+    ):
+        run(store, http=http, host=host, port=port, namespaces=namespaces or None,
+            query_timeout=query_timeout)  # fmt: skip
+
+
 @cli.command("keygen")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="Where to write the private key (hex, mode 0600).")  # fmt: skip
