@@ -172,6 +172,10 @@ def test_http_valid_at_takes_the_same_rule(tmp_path: Path) -> None:
                                 headers={"Accept": "application/sparql-results+json"})  # fmt: skip
                 assert got.status_code == 200, got.text
                 assert got.json()["boolean"] is held, when
+            for when, objects in (("2022", ["Acme"]), ("2019", [])):
+                facts = httpx.get(f"{base}/v1/facts", params={"valid_at": when})
+                assert facts.status_code == 200, facts.text
+                assert [f["fields"]["object"] for f in facts.json()["facts"]] == objects
             bad = httpx.get(
                 f"{base}/sparql", params={"query": ask, "valid_at": "202206"}
             )
