@@ -304,6 +304,11 @@ def _load_errors(what: str) -> Iterator[None]:
         raise DecodeError(f"{what}: {exc}", code=ErrorCode.CORRUPT) from exc
     except OSError as exc:
         raise StoreError(f"{what} failed in the store: {exc}") from exc
+    except MemoryError as exc:  # pyoxigraph's parsers stop at a 16 MiB line or token
+        if "buffer maximal size" not in str(exc):
+            raise
+        raise DecodeError(f"{what}: a line or token is longer than the parser's "
+                          "16 MiB buffer", code=ErrorCode.CORRUPT) from exc  # fmt: skip
 
 
 def _vacuum_paths(path: Path) -> tuple[Path, Path]:

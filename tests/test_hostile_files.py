@@ -455,3 +455,23 @@ def test_a_tombstone_never_erases_a_grain_the_store_holds(fmt: str) -> None:
     store.import_(io.BytesIO(old), format=fmt)
     store.import_(io.BytesIO(new), format=fmt)
     assert gone in store and store.verify_audit().ok
+
+
+@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+def test_a_backup_with_a_line_past_the_parser_buffer_is_a_corrupt_file(
+    disk: bool, tmp_path: Any
+) -> None:
+    """The fast restore's native load let pyoxigraph's MemoryError escape."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    store.put(oms.Belief("a", "b", "c", 0.5, created_at=1))
+    backup = io.BytesIO()
+    store.export(backup, format="nquads")
+    huge = b'<urn:s> <urn:p> "' + b"x" * (17 << 20) + b'" <urn:g> .\n'
+    path = tmp_path / "b.nq"
+    path.write_bytes(backup.getvalue() + huge)
+    fresh = oms.GrainStore(tmp_path / "s" if disk else None, clock=lambda: NOW)
+    before = dump(fresh)
+    with pytest.raises(oms.DecodeError) as info:
+        fresh.import_(path)
+    assert info.value.code == oms.ErrorCode.CORRUPT and "16 MiB" in str(info.value)
+    assert dump(fresh) == before
