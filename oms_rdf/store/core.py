@@ -33,6 +33,7 @@ from ..vocab import DEFAULT_BASE, OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .journal import Journal, recover
+from .now import NowWatch
 from .search import SearchIndex, search_texts
 from .sparql import (
     _G_BLOBS,
@@ -96,6 +97,8 @@ class Core:
         # Built by the first search (questions.py), kept up by rows_for.
         self.search_index: SearchIndex | None = None
         self._head: Head | object | None = _UNREAD  # of the audit chain
+        # Whether oms:current is the knowledge of now, kept up by the writes.
+        self.now_watch = NowWatch()
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
@@ -257,6 +260,7 @@ class Core:
                     self._cache.pop(address, None)
             self.search_index = None
             self._head = _UNREAD
+            self.now_watch.forget()
 
     def status(self, address: str | Grain) -> IndexState:
         """Return the index state of a stored grain.
@@ -367,6 +371,7 @@ class Core:
         else:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head
+        self.now_watch.saw(rows, self.clock())
 
     def _write_guarded(
         self,
@@ -525,6 +530,7 @@ class Core:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
         with self.lock:
             self.backend.update(_QUERIES["rebuild_current"])
+            self.now_watch.forget()
 
     def close(self) -> None:
         """Make every write durable and release the store; later calls raise StoreError."""

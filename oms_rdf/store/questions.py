@@ -63,6 +63,25 @@ class Questions:
 
     def __init__(self, core: Core) -> None:
         self.core = core
+        self._head_seen: object = None  # the audit head, on a shared backend
+
+    def now_point(self) -> int | None:
+        """The time at which the knowledge of now is asked, or None when the
+        knowledge held (``oms:current``) is exactly it, so queries take it as is.
+
+        Now means now on both axes (design §3): a belief whose valid time has
+        ended, or not begun, is not in it, with no write in between (see
+        :mod:`.now`). Where other clients write too, their writes move the audit
+        chain's head, and the answer is read again.
+        """
+        core = self.core
+        now = core.clock()
+        if getattr(core.backend, "shared", False):
+            head = current_head(core.backend)
+            if head != self._head_seen:
+                core.now_watch.forget()
+                self._head_seen = head
+        return None if core.now_watch.same(core.backend, now) else now
 
     def beliefs(
         self,
@@ -160,17 +179,22 @@ class Questions:
         substitutions: Mapping[str | Variable, Any] | None = None,
         default_graph_uris: Sequence[str] | None = None,
         named_graph_uris: Sequence[str] | None = None,
+        held: bool = False,
         **bindings: Any,
     ) -> QueryResult:
         """Run any SPARQL query over the knowledge, now or at a bi-temporal point.
 
-        By default the query sees the plain triples the store holds now (every
-        belief not superseded, retracted or contradicted): the default graph is
-        that knowledge and adopted named graphs keep their names, so SPARQL over
-        your own vocabulary works as written. ``valid_at``/``as_of`` ask the same
-        query of the knowledge of that point instead (a missing one means now),
-        with the semantics of :meth:`beliefs`; ``namespace`` keeps one namespace
-        (or those of a list).
+        By default the query sees the knowledge in force now on both axes: the
+        plain triples of every belief held now (not superseded, retracted or
+        contradicted) whose valid time holds now; the default graph is that
+        knowledge and adopted named graphs keep their names, so SPARQL over your
+        own vocabulary works as written. It is exactly
+        ``query(q, valid_at=now, as_of=now)``, and it follows the clock: a belief
+        leaves when its valid time ends. ``held=True`` asks the knowledge held
+        now whatever its valid time instead. ``valid_at``/``as_of`` ask the same
+        query of the knowledge of that point (a missing one means now), with the
+        semantics of :meth:`beliefs`; ``namespace`` keeps one namespace (or those
+        of a list).
         ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
         audit; see ``ontology/README.md``).
 
@@ -203,6 +227,9 @@ class Questions:
         check_query(sparql)  # before any parser: deep nesting crashes them
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
+        if not (grains or timed or held) and (now := self.now_point()) is not None:
+            valid_at = as_of = now  # the held knowledge is not that of now
+            timed = True
         values: dict[str | Variable, Any] = {
             k: _term(v) for k, v in (substitutions or {}).items()
         }
@@ -318,16 +345,20 @@ class Questions:
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
         namespace: str | Sequence[str] | None = None,
+        held: bool = False,
     ) -> Snapshot:
         """Return the knowledge of one bi-temporal point as a dataset.
 
-        With no time, the knowledge held now (as :meth:`query` sees it); with
+        With no time, the knowledge in force now on both axes (as :meth:`query`
+        sees it; ``held=True``: held now, whatever its valid time); with
         ``valid_at`` and/or ``as_of`` (a missing one means now), the triples of the
         beliefs :meth:`beliefs` would return for that point. The terms are exactly
         those the grains record: lexical forms, language tags, blank nodes.
         ``namespace`` keeps one namespace, or those of a list.
         """
         grains: list[Grain] = []
+        if valid_at is None and as_of is None and not held:
+            valid_at = as_of = self.now_point()
         if valid_at is None and as_of is None:
             point: tuple[int | None, int | None] = (None, None)
             for ns in _namespaces(namespace):
@@ -402,12 +433,15 @@ class Questions:
         limit: int = 10,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
+        held: bool = False,
     ) -> GrainList:
         """Return the beliefs whose subject, relation or object best match ``text``.
 
         Ranked by BM25 over the words of the three texts. With no time, only the
-        beliefs held now (a superseded or retracted wording never comes back); with
-        ``valid_at``/``as_of``, those :meth:`beliefs` answers for that point.
+        beliefs in force now on both axes (a superseded or retracted wording, or
+        one whose valid time has ended, never comes back; ``held=True`` keeps
+        those held now whatever their valid time); with ``valid_at``/``as_of``,
+        those :meth:`beliefs` answers for that point.
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -418,6 +452,8 @@ class Questions:
         """
         if limit < 1:
             raise SchemaError(f"limit must be at least 1, not {limit}", path="limit")
+        if valid_at is None and as_of is None and not held:
+            valid_at = as_of = self.now_point()
         timed = valid_at is not None or as_of is not None
         valid = _to_millis(valid_at, self.core.clock) if timed else 0
         known = _to_millis(as_of, self.core.clock) if timed else 0

@@ -99,6 +99,8 @@ _QUERIES = {
         "consent_dependents",
         "current_beliefs",
         "subject_grains",
+        "now_differs",
+        "next_boundary",
     )
 }
 

@@ -1,0 +1,112 @@
+"""Whether the knowledge held (``oms:current``) is the knowledge of now.
+
+What SPARQL sees by default is the knowledge in force now on both axes (design
+§3): the beliefs held now whose valid time holds now. ``oms:current`` holds every
+belief not closed, whatever its valid time; the two differ only where a belief's
+times reach past now (``queries/now_differs.rq``). Where they do not, a query of
+``oms:current`` is the query of now, at the cost of a plain query; where they do,
+the store asks the query at the point (now, now) instead.
+
+Finding out reads every grain's times, so it is done once and then kept up: the
+answer holds until the next time a belief's times reach (``queries/
+next_boundary.rq``), and each write tells :meth:`NowWatch.saw` the rows it added,
+whose times can only make the two differ. What a write took away is not looked
+at (it can only make them agree): the watch then answers "differ" until the next
+boundary or a new reading, which costs a slower query, never a wrong one. Writes
+whose rows are not seen (bulk writes, erasure) call :meth:`NowWatch.forget`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from pyoxigraph import Literal, Variable
+
+from ..backends import Backend
+from ..codec import EPOCH, MS
+from ..mapping import Row, millis_literal
+from ..vocab import OMS, XSD
+from .sparql import _QUERIES
+
+__all__ = ["NowWatch"]
+
+# Past every time a grain can hold: an answer then holds for good.
+END_OF_TIME = 1 << 62
+
+_VALID_TO = str(OMS.validTo)
+# Times that make the two differ when they lie ahead of now: a belief not valid
+# yet, not in the store's past yet, or closed only later.
+_AHEAD = frozenset(str(p) for p in (OMS.validFrom, OMS.systemFrom, OMS.systemTo,
+                                    OMS.voidedAt))  # fmt: skip
+_DATETIME = f"^^<{XSD.dateTime.value}>"
+_INTEGER = f"^^<{XSD.integer.value}>"
+
+
+class NowWatch:
+    """The store's answer to "is ``oms:current`` the knowledge of now?", kept up."""
+
+    def __init__(self) -> None:
+        # (from, until, same): the answer holds for clock times in [from, until).
+        self._known: tuple[int, int, bool] | None = None
+
+    def forget(self) -> None:
+        """Drop the answer: the next question reads the store again."""
+        self._known = None
+
+    def same(self, backend: Backend, now: int) -> bool:
+        """Whether ``oms:current`` is exactly the knowledge in force at ``now``."""
+        known = self._known
+        if known is None or not known[0] <= now < known[1]:
+            known = self._known = _read(backend, now)
+        return known[2]
+
+    def saw(self, rows: Iterable[Row], now: int) -> None:
+        """Take the rows a write added, at clock time ``now``."""
+        known = self._known
+        if known is None:
+            return
+        start, until, same = known
+        for _s, p, o, _g in rows:
+            if p == _VALID_TO:
+                t = _millis(o)
+                if t is None or t <= now:
+                    same = False
+                else:
+                    until = min(until, t)
+            elif p in _AHEAD:
+                t = _millis(o)
+                if t is None or t > now:
+                    same = False
+                    until = min(until, t) if t is not None else until
+        self._known = (min(start, now), until, same)
+
+
+def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
+    bound = {Variable("now"): millis_literal(now)}
+    differs = bool(list(backend.query(_QUERIES["now_differs"], bound)))
+    rows = list(backend.query(_QUERIES["next_boundary"], bound))
+    ahead = rows[0]["next"] if rows else None
+    until = END_OF_TIME
+    if isinstance(ahead, Literal):
+        until = _term_millis(ahead)
+    return now, max(until, now + 1), not differs
+
+
+def _term_millis(term: Literal) -> int:
+    if term.datatype == XSD.dateTime:
+        return (datetime.fromisoformat(term.value) - EPOCH) // MS
+    return int(term.value)
+
+
+def _millis(text: str) -> int | None:
+    """Epoch ms of a time literal in N-Triples, as the mapping writes times."""
+    if text.endswith(_DATETIME):
+        try:
+            moment = datetime.fromisoformat(text[1 : -len(_DATETIME) - 1])
+        except ValueError:
+            return None
+        return (moment - EPOCH) // MS
+    if text.endswith(_INTEGER):
+        return int(text[1 : -len(_INTEGER) - 1])
+    return None
