@@ -280,11 +280,11 @@ class GrainStore:
         """
         from ..io.update import update
 
+        check_query(sparql, update=True)  # before any parser: deep nesting crashes them
         return update(self, sparql, namespace=namespace, confidence=confidence,
                       by=by, reason=reason)  # fmt: skip
 
     def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:
-        check_query(sparql, update=True)  # before any parser: deep nesting crashes them
         """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
         from ..io import to_rdflib
 
