@@ -202,3 +202,28 @@ def test_the_export_of_a_store_without_grains_imports(tmp_path: Path, fmt: str) 
             oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1768471200000)
         )
         assert len(target.beliefs()) == had + 1
+
+
+def test_a_container_repeating_one_large_grain_keeps_it_once(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from oms_rdf.container import write_mg
+
+    blob = oms.encode(
+        {"type": "belief", "subject": "alice", "relation": "notes",
+         "object": "x" * 700_000, "confidence": 0.5, "created_at": 1768471200000}
+    )  # fmt: skip
+    path = tmp_path / "repeated.mg"
+    with path.open("wb") as out:
+        write_mg([blob] * 60, out, compress=True)
+    assert path.stat().st_size < 100_000  # 42 MB of grains, compressed
+    store = oms.GrainStore()
+    tracemalloc.start()
+    try:
+        report = store.import_(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.added == 1
+    assert len(store.beliefs()) == 1
+    assert peak < 40 << 20, f"{peak / 2**20:.1f} MiB"

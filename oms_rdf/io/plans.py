@@ -41,7 +41,9 @@ from .sources import Progress, _Counting, line_of, parse_source
 
 _P_SYSTEM_TO = str(OMS.systemTo)
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), str(OMS.index)})
-ONE_PASS_LIMIT = 250_000  # grains a JSON Lines import keeps from its first read
+ONE_PASS_LIMIT = 250_000  # grains an import keeps from its first read
+ONE_PASS_BYTES = 256 << 20  # and the most blob bytes it keeps
+_BATCH_BYTES = 8 << 20  # blob bytes decoded at once while checking a container
 XSD_DOUBLE = XSD.double.value
 
 
@@ -252,9 +254,11 @@ def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportR
 
     def rows() -> Iterator[Row]:
         items = plan.kept if plan.kept is not None else _reread(reopen)
+        written: set[str] = set()  # a container may hold a grain twice
         for item in items:
             if isinstance(item, Grain):
-                if item.address in plan.fresh:
+                if item.address in plan.fresh and item.address not in written:
+                    written.add(item.address)
                     signature = plan.signatures.get(item.address)
                     yield from _knowing(store.rows_for(item, signature),
                                         item.address in plan.closed)  # fmt: skip
@@ -291,17 +295,20 @@ class _MgPlan:
         self.signatures: dict[str, Any] = {}
         # What the rows are made from, in the container's order, while it fits.
         self.kept: list[Grain | tuple[str, dict[str, Any]]] | None = []
+        self.kept_bytes = 0  # of the blobs kept
         self.policies = _Policies(store)
         self.known = _Known(store, report)
 
     def read(self, items: Iterator[bytes | tuple[str, dict[str, Any]]]) -> None:
         batch: list[Grain] = []
+        size = 0  # of the batch's blobs: a batch of large grains is cut short
         for item in items:
             if isinstance(item, bytes):
                 batch.append(Grain.from_blob(item))
-                if len(batch) == BATCH:
+                size += len(item)
+                if len(batch) == BATCH or size > _BATCH_BYTES:
                     self._grains(batch)
-                    batch = []
+                    batch, size = [], 0
             else:
                 self._grains(batch)  # every grain is seen before the first entry
                 batch = []
@@ -315,6 +322,8 @@ class _MgPlan:
     def _grains(self, batch: list[Grain]) -> None:
         self.contained.update(g.address for g in batch)
         for grain in self.known.new(batch):
+            if grain.address in self.fresh:
+                continue  # the same grain again: kept and checked once
             self.fresh.add(grain.address)
             self.policies.see(grain)
             if grain.signed:
@@ -344,9 +353,13 @@ class _MgPlan:
                           DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
 
     def _keep(self, item: Grain | tuple[str, dict[str, Any]]) -> None:
-        if self.kept is not None:
-            self.kept = self.kept if len(self.kept) < ONE_PASS_LIMIT else None
-        if self.kept is not None:
+        if self.kept is None:
+            return
+        if isinstance(item, Grain):
+            self.kept_bytes += len(item.blob)
+        if len(self.kept) >= ONE_PASS_LIMIT or self.kept_bytes > ONE_PASS_BYTES:
+            self.kept = None  # past what one read may hold: read again to write
+        else:
             self.kept.append(item)
 
     def _refuse(self, address: str, error: OmsError) -> None:
