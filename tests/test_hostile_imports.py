@@ -227,3 +227,30 @@ def test_a_container_repeating_one_large_grain_keeps_it_once(tmp_path: Path) -> 
     assert report.added == 1
     assert len(store.beliefs()) == 1
     assert peak < 40 << 20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_an_overlong_json_lines_line_is_refused_without_reading_it_whole(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+
+    source = oms.GrainStore()
+    source.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1768471200000))
+    good = tmp_path / "good.jsonl"
+    source.export(good)
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as out:
+        out.write(good.read_bytes())
+        out.write(b'{"type": "belief", "subject": "' + b"x" * (100 << 20) + b'"}\n')
+    for target in (oms.GrainStore(), source):
+        before = dump(target)
+        tracemalloc.start()
+        try:
+            with pytest.raises(oms.DecodeError) as caught:
+                target.import_(path)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert caught.value.code == "ERR_RANGE" and "line 2" in str(caught.value)
+        assert dump(target) == before
+        assert peak < 48 << 20, f"{peak / 2**20:.1f} MiB"

@@ -19,6 +19,10 @@ from ..store.presence import stored_addresses
 from ..vocab import OMS
 from .jsonl import TOMBSTONE_MARK, loads_tombstone
 from .records import ImportReport, _fail_or_skip
+from .sources import bounded_lines
+
+# A blanked source is read a piece of a line at a time, never a whole long line.
+_PIECE = 1 << 16
 
 _VERIFICATION_OUT = {
     "verified": "verified",
@@ -73,7 +77,7 @@ class Tombstones:
                         found.erased = reader.tombstones
         elif fmt == "jsonl":
             with reopen() as raw, _buffered(raw) as lines:
-                for number, line in enumerate(lines, 1):
+                for number, line in enumerate(bounded_lines(lines), 1):
                     if TOMBSTONE_MARK not in line:
                         continue
                     try:
@@ -125,16 +129,19 @@ class _Blanked(_io.RawIOBase):
     def __init__(self, raw: IO[bytes], lines: frozenset[int]) -> None:
         self.source = _buffered(raw)
         self.lines, self.number, self.pending = lines, 0, b""
+        self.starts = True  # whether the next piece read starts a line
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
         while not self.pending:
-            line = self.source.readline()
+            line = self.source.readline(_PIECE)
             if not line:
                 return 0
-            self.number += 1
+            whole = line.endswith(b"\n")
+            self.number += self.starts
+            self.starts = whole  # the next piece starts a line when this ends one
             if self.number in self.lines:
                 end = b"\n" if line.endswith(b"\n") else b""
                 line = b" " * (len(line) - len(end)) + end

@@ -37,7 +37,7 @@ from .jsonl import loads_json_grain
 from .layer import LayerCheck
 from .manifest import _VERIFICATION_IN, VOIDED_KEY
 from .records import ImportReport, Item, _fail_or_skip, _row_of, _text
-from .sources import Progress, _Counting, line_of, parse_source
+from .sources import MAX_LINE, Progress, _Counting, bounded_lines, line_of, parse_source
 
 _P_SYSTEM_TO = str(OMS.systemTo)
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), str(OMS.index)})
@@ -69,18 +69,27 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
 
     # The first pass's grains, while they fit in memory (one pass keeps none).
     kept: list[Grain] | None = None if at_once else []
+    kept_bytes = 0
 
     def grains(check: bool) -> Iterator[Grain]:
-        nonlocal kept
+        nonlocal kept, kept_bytes
         if not check and kept is not None:
             yield from kept  # one pass was enough
             return
         with reopen() as raw:
             stream = _io.BufferedReader(_Counting(raw, progress if check else None))
-            for number, data in enumerate(stream, 1):  # bytes: a bad line is named
+            for number, data in enumerate(
+                bounded_lines(stream), 1
+            ):  # a bad line is named
                 if not data.strip() or number in bad:
                     continue
                 try:
+                    if len(data) > MAX_LINE:
+                        raise DecodeError(
+                            f"a line of JSON Lines holds one grain, at most "
+                            f"{MAX_LINE} bytes; this one is longer",
+                            code=ErrorCode.RANGE,
+                        )
                     fields, entry = loads_json_grain(_utf8(data))
                     grain, signature = store.accept(fields)
                     if signature is not None:
@@ -94,7 +103,9 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                     _fail_or_skip(report, skip, f"line {number}", exc)
                     continue
                 if check and kept is not None:
-                    kept = kept if len(kept) < ONE_PASS_LIMIT else None
+                    kept_bytes += len(grain.blob)
+                    full = len(kept) >= ONE_PASS_LIMIT or kept_bytes > ONE_PASS_BYTES
+                    kept = None if full else kept
                     if kept is not None:
                         kept.append(grain)
                 yield grain

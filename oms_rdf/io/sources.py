@@ -13,6 +13,7 @@ from typing import IO, Any, cast
 
 import pyoxigraph as ox
 
+from ..codec import MAX_BLOB
 from ..errors import DecodeError, ErrorCode, StoreError
 
 Source = str | os.PathLike[str] | IO[bytes]
@@ -420,3 +421,18 @@ class _Prolog:
         sizes = self.guard.entities
         sizes[reference] = max(sizes.get(reference, 0), len(value))
         return close + 1
+
+
+# A JSON Lines line: one grain of at most MAX_BLOB bytes, written with every byte
+# escaped (a control character as \u0001 in JSON) and base64 for bytes.
+MAX_LINE = 8 * MAX_BLOB
+
+
+def bounded_lines(stream: IO[bytes], limit: int = MAX_LINE) -> Iterator[bytes]:
+    """The lines of a stream, none read past ``limit`` + 1 bytes: a longer line
+    is given cut there (for the reader to refuse), then skipped to its end."""
+    while line := stream.readline(limit + 1):
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (rest := stream.readline(limit)) and not rest.endswith(b"\n"):
+                pass
+        yield line
