@@ -214,6 +214,13 @@ def object_term(
                 pass  # not a tag RDF allows: the text stays a plain literal
         datatype = context.get(DATATYPE)
         if isinstance(datatype, str) and is_absolute_iri(datatype):
+            if datatype in _LANG_STRINGS:
+                raise SchemaError(
+                    f"context rdf:datatype is <{datatype}>, the datatype of literals "
+                    "with a language tag; give the tag as rdf:language instead",
+                    code=ErrorCode.SCHEMA,
+                    path="$.context",
+                )
             return Literal(value, datatype=NamedNode(datatype))
         if kind == "literal":
             return Literal(value)
@@ -444,3 +451,8 @@ def _parse_term(text: str) -> Literal | NamedNode | None:
 
 
 _DIRECTIONS = {"ltr": BaseDirection.LTR, "rtl": BaseDirection.RTL}
+# RDF gives these datatypes only with a language tag, which the tag says.
+_LANG_STRINGS = frozenset(
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#" + name
+    for name in ("langString", "dirLangString")
+)

@@ -652,6 +652,8 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                     known[node] = address_of(s) in store
                     if erasures.erased(address_of(s)):
                         bad.add(node)  # skipped, reported, never written
+                if graph == blob_graph and quad.predicate not in _BLOB_PROPERTIES:
+                    refuse(quad, "the blobs graph holds only blobs and envelopes")
                 if graph == blob_graph and quad.predicate == OMS.blob:
                     if node in with_blob:
                         refuse(quad, "a grain with two blobs")

@@ -143,6 +143,8 @@ class _RestoreCheck:
                     )
                 if p == OMS.blob:
                     self._blob(s, quad.object)  # type: ignore[arg-type]
+                elif p != OMS.envelope:
+                    raise StoreError(f"the blobs graph holds only blobs: {quad}")
             elif graph == OMS.index:
                 knowledge.indexes(s, p)
                 if grain:

@@ -1,4 +1,4 @@
-"""Reproducers of what the fuzzers found: plain tests, xfail(strict) until fixed."""
+"""Reproducers of what the fuzzers found: each failed until its fix, and guards it."""
 
 from __future__ import annotations
 
@@ -22,10 +22,6 @@ def _dump(store: oms.GrainStore) -> list[str]:
     return sorted(str(q) for q in store.core.backend.quads())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "put accepts context rdf:datatype rdf:langString/rdf:dirLangString on a store that "
-    "holds grains and writes the literal \"c\"^^rdf:langString, which is not RDF; "
-    "grain_to_quads then raises SyntaxError on that grain"))  # fmt: skip
 @pytest.mark.parametrize("datatype", ["langString", "dirLangString"])
 def test_a_lang_string_datatype_in_context_is_refused_on_a_store_with_grains(
     datatype: str,
@@ -39,9 +35,6 @@ def test_a_lang_string_datatype_in_context_is_refused_on_a_store_with_grains(
     assert _dump(store) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "on an empty store the same put is refused as DecodeError ERR_CORRUPT "
-    "(load: not valid RDF), a store-corruption code for a caller's bad context"))  # fmt: skip
 def test_a_lang_string_datatype_in_context_is_a_schema_error_on_an_empty_store() -> (
     None
 ):
@@ -52,9 +45,6 @@ def test_a_lang_string_datatype_in_context_is_a_schema_error_on_an_empty_store()
                    "context": {"rdf:datatype": RDF + "langString"}})  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grain_to_quads on a belief whose context gives rdf:datatype rdf:langString "
-    "raises a bare SyntaxError from pyoxigraph's N-Quads parser, not an OmsError"))  # fmt: skip
 def test_grain_to_quads_raises_only_oms_errors_on_a_lang_string_datatype() -> None:
     grain = oms.Belief("a", "b", "c", 1.0, created_at=1,
                        context={"rdf:datatype": RDF + "langString"})  # fmt: skip
@@ -64,10 +54,6 @@ def test_grain_to_quads_raises_only_oms_errors_on_a_lang_string_datatype() -> No
         pass
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a restored export with one more quad in oms:blobs, on a grain-like nih: node but "
-    "with a predicate other than oms:blob (oms:status, oms:evidenceFor, <urn:x>), is "
-    "accepted and the quad is written into the reserved blobs graph"))  # fmt: skip
 @pytest.mark.parametrize("predicate", [f"{OMS}status", f"{OMS}evidenceFor", "urn:x"])
 def test_a_restore_refuses_a_stray_quad_in_the_blobs_graph(predicate: str) -> None:
     source = oms.GrainStore(clock=lambda: 1_800_000_000_000)
