@@ -15,7 +15,8 @@ CHROMIUM = "tests/test_server.py::test_the_page_runs_a_query_in_headless_chromiu
 
 def pytest_run(*args: str, ci: bool = False) -> subprocess.CompletedProcess[str]:
     """pytest in a child whose PATH holds only this venv's programs: no chromium."""
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    skip = ("CI", "COVERAGE_PROCESS_CONFIG")  # nor coverage: these children only select
+    env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PATH"] = str(Path(sys.executable).parent)
     if ci:
         env["CI"] = "true"
