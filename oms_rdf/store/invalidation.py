@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..vocab import OMS, RDF
 from .admission import accept, check_new
 from .core import Core
+from .portion import Portion, check_portion, pieces, valid_interval
 from .questions import Questions
 from .sparql import _ACTIVE, _G_INDEX, _P_STATUS, DEFAULT
 from .state import (
@@ -165,8 +166,16 @@ class Invalidation:
         by: str | None = None,
         auth: Sequence[bytes] = (),
         signer: SigningKey | None = None,
+        valid_from: TimeLike = None,
+        valid_to: TimeLike = None,
     ) -> str:
         """Replace ``old`` by ``new`` atomically; return the new address.
+
+        With ``valid_from`` (and ``valid_to``; none: no end), ``new`` replaces
+        ``old`` for that portion of valid time only (SQL:2011 ``FOR PORTION OF``):
+        a mapping ``new`` takes the portion as its valid time, and the pieces of
+        ``old`` outside it are written as new grains derived from ``old``, in the
+        same write, under the same policy check (see :mod:`.portion`).
 
         A mapping ``new`` without ``derived_from`` gets ``derived_from: [old]`` (the
         spec's supersession shape), ``justification`` as its
@@ -186,10 +195,14 @@ class Invalidation:
                 is no longer current; ERR_RANGE when the new grain is older.
             SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
+        portion = _portion(valid_from, valid_to, self.core.clock)
         with self.core.lock:
             old_address = self.core.resolve(old)
             old_grain = self.core.get(old_address)
             self._require_current(old_address)
+            if portion is not None:
+                check_portion(old_grain, *portion)
+                new = _over(new, portion)
             new_grain, signature = self._successor(
                 old_address, new, justification, auth, signer
             )
@@ -215,8 +228,20 @@ class Invalidation:
                 cosigners=_cosigners(new_grain, old_address),
                 requester=by or signed_by,
             )
+            rest = []
+            if portion is not None:
+                if valid_interval(new_grain) != portion:
+                    raise SchemaError(
+                        f"the new grain is valid over {valid_interval(new_grain)}, not "
+                        f"the portion {portion} it replaces the old one for",
+                        code=ErrorCode.SCHEMA,
+                    )
+                rest = [
+                    accept(p)[0]
+                    for p in pieces(old_grain, *portion, at=at, reason=reason)
+                ]
             self._write_supersession(
-                old_grain, new_grain, signature, at, by, reason, review
+                old_grain, new_grain, signature, at, by, reason, review, rest
             )
         return new_grain.address
 
@@ -286,13 +311,21 @@ class Invalidation:
         by: str | None,
         reason: str | None,
         review: list[str],
+        rest: Sequence[Grain] = (),
     ) -> None:
-        """One atomic update: the new grain (if new) and the old grain's index change."""
+        """One atomic update: the new grain (if new), the pieces of the old grain
+        that stay (``rest``, for a portion of valid time), and the old grain's
+        index change."""
         old_address = old_grain.address
         insert: list[Quad | Row] = []
         if new_grain.address not in self.core:
             check_new(self.core, new_grain, exempt=old_address)
             insert += self.core.rows_for(new_grain, signature)
+        insert += self._pieces_rows(old_address, rest, by, reason)
+        # The successor the index names is the one valid first: the old grain then
+        # describes no valid time after it is closed (its pieces do), as beliefs.rq
+        # reads a successor valid from the old grain's start or earlier.
+        first = min((new_grain, *rest), key=lambda g: valid_interval(g)[0])
         # The index change as N-Triples rows, like the new grain's own rows.
         node, idx = str(grain_iri(old_address)), _G_INDEX
         delete: list[Quad | Row] = [
@@ -301,7 +334,7 @@ class Invalidation:
         ]
         insert += [
             (node, _P_STATUS, _SUPERSEDED, idx),
-            (node, _P_SUPERSEDED_BY, str(grain_iri(new_grain.address)), idx),
+            (node, _P_SUPERSEDED_BY, str(grain_iri(first.address)), idx),
             (node, _P_SYSTEM_TO, str(millis_literal(at)), idx),
             (node, _P_INVALIDATION_TYPE, nt_literal("superseded"), idx),
         ]
@@ -322,14 +355,55 @@ class Invalidation:
         reason: str,
         by: str | None = None,
         at: TimeLike = None,
+        valid_from: TimeLike = None,
+        valid_to: TimeLike = None,
     ) -> None:
         """Retract a grain without replacement: it answers for no valid time from ``at`` on.
 
+        With ``valid_from`` (and ``valid_to``; none: no end), only that portion
+        of its valid time is retracted (SQL:2011 ``FOR PORTION OF``): the pieces
+        outside it are written as new grains derived from it, from ``at`` on, in
+        the same write (see :mod:`.portion`).
+
         Raises:
             NotFoundError: not stored. PolicyError: refused by a policy
-            (ERR_INVALIDATION_DENIED) or already retracted (ERR_CONFLICT).
+            (ERR_INVALIDATION_DENIED) or already retracted (ERR_CONFLICT);
+            ERR_RANGE for a portion that misses the grain's valid time.
         """
-        self._void([address], "retract", reason=reason, by=by, at=at)
+        portion = _portion(valid_from, valid_to, self.core.clock)
+        if portion is None:
+            self._void([address], "retract", reason=reason, by=by, at=at)
+            return
+        with self.core.lock:
+            grain = self.core.get(self.core.resolve(address))
+            check_portion(grain, *portion)
+            change = self.plan_void(
+                [grain.address], "retract", reason=reason, justification=reason,
+                by=by, at=at,
+            )  # fmt: skip
+            when = _to_millis(at, self.core.clock)
+            rest = [
+                accept(p)[0] for p in pieces(grain, *portion, at=when, reason=reason)
+            ]
+            rows = self._pieces_rows(grain.address, rest, by, reason)
+            self.core.write(
+                change.delete, [*change.insert, *rows], current=change.current
+            )
+
+    def _pieces_rows(
+        self, address: str, rest: Sequence[Grain], by: str | None, reason: str | None
+    ) -> list[Quad | Row]:
+        """The rows of the pieces a change over a portion of valid time keeps of a
+        grain, each checked as put checks a new grain, and audited."""
+        rows: list[Quad | Row] = []
+        for piece in rest:
+            if piece.address in self.core:
+                continue
+            check_new(self.core, piece, exempt=address)
+            rows += self.core.rows_for(piece)
+            rows += self.core.audit_rows("portion", target=address, result=piece.address,
+                                         actor=by, reason=reason)  # fmt: skip
+        return rows
 
     def contradict(
         self,
@@ -561,3 +635,29 @@ def _graph_of(backend: Any, node: Any) -> Any:
     """The knowledge graph of a belief node: its ``oms:graph``, else ``oms:current``."""
     named = next(backend.quads(node, OMS.graph, None, DEFAULT), None)
     return OMS.current if named is None else named.object
+
+
+def _portion(
+    valid_from: TimeLike, valid_to: TimeLike, clock: Callable[[], int]
+) -> Portion | None:
+    """The portion of valid time a change is for, or None for all of it."""
+    if valid_from is None:
+        if valid_to is not None:
+            raise SchemaError(
+                "valid_to= needs valid_from=: a portion of valid time has a start",
+                code=ErrorCode.SCHEMA,
+            )
+        return None
+    end = None if valid_to is None else _to_millis(valid_to, clock)
+    return _to_millis(valid_from, clock), end
+
+
+def _over(new: GrainLike, portion: Portion) -> GrainLike:
+    """A mapping ``new`` valid over the portion, unless it says otherwise."""
+    if not isinstance(new, Mapping):
+        return new
+    fields = dict(new)
+    fields.setdefault("valid_from", portion[0])
+    if portion[1] is not None:
+        fields.setdefault("valid_to", portion[1])
+    return fields

@@ -1,0 +1,126 @@
+"""Changes over a portion of valid time (SQL:2011 FOR PORTION OF), against a
+reference interval model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import oms_rdf as oms
+
+DAY = 86_400_000
+T0 = 1_767_225_600_000  # 2026-01-01
+ANN, WORKS = "http://example.org/ann", "http://example.org/worksAt"
+
+
+def fields(
+    obj: str, *, start: int, end: int | None, at: int, **more: Any
+) -> dict[str, Any]:
+    out = {"type": "belief", "subject": ANN, "relation": WORKS, "object": obj,
+           "confidence": 0.8, "created_at": at, "valid_from": start, **more}  # fmt: skip
+    if end is not None:
+        out["valid_to"] = end
+    return out
+
+
+def objects(store: oms.GrainStore, day: int, known: int) -> list[str]:
+    return sorted(
+        g["object"]
+        for g in store.beliefs(ANN, WORKS, valid_at=T0 + day * DAY, as_of=known)
+    )
+
+
+def model(day: int, old: tuple[int, int | None], cut: tuple[int, int | None],
+          new: str | None) -> list[str]:  # fmt: skip
+    """What holds on a day after the change: the new value inside the portion
+    (none for a retraction), the old one in the rest of its interval."""
+    inside = cut[0] <= day and (cut[1] is None or day < cut[1])
+    if inside:
+        return [new] if new is not None else []
+    in_old = old[0] <= day and (old[1] is None or day < old[1])
+    return ["http://example.org/acme"] if in_old else []
+
+
+intervals = st.tuples(st.integers(0, 20), st.one_of(st.none(), st.integers(1, 20)))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(old=intervals, cut=intervals, retract=st.booleans())
+def test_a_change_over_a_portion_matches_the_interval_model(
+    old: tuple[int, int | None], cut: tuple[int, int | None], retract: bool
+) -> None:
+    old = (old[0], None if old[1] is None else old[0] + old[1])
+    cut = (cut[0], None if cut[1] is None else cut[0] + cut[1])
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    first = store.put(fields("http://example.org/acme", start=T0 + old[0] * DAY,
+                             end=None if old[1] is None else T0 + old[1] * DAY, at=T0))  # fmt: skip
+    overlaps = (old[1] is None or cut[0] < old[1]) and (
+        cut[1] is None or old[0] < cut[1]
+    )
+    portion = {"valid_from": T0 + cut[0] * DAY,
+               "valid_to": None if cut[1] is None else T0 + cut[1] * DAY}  # fmt: skip
+    change = T0 + 50 * DAY
+    new_value = None if retract else "http://example.org/initech"
+    if not overlaps:
+        with pytest.raises(oms.PolicyError) as caught:
+            if retract:
+                store.retract(first, reason="wrong", at=change, **portion)
+            else:
+                store.supersede(first, fields(new_value or "", start=0, end=None, at=change)
+                                | {"valid_from": portion["valid_from"]}
+                                | ({"valid_to": portion["valid_to"]} if portion["valid_to"] else {}),
+                                **portion)  # fmt: skip
+        assert caught.value.code == "ERR_RANGE"
+        return
+    if retract:
+        store.retract(first, reason="wrong", at=change, **portion)
+    else:
+        new = {k: v for k, v in fields(new_value or "", start=0, end=None, at=change).items()
+               if k not in ("valid_from", "valid_to")}  # fmt: skip
+        store.supersede(first, new, justification="corrected", **portion)
+    after = T0 + 60 * DAY
+    for day in range(-1, 45):
+        assert objects(store, day, after) == model(day, old, cut, new_value), day
+        # What was believed before the change is as it was.
+        assert objects(store, day, T0 + DAY) == model(day, old, (10**9, None), None)
+    # Every piece is a grain of its own, derived from the old one.
+    for grain in store.derived(first):
+        assert grain["derived_from"] == [first]
+
+
+def test_the_pieces_carry_the_old_policy_and_a_soft_lock_needs_a_justification() -> (
+    None
+):
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    locked = store.put(fields("http://example.org/acme", start=T0, end=T0 + 30 * DAY, at=T0,
+                              invalidation_policy={"mode": "soft_locked"}))  # fmt: skip
+    new = fields("http://example.org/initech", start=T0 + 10 * DAY,
+                 end=T0 + 20 * DAY, at=T0 + 50 * DAY)  # fmt: skip
+    before = sorted(str(q) for q in store.core.backend.quads())
+    with pytest.raises(oms.PolicyError) as caught:
+        store.supersede(locked, new, valid_from=T0 + 10 * DAY, valid_to=T0 + 20 * DAY)
+    assert caught.value.code == "ERR_INVALIDATION_DENIED"
+    assert sorted(str(q) for q in store.core.backend.quads()) == before
+    store.supersede(locked, new, valid_from=T0 + 10 * DAY, valid_to=T0 + 20 * DAY,
+                    justification="payroll shows the move")  # fmt: skip
+    pieces = [g for g in store.derived(locked) if g["object"].endswith("acme")]
+    assert sorted((g["valid_from"], g["valid_to"]) for g in pieces) == [
+        (T0, T0 + 10 * DAY),
+        (T0 + 20 * DAY, T0 + 30 * DAY),
+    ]
+    assert all(g["invalidation_policy"] == {"mode": "soft_locked"} for g in pieces)
+    with pytest.raises(oms.PolicyError):
+        store.supersede(pieces[0].address, fields("http://example.org/x", start=T0,
+                                                  end=T0 + DAY, at=T0 + 60 * DAY))  # fmt: skip
+
+
+def test_a_new_grain_valid_outside_the_portion_is_refused() -> None:
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    old = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
+    new = fields("http://example.org/initech", start=T0, end=None, at=T0 + DAY)
+    with pytest.raises(oms.SchemaError):
+        store.supersede(old, new, valid_from=T0 + 10 * DAY, valid_to=T0 + 20 * DAY)
+    assert store.status(old).status == "active"
