@@ -382,6 +382,40 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+TABLE_LIMIT = 50  # the beliefs a table shows unless --limit says otherwise
+ELLIPSIS = "…"
+
+
+def _fitted_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """:func:`_table` whose lines fit the terminal's width: the widest columns
+    are narrowed first, and a cut cell ends in an ellipsis."""
+    import shutil
+
+    width = shutil.get_terminal_size().columns
+    cells = [
+        [("" if r.get(c) is None else " ".join(str(r.get(c)).split())) for c in columns]
+        for r in rows
+    ]
+    widths = [
+        max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)
+    ]
+    room = max(width - 2 * (len(columns) - 1), len(columns) * 4)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= 4:
+            break
+        widths[widest] -= 1
+
+    def cut(text: str, w: int) -> str:
+        return text if len(text) <= w else text[: w - 1] + ELLIPSIS
+
+    lines = [
+        "  ".join(cut(v, w).ljust(w) for v, w in zip(row, widths, strict=True))
+        for row in [columns, *cells]
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
 BELIEF_COLUMNS = [
     "address",
     "subject",
@@ -561,22 +595,50 @@ def time_options(fn: F) -> F:
 @click.option("--relation")
 @click.option("--namespace")
 @time_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--limit", type=click.IntRange(1, MAX_LIMIT),
+              help=f"At most this many beliefs (the table: default {TABLE_LIMIT}; "
+              "JSON: default all).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON array of the full rows instead of a table.")  # fmt: skip
+@click.option("--jsonl", "as_jsonl", is_flag=True,
+              help="Print JSON Lines, one full row a line, instead of a table.")  # fmt: skip
 @click.pass_context
 def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
                 namespace: str | None, valid_at: str | None, as_of: str | None,
-                as_json: bool) -> None:  # fmt: skip
+                limit: int | None, as_json: bool, as_jsonl: bool) -> None:  # fmt: skip
     """List the beliefs true at --valid-at as known at --as-of.
+
+    The table shows the first --limit beliefs (50 by default; a note on stderr
+    says how many more there are), each column cut to fit the terminal's width
+    with an ellipsis; --json and --jsonl print the full rows.
 
     Example:
 
         oms-rdf --store mem.db beliefs --subject alice --as-of 2024-01-01
     """
+    if as_json and as_jsonl:
+        raise click.UsageError("--json and --jsonl: choose one")
     point = _point(valid_at, as_of)  # a bad time is refused before the store opens
-    grains = _store(ctx, read=True).beliefs(
-        subject, relation, namespace=namespace, **point
+    grains = list(
+        _store(ctx, read=True).beliefs(subject, relation, namespace=namespace, **point)
     )
-    _print_grains(grains, as_json)
+    if limit is None and not (as_json or as_jsonl):
+        limit = TABLE_LIMIT
+    shown = grains if limit is None else grains[:limit]
+    if as_jsonl:
+        for grain in shown:
+            click.echo(json.dumps(_row(grain), ensure_ascii=False))
+    elif as_json:
+        click.echo(dump_json([_row(g) for g in shown]))
+    else:
+        click.echo(_fitted_table([_row(g) for g in shown], BELIEF_COLUMNS))
+    if len(grains) > len(shown):
+        more = len(grains) - len(shown)
+        click.echo(
+            f"note: {more:,} more belief{'s' if more != 1 else ''} not shown "
+            f"({len(grains):,} in all); use --limit N, or --json/--jsonl",
+            err=True,
+        )
 
 
 def _print_grains(grains: list[Grain], as_json: bool) -> None:

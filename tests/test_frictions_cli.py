@@ -1,0 +1,64 @@
+"""What a new user of the command line hit: long listings, updates, locks, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from oms_rdf.cli import cli
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), env=env)
+
+
+def _many(tmp_path: Path, n: int, width: int = 3000) -> str:
+    db = str(tmp_path / "db")
+    lines = tmp_path / "b.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "type": "belief",
+                    "subject": f"s{i:03}",
+                    "relation": "says",
+                    "object": f"o{i:03} " + "x" * width,
+                    "confidence": 0.5,
+                    "created_at": 1_700_000_000_000 + i,
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    assert run("--store", db, "put", str(lines)).exit_code == 0
+    return db
+
+
+def test_beliefs_table_is_limited_and_fits_the_terminal(tmp_path: Path) -> None:
+    db = _many(tmp_path, 60)
+    got = run("--store", db, "beliefs", env={"COLUMNS": "100"})
+    assert got.exit_code == 0, got.output
+    lines = got.stdout.splitlines()
+    assert len(lines) == 1 + 50  # the header and the default 50
+    assert max(len(line) for line in lines) <= 100
+    assert all("…" in line for line in lines[1:])  # the long object was cut
+    assert "10 more beliefs not shown (60 in all)" in got.stderr
+    few = run("--store", db, "beliefs", "--limit", "5", env={"COLUMNS": "200"})
+    assert len(few.stdout.splitlines()) == 6
+    assert max(len(line) for line in few.stdout.splitlines()) <= 200
+    assert "55 more beliefs" in few.stderr
+
+
+def test_beliefs_json_and_jsonl_print_full_rows(tmp_path: Path) -> None:
+    db = _many(tmp_path, 60, width=5000)
+    rows = json.loads(run("--store", db, "beliefs", "--json").stdout)
+    assert len(rows) == 60  # JSON prints all unless --limit says otherwise
+    assert all(len(r["object"]) == 5005 for r in rows)
+    lines = run("--store", db, "beliefs", "--jsonl", "--limit", "7").stdout.splitlines()
+    assert len(lines) == 7
+    assert all(len(json.loads(line)["object"]) == 5005 for line in lines)
+    assert sorted(json.loads(line)["subject"] for line in lines)[0].startswith("s")
