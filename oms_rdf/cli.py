@@ -25,6 +25,7 @@ from .errors import (
     ErrorCode,
     NotFoundError,
     OmsError,
+    QueryError,
     SchemaError,
     SignatureError,
     StoreError,
@@ -223,8 +224,8 @@ def _check_store_path(path: str, *, create: bool) -> bool:
         if create:
             return True
         raise NotFoundError(
-            f"no store at {path}: the path does not exist (check --store; `put` or "
-            "`import` creates a store)"
+            f"no store at {path}: the path does not exist (check --store; `put`, "
+            "`import` or `update` creates a store)"
         )
     if create and folder.is_dir() and not any(folder.iterdir()):
         return True
@@ -774,15 +775,67 @@ def query_cmd(ctx: click.Context, sparql: str, fmt: str, valid_at: str | None,
     """
     text = _text_of(sparql[1:]) if sparql.startswith("@") else sparql
     point = _point(valid_at, as_of)
-    result = _store(ctx, read=True).query(
-        text, namespace=namespace, grains=grains, **point
-    )
+    store = _store(ctx, read=True)
+    try:
+        result = store.query(text, namespace=namespace, grains=grains, **point)
+    except QueryError as exc:
+        if _is_update(text):
+            raise QueryError(
+                "expected a query (SELECT, ASK, CONSTRUCT or DESCRIBE); found a SPARQL "
+                "Update: this is an update, use `oms-rdf update`",
+                path="SPARQL",
+            ) from exc
+        raise
     if isinstance(result, bool):
         click.echo("true" if result else "false")
     elif isinstance(result, Solutions):
         _print_rows(result, fmt)
     else:
         click.echo(dumps_turtle(result), nl=False)
+
+
+def _is_update(text: str) -> bool:
+    """Whether a text that is no query parses as SPARQL Update (only read)."""
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseUpdate
+
+    try:
+        parseUpdate(text)
+    except (ParseException, ValueError, TypeError):
+        return False
+    return True
+
+
+@cli.command("update")
+@click.argument("sparql")
+@click.option("--namespace", help="The namespace of the beliefs INSERT DATA adds.")
+@click.option("--confidence", type=FiniteFloat(0.0, 1.0), default=1.0,
+              show_default=True, help="Their confidence.")  # fmt: skip
+@click.option("--by", help="DID of who retracts (DELETE DATA).")
+@click.option("--reason", help="Why DELETE DATA retracts (needed for soft_locked).")
+@click.pass_context
+def update_cmd(ctx: click.Context, sparql: str, namespace: str | None, confidence: float,
+               by: str | None, reason: str | None) -> None:  # fmt: skip
+    """Apply SPARQL Update (text, or @FILE) as belief operations.
+
+    INSERT DATA adds its triples as beliefs; DELETE DATA retracts the current
+    beliefs that assert its triples. The request is one atomic write: a refused
+    one writes nothing.
+
+    Example:
+
+        oms-rdf --store mem.db update "INSERT DATA { <urn:a> <urn:knows> <urn:b> }"
+    """
+    text = _text_of(sparql[1:]) if sparql.startswith("@") else sparql
+    report = _store(ctx, create=True).update(
+        text, namespace=namespace, confidence=confidence, by=by, reason=reason
+    )
+    click.echo(
+        f"added {report.added}, already believed {report.believed}, "
+        f"retracted {len(report.retracted)}, not believed {report.not_believed}"
+    )
+    for address in report.retracted:
+        click.echo(f"retracted {address}")
 
 
 def _print_rows(result: Solutions, fmt: str) -> None:

@@ -62,3 +62,33 @@ def test_beliefs_json_and_jsonl_print_full_rows(tmp_path: Path) -> None:
     assert len(lines) == 7
     assert all(len(json.loads(line)["object"]) == 5005 for line in lines)
     assert sorted(json.loads(line)["subject"] for line in lines)[0].startswith("s")
+
+
+INSERT = "INSERT DATA { <urn:x:alice> <urn:x:knows> <urn:x:bob> }"
+ASK = "ASK { <urn:x:alice> <urn:x:knows> <urn:x:bob> }"
+
+
+def test_update_command_applies_sparql_update(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    first = run("--store", db, "update", INSERT)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("added 1, already believed 0")
+    assert run("--store", db, "query", ASK).stdout.strip() == "true"
+    again = run("--store", db, "update", INSERT)
+    assert again.stdout.startswith("added 0, already believed 1")
+    gone = run("--store", db, "update", INSERT.replace("INSERT", "DELETE"))
+    assert gone.exit_code == 0 and "retracted 1" in gone.stdout
+    assert run("--store", db, "query", ASK).stdout.strip() == "false"
+
+
+def test_query_given_an_update_points_to_the_update_command(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("--store", db, "update", INSERT).exit_code == 0
+    got = run("--store", db, "query", INSERT)
+    assert got.exit_code == 1
+    assert got.stderr.startswith("error: ERR_QUERY: ")
+    assert "this is an update, use `oms-rdf update`" in got.stderr
+    assert "expected CONSTRUCT" not in got.stderr
+    bad = run("--store", db, "query", "SELEKT ?s WHERE { ?s ?p ?o }")
+    assert bad.stderr.startswith("error: ERR_QUERY: ")
+    assert "oms-rdf update" not in bad.stderr  # not an update either
