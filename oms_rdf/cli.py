@@ -190,8 +190,15 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
     try:
         return _closing(ctx, GrainStore(path))
     except StoreError as exc:
-        if not read or "lock" not in str(exc).lower():
+        if "lock" not in str(exc).lower():
             raise
+        if not read:
+            raise StoreError(
+                f"{exc.message}; another process has it open for writing; use "
+                "`oms-rdf serve` to share one store between processes",
+                code=exc.code,
+                path=exc.path,
+            ) from exc
     click.echo(
         "note: another process holds this store; reading a read-only view as of now "
         "(run `oms-rdf serve` there to read and write together)",

@@ -92,3 +92,29 @@ def test_query_given_an_update_points_to_the_update_command(tmp_path: Path) -> N
     bad = run("--store", db, "query", "SELEKT ?s WHERE { ?s ?p ?o }")
     assert bad.stderr.startswith("error: ERR_QUERY: ")
     assert "oms-rdf update" not in bad.stderr  # not an update either
+
+
+def test_a_second_writer_is_told_to_serve_the_store(tmp_path: Path) -> None:
+    import oms_rdf as oms
+
+    db = tmp_path / "db"
+    grain = tmp_path / "g.json"
+    grain.write_text(
+        json.dumps(
+            {
+                "type": "belief",
+                "subject": "a",
+                "relation": "r",
+                "object": "o",
+                "created_at": 1_700_000_000_000,
+            }
+        )
+    )
+    with oms.GrainStore(str(db)):  # the first writer holds it
+        got = run("--store", str(db), "put", str(grain))
+        assert got.exit_code == 1
+        assert got.stderr.startswith("error: ERR_STORE: ")
+        assert "another process has it open for writing" in got.stderr
+        assert "use `oms-rdf serve` to share one store between processes" in got.stderr
+        reader = run("--store", str(db), "beliefs", "--json")
+        assert reader.exit_code == 0 and json.loads(reader.stdout) == []
