@@ -21,7 +21,8 @@ a refused or failed operation leaves the store exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,6 +209,33 @@ class GrainStore:
     # --- upkeep (core.py) -------------------------------------------------------
 
     rebuild_current = Delegated("core", Core.rebuild_current)
+
+    @contextmanager
+    def transaction(self) -> Iterator[GrainStore]:
+        """Make the operations in the block one atomic write, at one system time.
+
+        Puts, supersessions, retractions, contradictions, evidence and
+        verification marks inside ``with store.transaction() as tx:`` are each
+        checked as they are called, against the store as it was when the block
+        began; they are written together when it ends, with one audit event
+        listing them, or not at all when it raises. An operation on a grain an
+        earlier one created or changed is refused (ERR_CONFLICT); imports and
+        erasure are not part of a transaction (see :mod:`.transaction`).
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> old = store.put(Belief("ann", "works_at", "Acme", 0.9, created_at=1))
+        >>> with store.transaction() as tx:
+        ...     _ = tx.supersede(old, {"type": "belief", "subject": "ann",
+        ...         "relation": "works_at", "object": "Initech", "confidence": 0.9,
+        ...         "created_at": 2})
+        ...     _ = tx.put(Belief("bo", "works_at", "Acme", 0.8, created_at=2))
+        >>> sorted(g["object"] for g in store.beliefs())
+        ['Acme', 'Initech']
+        """
+        with self.core.transaction():
+            yield self
+
     optimize = Delegated("core", Core.optimize)
     flush = Delegated("core", Core.flush)
     close = Delegated("core", Core.close)

@@ -48,6 +48,7 @@ from .sparql import (
     update_request,
 )
 from .state import CACHE_SIZE, IndexState, Signature
+from .transaction import Pending
 from .writelock import acquire, release
 
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
@@ -99,6 +100,7 @@ class Core:
         self._head: Head | object | None = _UNREAD  # of the audit chain
         # Whether oms:current is the knowledge of now, kept up by the writes.
         self.now_watch = NowWatch()
+        self.pending: Pending | None = None  # an open transaction's writes
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
@@ -356,6 +358,9 @@ class Core:
         the one it links to. A write that lost a race on ``current`` raises
         ERR_CONFLICT; one that lost it on the head only is sealed again and retried.
         """
+        if self.pending is not None:  # inside a transaction: written at its end
+            self.pending.add(delete, insert, before, current)
+            return
         if getattr(self.backend, "shared", False):
             self._write_guarded(delete, insert, before, current)
             return
@@ -466,6 +471,32 @@ class Core:
             return verify_chain(self.backend)
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the store for one transaction (see :mod:`.transaction`): its
+        operations' writes are made at its end, in one atomic write, at one
+        system time; an exception in the block writes nothing.
+
+        Raises:
+            StoreError: ERR_CONFLICT for a transaction inside another.
+        """
+        with self.lock:
+            if self.pending is not None:
+                raise StoreError("a transaction is open already: transactions do "
+                                 "not nest", code=ErrorCode.CONFLICT)  # fmt: skip
+            clock, at = self.clock, self.clock()
+            self.pending, self.clock = Pending(), lambda: at
+            try:
+                yield
+                pending = self.pending
+            finally:
+                self.pending, self.clock = None, clock
+            if pending.operations or pending.insert or pending.delete:
+                event = self.audit_rows("transaction", at=at, count=len(pending.operations),
+                                        reason=pending.summary() or None)  # fmt: skip
+                insert = [*pending.insert, *pending.event(_rows(event))]
+                self.write(pending.delete, insert, current=pending.current)
+
+    @contextmanager
     def bulk(self, *, stage: Stage | None = None) -> Iterator[Journal]:
         """Hold the store for one write too large for a transaction, all or nothing.
 
@@ -479,6 +510,9 @@ class Core:
         end, so that the next command does not. ``stage`` is told of the writing
         and the compaction as they begin (see :mod:`oms_rdf.progress`).
         """
+        if self.pending is not None:
+            raise StoreError("an import or bulk load is not part of a transaction: "
+                             "make it before or after", code=ErrorCode.STORE)  # fmt: skip
         # Marked from before the journal opens until after the compaction: a
         # reader in another process refuses the store meanwhile (backends.py).
         with self.lock, bulk_writing(self.backend):

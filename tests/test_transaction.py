@@ -1,0 +1,180 @@
+"""One transaction for one publication: all or nothing, at one system time, with
+one audit event, under a failure at any step and under kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.vocab import OMS
+
+T0 = 1_767_225_600_000
+NOW = T0 + 1_000_000
+
+
+def dump(store: oms.GrainStore) -> list[str]:
+    return sorted(str(q) for q in store.core.backend.quads())
+
+
+def belief(subject: str, obj: str, at: int = T0, **more: Any) -> dict[str, Any]:
+    return {"type": "belief", "subject": subject, "relation": "works_at", "object": obj,
+            "confidence": 0.8, "created_at": at, **more}  # fmt: skip
+
+
+def events(store: oms.GrainStore) -> list[str]:
+    return [
+        str(q.object.value)
+        for q in store.core.backend.quads(None, OMS.operation, None, OMS.audit)
+    ]
+
+
+@pytest.fixture
+def store() -> oms.GrainStore:
+    ticks = iter(range(NOW, NOW + 10**6))  # a clock that moves at every look
+    store = oms.GrainStore(clock=lambda: next(ticks))
+    store.put(belief("ann", "Acme"))
+    store.put(belief("bo", "Initech"))
+    store.put(belief("cy", "Hooli", invalidation_policy={"mode": "locked"}))
+    return store
+
+
+def address(store: oms.GrainStore, subject: str) -> str:
+    return store.beliefs(subject)[0].address
+
+
+def publication(store: oms.GrainStore) -> list[Any]:
+    """A publication's operations, as calls on the transaction."""
+    ann, bo, cy = (address(store, s) for s in ("ann", "bo", "cy"))
+    return [
+        lambda tx: tx.supersede(ann, belief("ann", "Umbrella", T0 + 10)),
+        lambda tx: tx.put(belief("di", "Acme", T0 + 10)),
+        lambda tx: tx.retract(bo, reason="left"),
+        lambda tx: tx.evidence(address(store, "ann"), kind="supporting", strength=0.7),
+        lambda tx: tx.retract(cy, reason="wrong"),  # refused: locked
+    ]
+
+
+def test_a_publication_is_one_write_with_one_event(store: oms.GrainStore) -> None:
+    before = len(events(store))
+    steps = publication(store)[:4]
+    with store.transaction() as tx:
+        for step in steps:
+            step(tx)
+        assert sorted(g["subject"] for g in store.beliefs()) == ["ann", "bo", "cy"]
+        assert [g["object"] for g in store.beliefs("ann")] == ["Acme"]  # not yet
+    assert sorted((g["subject"], g["object"]) for g in store.beliefs()) == [
+        ("ann", "Umbrella"),
+        ("cy", "Hooli"),
+        ("di", "Acme"),
+    ]
+    assert (
+        events(store)[before:] == ["transaction"]
+        or sorted(events(store)).count("transaction") == 1
+    )
+    assert len(events(store)) == before + 1
+    assert store.verify_audit().ok
+    assert store.status(address(store, "cy")).status == "active"  # untouched
+    # One system time: the retraction's, the event's.
+    (voided,) = store.core.backend.quads(None, OMS.voidedAt, None, OMS.index)
+    (event,) = [
+        q.subject
+        for q in store.core.backend.quads(None, OMS.operation, None, OMS.audit)
+        if q.object.value == "transaction"
+    ]
+    (when,) = store.core.backend.quads(event, OMS.at, None, OMS.audit)
+    assert voided.object == when.object
+
+
+@pytest.mark.parametrize("failing", range(5))
+def test_a_failure_at_any_step_writes_nothing(
+    store: oms.GrainStore, failing: int
+) -> None:
+    steps = publication(store)[:4]
+    before = dump(store)
+
+    def boom(tx: oms.GrainStore) -> None:
+        raise RuntimeError("the publisher crashed")
+
+    steps.insert(failing, boom)
+    with pytest.raises(RuntimeError):
+        with store.transaction() as tx:
+            for step in steps:
+                step(tx)
+    assert dump(store) == before
+
+
+def test_a_refused_operation_refuses_the_whole_transaction(
+    store: oms.GrainStore,
+) -> None:
+    before = dump(store)
+    with pytest.raises(oms.PolicyError) as caught:
+        with store.transaction() as tx:
+            for step in publication(store):
+                step(tx)
+    assert caught.value.code == "ERR_INVALIDATION_DENIED"
+    assert dump(store) == before
+
+
+def test_an_operation_on_a_grain_the_transaction_changed_is_refused(
+    store: oms.GrainStore,
+) -> None:
+    ann = address(store, "ann")
+    before = dump(store)
+    with pytest.raises(oms.StoreError) as caught:
+        with store.transaction() as tx:
+            tx.supersede(ann, belief("ann", "Umbrella", T0 + 10))
+            tx.retract(ann, reason="twice")
+    assert caught.value.code == "ERR_CONFLICT"
+    assert dump(store) == before
+
+
+def test_transactions_do_not_nest(store: oms.GrainStore) -> None:
+    with pytest.raises(oms.StoreError):
+        with store.transaction(), store.transaction():
+            pass
+
+
+CHILD = """
+import sys, oms_rdf as oms
+store = oms.GrainStore(sys.argv[1])
+for i in range(10_000):
+    with store.transaction() as tx:
+        for j in range(3):
+            tx.put({"type": "belief", "subject": f"tx{i}", "relation": "part",
+                    "object": f"p{j}", "confidence": 0.5, "created_at": 1 + i})
+    print(i, flush=True)
+"""
+
+
+def test_a_kill_during_transactions_leaves_each_whole_or_absent(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    oms.GrainStore(path).close()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None
+    done = 0
+    began = time.monotonic()
+    while done < 20 and time.monotonic() - began < 60:
+        line = child.stdout.readline()
+        if line:
+            done = int(line.split()[0]) + 1
+    time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    store = oms.GrainStore(path, clock=lambda: 10**13)
+    parts: dict[str, int] = {}
+    for grain in store.beliefs():
+        parts[grain["subject"]] = parts.get(grain["subject"], 0) + 1
+    assert len(parts) >= done >= 20
+    assert set(parts.values()) == {3}
+    assert store.verify_audit().ok
+    store.close()
