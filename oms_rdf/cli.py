@@ -81,12 +81,16 @@ def _undo_new_store(ctx: click.Context) -> None:
 
 
 def _said(exc: Exception) -> str:
-    if isinstance(exc, OSError) and exc.strerror:  # a missing file, a directory, …
+    if isinstance(exc, OSError):  # a missing file, a directory, …
         name = (
             exc.filename2 if exc.filename2 is not None else exc.filename
         )  # rename: the target
+        if isinstance(name, str) and name.endswith(".partial"):
+            name = name[: -len(".partial")]  # the file the user named
         where = f": {name}" if name is not None else ""
-        return f"{exc.strerror}{where}"
+        missing = isinstance(exc, FileNotFoundError)
+        code = ErrorCode.NOT_FOUND if missing else ErrorCode.STORE
+        return f"{code}: {exc.strerror or exc}{where}"
     return str(exc)
 
 

@@ -358,8 +358,8 @@ def test_files_that_cannot_be_read_or_written_are_one_line_errors(
     _one_line_error(["--store", store, "import", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
     assert not (tmp_path / "db").exists()  # a refused import makes no store
     run("--store", store, "put", str(grain))
-    _one_line_error(["--store", store, "export", nowhere + ".ttl"], "No such file or directory")  # fmt: skip
-    _one_line_error(["--store", store, "export", str(tmp_path / "adir"), "--format", "turtle"], "Is a directory")  # fmt: skip
+    _one_line_error(["--store", store, "export", nowhere + ".ttl"], "ERR_NOT_FOUND: cannot export to")  # fmt: skip
+    _one_line_error(["--store", store, "export", str(tmp_path / "adir"), "--format", "turtle"], "found a folder")  # fmt: skip
     _one_line_error(["keygen", "-o", nowhere + ".pem"], "No such file or directory")
     _one_line_error(["encode", str(grain), "-o", nowhere + ".bin"], "No such file or directory")  # fmt: skip
     _one_line_error(["--store", store, "put", str(deep)], "ERR_CORRUPT")

@@ -118,3 +118,37 @@ def test_a_second_writer_is_told_to_serve_the_store(tmp_path: Path) -> None:
         assert "use `oms-rdf serve` to share one store between processes" in got.stderr
         reader = run("--store", str(db), "beliefs", "--json")
         assert reader.exit_code == 0 and json.loads(reader.stdout) == []
+
+
+def test_file_errors_carry_a_code_and_the_users_path(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("--store", db, "update", INSERT).exit_code == 0
+    (tmp_path / "adir").mkdir()
+    missing = str(tmp_path / "missing.ttl")
+    nowhere = str(tmp_path / "nonexistent" / "x.ttl")
+    cases = [
+        (["import", missing], "ERR_NOT_FOUND", missing),
+        (["export", nowhere], "ERR_NOT_FOUND", nowhere),
+        (["import", str(tmp_path / "adir"), "--format", "turtle"], "ERR_STORE",
+         str(tmp_path / "adir")),
+        (["export", str(tmp_path / "adir"), "--format", "turtle"], "ERR_STORE",
+         str(tmp_path / "adir")),
+    ]  # fmt: skip
+    for args, code, path in cases:
+        got = run("--store", db, *args)
+        assert got.exit_code == 1, args
+        assert got.stderr.startswith(f"error: {code}: "), got.stderr
+        assert path in got.stderr and ".partial" not in got.stderr, got.stderr
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_library_export_to_a_missing_folder_is_err_not_found(tmp_path: Path) -> None:
+    import pytest
+
+    import oms_rdf as oms
+    from oms_rdf.errors import NotFoundError
+
+    store = oms.GrainStore()
+    with pytest.raises(NotFoundError, match="ERR_NOT_FOUND") as caught:
+        store.export(str(tmp_path / "none" / "k.ttl"))
+    assert ".partial" not in str(caught.value)

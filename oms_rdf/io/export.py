@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Iterable, Iterator
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
 
 import pyoxigraph as ox
 
 from ..container import tombstone_entry, write_mg
-from ..errors import ErrorCode, SchemaError
+from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX, literal_value
 from ..store import GrainStore, IndexState
@@ -53,7 +55,7 @@ def export(
                 code=ErrorCode.SCHEMA,
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
-        with _open(dest, "wb") as out:
+        with _writing(dest) as out:
             view.serialize(out, _RDF_FORMATS[fmt])
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
@@ -62,7 +64,7 @@ def export(
             "an export that carries grains carries their whole history",
             code=ErrorCode.SCHEMA,
         )
-    with _open(dest, "wb") as out:
+    with _writing(dest) as out:
         if fmt == "mg":
             return write_mg(
                 _blobs(store), out, manifest=_manifest(store, envelopes=True),
@@ -108,6 +110,40 @@ def export(
 
 
 PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
+
+
+@contextmanager
+def _writing(dest: Source) -> Iterator[IO[bytes]]:
+    """Open ``dest`` to write it whole, or refuse with the code of the fault,
+    naming the path the caller gave (never the ``.partial`` file beside it).
+
+    Raises:
+        NotFoundError: ERR_NOT_FOUND when the folder of ``dest`` does not exist.
+        StoreError: ERR_STORE when ``dest`` is a folder or cannot be written.
+    """
+    if hasattr(dest, "write"):
+        with _open(dest, "wb") as out:
+            yield out
+        return
+    path = Path(dest)
+    if not path.parent.is_dir():
+        raise NotFoundError(
+            f"cannot export to {dest}: expected an existing folder; found no folder "
+            f"{path.parent}",
+            path=str(dest),
+        )
+    if path.is_dir():
+        raise StoreError(
+            f"cannot export to {dest}: expected a file's path; found a folder",
+            path=str(dest),
+        )
+    try:
+        with _open(dest, "wb") as out:
+            yield out
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write {dest}: {exc.strerror or exc}", path=str(dest)
+        ) from exc
 
 
 def _format(dest: Source, given: str | None) -> str:
