@@ -188,6 +188,9 @@ def test_query_is_the_query_of_now_as_the_clock_moves(
                     map(list, store.query(query, valid_at=clock.now, as_of=clock.now)),
                 )
             ), (probe, query)
+        assert store.count_beliefs() == store.count_beliefs(
+            valid_at=clock.now, as_of=clock.now
+        )
         now = {(q.subject, q.object) for q in store.snapshot()}
         assert now == {
             (q.subject, q.object)

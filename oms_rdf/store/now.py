@@ -3,13 +3,13 @@
 What SPARQL sees by default is the knowledge in force now on both axes (design
 §3): the beliefs held now whose valid time holds now. ``oms:current`` holds every
 belief not closed, whatever its valid time; the two differ only where a belief's
-times reach past now (``queries/now_differs.rq``). Where they do not, a query of
+times reach past now (``queries/now_times.rq``). Where they do not, a query of
 ``oms:current`` is the query of now, at the cost of a plain query; where they do,
 the store asks the query at the point (now, now) instead.
 
 Finding out reads every grain's times, so it is done once and then kept up: the
-answer holds until the next time a belief's times reach (``queries/
-next_boundary.rq``), and each write tells :meth:`NowWatch.saw` the rows it added,
+answer holds until the next time a belief's times reach (the same query), and
+each write tells :meth:`NowWatch.saw` the rows it added,
 whose times can only make the two differ. What a write took away is not looked
 at (it can only make them agree): the watch then answers "differ" until the next
 boundary or a new reading, which costs a slower query, never a wrong one. Writes
@@ -84,13 +84,23 @@ class NowWatch:
 
 def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
     bound = {Variable("now"): millis_literal(now)}
-    differs = bool(list(backend.query(_QUERIES["now_differs"], bound)))
-    rows = list(backend.query(_QUERIES["next_boundary"], bound))
-    ahead = rows[0]["next"] if rows else None
-    until = END_OF_TIME
-    if isinstance(ahead, Literal):
-        until = _term_millis(ahead)
+    row = next(iter(backend.query(_QUERIES["now_times"], bound)), None)
+    if row is None:  # no answer: the query of now then goes to the point
+        return now, now + 1, False
+    times = {name: row[name] for name in _AHEAD_NAMES}
+    until = min(
+        [_term_millis(t) for t in times.values() if isinstance(t, Literal)]
+        + [END_OF_TIME]
+    )
+    # A valid_to ahead of now only ends a belief later; every other time ahead,
+    # and a held belief whose valid time has ended, makes the two differ now.
+    differs = row["ended"] is not None or any(
+        isinstance(t, Literal) for name, t in times.items() if name != "validTo"
+    )
     return now, max(until, now + 1), not differs
+
+
+_AHEAD_NAMES = ("validFrom", "systemFrom", "validTo", "closed", "voided")
 
 
 def _term_millis(term: Literal) -> int:

@@ -99,8 +99,9 @@ _QUERIES = {
         "consent_dependents",
         "current_beliefs",
         "subject_grains",
-        "now_differs",
-        "next_boundary",
+        "now_times",
+        "grains_count",
+        "closed_count",
     )
 }
 
