@@ -5,9 +5,12 @@ command line (``--valid-at``, ``--as-of``, ``--at``, ``--now``) or over HTTP
 (``?valid_at=``, ``?as_of=``) -- goes through :func:`to_millis`, so one text means
 one time everywhere. It takes:
 
-* an ``int``: epoch milliseconds (its type says so);
-* an aware ``datetime``; a naive one is refused, since in Python it means "local
-  time", which a shared store cannot guess;
+* an ``int`` or a NumPy integer: epoch milliseconds (its type says so);
+* a ``datetime``: an aware one is its instant; a naive one is UTC, the same rule
+  as text without a zone (one rule: no zone given means UTC, never local time);
+* a ``pandas.Timestamp`` (naive: UTC) and a ``numpy.datetime64`` (UTC, as NumPy
+  reads it), floored to the millisecond; ``NaT`` is refused. Neither library is
+  imported unless the value is one of its types;
 * a ``date``: its midnight, UTC;
 * text, which is read by this rule:
 
@@ -43,11 +46,21 @@ oms_rdf.errors.SchemaError: ERR_SCHEMA: valid_at: expected ISO 8601 ...
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
+from typing import Any
 
 from .errors import ErrorCode, SchemaError
 
-__all__ = ["MAX_MS", "MIN_MS", "TimeLike", "iso", "moment", "to_millis"]
+__all__ = [
+    "MAX_MS",
+    "MIN_MS",
+    "TimeLike",
+    "iso",
+    "iso_fields",
+    "moment",
+    "to_millis",
+]
 
 TimeLike = int | datetime | date | str
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -71,25 +84,24 @@ def to_millis(value: TimeLike, name: str = "time") -> int:
     """Return a time argument as epoch milliseconds (UTC), by the module's rule.
 
     Raises:
-        SchemaError: ERR_SCHEMA for a naive datetime, text that is neither ISO 8601
+        SchemaError: ERR_SCHEMA for NaT, text that is neither ISO 8601
             nor epoch milliseconds as the rule writes them (a bare number shorter
             than 11 digits other than a year or YYYYMMDD), or another type;
             ERR_RANGE for a time outside years 1-9999.
     """
+    module = type(value).__module__
     if type(value) is int:
         ms = value
-    elif isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise SchemaError(
-                f"{name}: a naive datetime has no time zone; give an aware one, e.g. "
-                "datetime(2024, 1, 1, tzinfo=timezone.utc)",
-                code=ErrorCode.SCHEMA,
-            )
-        ms = _ms_of(value)
-    elif isinstance(value, date):
-        ms = _ms_of(datetime(value.year, value.month, value.day, tzinfo=UTC))
     elif isinstance(value, str):
         ms = _text_ms(value, name)
+    elif module.startswith("numpy"):
+        ms = _numpy_ms(value, name)
+    elif module.startswith("pandas"):
+        ms = _pandas_ms(value, name)
+    elif isinstance(value, datetime):
+        ms = _ms_of(value if value.tzinfo else value.replace(tzinfo=UTC))
+    elif isinstance(value, date):
+        ms = _ms_of(datetime(value.year, value.month, value.day, tzinfo=UTC))
     else:
         raise SchemaError(
             f"{name}: expected epoch milliseconds (int), a datetime, a date or text; "
@@ -101,6 +113,70 @@ def to_millis(value: TimeLike, name: str = "time") -> int:
             f"{name}: {value!r} is outside years 1-9999", code=ErrorCode.RANGE
         )
     return ms
+
+
+def _numpy_ms(value: Any, name: str) -> int:
+    """A NumPy integer (epoch ms) or datetime64 (UTC), floored to the millisecond."""
+    import numpy as np
+
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            raise SchemaError(
+                f"{name}: expected a time; found NaT", code=ErrorCode.SCHEMA
+            )
+        unit, count = np.datetime_data(value.dtype)
+        per_ms = _SUB_MS.get(unit)
+        if per_ms is None:  # ms or coarser: exact in milliseconds
+            return int(value.astype("datetime64[ms]").astype(np.int64))
+        return int(value.astype(np.int64)) * count // per_ms
+    raise SchemaError(
+        f"{name}: expected epoch milliseconds (int), a datetime, a date or text; "
+        f"found numpy {type(value).__name__}",
+        code=ErrorCode.SCHEMA,
+    )
+
+
+_SUB_MS = {"us": 1_000, "ns": 1_000_000, "ps": 10**9, "fs": 10**12, "as": 10**15}
+
+
+def _pandas_ms(value: Any, name: str) -> int:
+    """A pandas Timestamp (naive: UTC), floored to the millisecond."""
+    import pandas as pd
+
+    if isinstance(value, pd.Timestamp):
+        return int(value.value) // 1_000_000  # ns since the epoch, UTC
+    if value is pd.NaT:
+        raise SchemaError(f"{name}: expected a time; found NaT", code=ErrorCode.SCHEMA)
+    raise SchemaError(
+        f"{name}: expected epoch milliseconds (int), a datetime, a date or text; "
+        f"found pandas {type(value).__name__}",
+        code=ErrorCode.SCHEMA,
+    )
+
+
+def iso_fields(fields: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """A grain's fields as JSON gives them, with the text of its time fields
+    (``names``: created_at, valid_from, ...) read by :func:`to_millis`.
+
+    For JSON, which has no datetime: where a Python caller gives a datetime, a
+    JSON caller may give ISO 8601 text. Only text is read (an int stays as it
+    is), and only at the top level, where the time fields are; the fields of a
+    blob are never touched.
+
+    Raises:
+        SchemaError: ERR_SCHEMA (at the field) for text that is no time.
+    """
+    out = dict(fields)
+    for name in names:
+        value = out.get(name)
+        if isinstance(value, str):
+            try:
+                out[name] = to_millis(value, name)
+            except SchemaError as exc:
+                raise SchemaError(exc.message, code=exc.code, path=name) from None
+    return out
 
 
 def moment(ms: int) -> datetime:

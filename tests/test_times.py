@@ -101,7 +101,7 @@ def test_typed_values_keep_their_meaning() -> None:
     assert to_millis(2022) == 2022  # an int is epoch ms: its type says so
     assert to_millis(date(2022, 6, 1)) == ms(2022, 6, 1)
     assert to_millis(datetime(2022, 6, 1, 12, tzinfo=UTC)) == ms(2022, 6, 1, 12)
-    for value in (True, 2022.0, datetime(2022, 6, 1)):
+    for value in (True, 2022.0):
         with pytest.raises(SchemaError):
             to_millis(value)  # type: ignore[arg-type]
 
@@ -183,3 +183,42 @@ def test_http_valid_at_takes_the_same_rule(tmp_path: Path) -> None:
             assert "ERR_SCHEMA" in bad.text and "'202206'" in bad.text
     finally:
         store.close()
+
+
+def test_naive_datetime_and_naive_text_are_both_utc() -> None:
+    naive = datetime(2022, 6, 1, 12, 30)
+    assert to_millis(naive) == ms(2022, 6, 1, 12, 30)
+    assert to_millis(naive) == to_millis("2022-06-01T12:30")
+    assert to_millis(naive) == to_millis(naive.replace(tzinfo=UTC))
+
+
+def test_numpy_and_pandas_times() -> None:
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    at = ms(2022, 6, 1, 12)
+    assert to_millis(np.int64(at)) == at and type(to_millis(np.int64(at))) is int
+    assert to_millis(np.uint64(at)) == at
+    assert to_millis(np.datetime64("2022-06-01T12:00:00")) == at
+    assert to_millis(np.datetime64("2022-06-01T12:00:00.0009999", "ns")) == at
+    assert to_millis(np.datetime64("1969-12-31T23:59:59.9995", "us")) == -1  # floored
+    assert to_millis(np.datetime64("2022-06-01")) == ms(2022, 6, 1)
+    assert to_millis(np.datetime64("2022-06")) == ms(2022, 6, 1)
+    assert to_millis(pd.Timestamp("2022-06-01T12:00")) == at  # naive: UTC
+    assert to_millis(pd.Timestamp("2022-06-01T14:00+02:00")) == at
+    assert to_millis(pd.Timestamp("2022-06-01T12:00:00.000999999Z")) == at
+    for bad in (np.datetime64("NaT"), pd.NaT, np.float64(1.0), np.bool_(True)):
+        with pytest.raises(SchemaError, match="found"):
+            to_millis(bad)
+    # Neither library is imported for the values of neither.
+    code = (
+        "import sys; from oms_rdf.times import to_millis; "
+        "to_millis('2022'); to_millis(5); import datetime as d; "
+        "to_millis(d.datetime(2022, 1, 1)); to_millis(d.date(2022, 1, 1)); "
+        "print('numpy' in sys.modules, 'pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
