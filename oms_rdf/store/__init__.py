@@ -36,6 +36,7 @@ from ..revision import Entrenchment
 from ..times import to_millis
 from .admission import accept, check_new
 from .audit import AuditReport
+from .changes import Axis, Changes, changes
 from .core import Core
 from .delegate import Delegated
 from .erasure import ErasureReport, SubjectReport, check_found, due, select
@@ -46,7 +47,7 @@ from .knowledge import QueryRow, Snapshot, Solutions, Triples
 from .questions import Questions
 from .revising import EvidenceEvent, EvidenceResult, Revision
 from .sparql import update_request
-from .state import IndexState
+from .state import IndexState, TimeLike
 from .writes import Writes
 
 if TYPE_CHECKING:  # io builds on the store: its types only, for the signatures
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # io builds on the store: its types only, for the signatures
 
 __all__ = [
     "AuditReport",
+    "Changes",
     "ErasureReport",
     "EvidenceEvent",
     "EvidenceResult",
@@ -209,6 +211,33 @@ class GrainStore:
     # --- upkeep (core.py) -------------------------------------------------------
 
     rebuild_current = Delegated("core", Core.rebuild_current)
+
+    def changes(
+        self,
+        since: TimeLike,
+        until: TimeLike = None,
+        *,
+        namespace: str | None = None,
+        axis: Axis = "both",
+    ) -> Changes:
+        """Return the beliefs that entered and left between two points.
+
+        ``axis``: ``"both"`` compares what was believed true at ``since`` (as
+        believed then) with ``until`` (default now); ``"valid"`` how the world
+        changed, as known at ``until``; ``"system"`` what the store learnt about
+        the world at ``until`` (see :mod:`.changes`).
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> old = store.put(Belief("ann", "works_at", "Acme", 0.9, created_at=1))
+        >>> _ = store.supersede(old, {"type": "belief", "subject": "ann",
+        ...     "relation": "works_at", "object": "Initech", "confidence": 0.9,
+        ...     "created_at": 1000})
+        >>> delta = store.changes(500, 2000)
+        >>> [g["object"] for g in delta.entered], [g["object"] for g in delta.left]
+        (['Initech'], ['Acme'])
+        """
+        return changes(self.questions, since, until, namespace=namespace, axis=axis)
 
     @contextmanager
     def transaction(self) -> Iterator[GrainStore]:
