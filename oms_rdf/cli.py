@@ -37,7 +37,7 @@ from .progress import Bars
 from .signing import SigningKey, disclose, generate_key, is_envelope, sign
 from .signing import verify as verify_signed
 from .store import GrainStore, Solutions
-from .times import to_millis
+from .times import iso_fields, to_millis
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_LIMIT = 1_000_000  # the most beliefs one search prints
@@ -357,7 +357,20 @@ def _json_grain(text: str, where: str) -> Any:
             "`put` would store the grain as current",
             path=where,
         )
-    return item
+    return _iso_times(item, where)
+
+
+def _iso_times(item: Any, where: str) -> Any:
+    """A JSON grain's fields with ISO 8601 text in its time fields read as epoch ms
+    (JSON has no datetime); a blob is left as it is."""
+    if not isinstance(item, dict):
+        return item
+    try:
+        return iso_fields(item, TIME_FIELDS)
+    except SchemaError as exc:
+        raise SchemaError(
+            exc.message, code=exc.code, path=f"{where}: $.{exc.path}"
+        ) from None
 
 
 def _row(grain: Grain) -> dict[str, Any]:
@@ -444,8 +457,14 @@ def _read(source: str) -> bytes:
         return sys.stdin.buffer.read()
     try:
         return Path(source).read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"cannot read {source}: no such file", path=source
+        ) from None
     except OSError as exc:
-        raise click.FileError(source, hint=exc.strerror) from exc
+        raise StoreError(
+            f"cannot read {source}: {exc.strerror or exc}", path=source
+        ) from None
 
 
 def _read_json(source: str) -> Any:
@@ -507,7 +526,7 @@ def encode_cmd(source: str, as_hex: bool, output: str | None) -> None:
 
         oms-rdf encode grain.json -o grain.mg
     """
-    blob = encode(_read_json(source))
+    blob = encode(_iso_times(_read_json(source), source))
     if output:
         Path(output).write_bytes(blob)
     click.echo(blob.hex() if as_hex else content_address(blob))

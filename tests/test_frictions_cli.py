@@ -152,3 +152,43 @@ def test_library_export_to_a_missing_folder_is_err_not_found(tmp_path: Path) -> 
     with pytest.raises(NotFoundError, match="ERR_NOT_FOUND") as caught:
         store.export(str(tmp_path / "none" / "k.ttl"))
     assert ".partial" not in str(caught.value)
+
+
+def test_json_grains_take_iso_times(tmp_path: Path) -> None:
+    import oms_rdf as oms
+
+    as_ms = {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+             "confidence": 0.5, "created_at": 1_704_067_200_000,
+             "valid_from": 1_717_200_000_000, "context": {"created_at": "2024"}}  # fmt: skip
+    as_iso = {**as_ms, "created_at": "2024-01-01T00:00:00Z", "valid_from": "2024-06-01"}
+    source = tmp_path / "g.json"
+    source.write_text(json.dumps(as_iso))
+    address = oms.content_address(oms.encode(as_ms))
+    assert run("encode", str(source)).stdout.strip() == address
+    db = str(tmp_path / "db")
+    put = run("--store", db, "put", str(source))
+    assert put.exit_code == 0, put.output
+    assert put.stdout.split()[0] == address
+    got = json.loads(run("--store", db, "get", address).stdout)
+    assert got["fields"]["valid_from"] == "2024-06-01T00:00:00.000Z"
+    assert got["fields"]["context"] == {"created_at": "2024"}  # user data: untouched
+    lines = tmp_path / "g.jsonl"
+    lines.write_text(json.dumps({**as_iso, "object": "p"}) + "\n")
+    assert run("--store", db, "put", str(lines)).exit_code == 0
+    source.write_text(json.dumps({**as_iso, "valid_to": "next tuesday"}))
+    for args in (["encode", str(source)], ["--store", db, "put", str(source)]):
+        bad = run(*args)
+        assert bad.exit_code == 1
+        assert bad.stderr.startswith("error: ERR_SCHEMA: valid_to: expected ISO 8601")
+        assert "valid_to" in bad.stderr and "next tuesday" in bad.stderr
+
+
+def test_a_missing_grain_file_is_err_not_found(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.json")
+    for args in (
+        ["encode", missing],
+        ["--store", str(tmp_path / "db"), "put", missing],
+    ):
+        got = run(*args)
+        assert got.exit_code == 1
+        assert got.stderr.startswith("error: ERR_NOT_FOUND: ") and missing in got.stderr
