@@ -16,10 +16,15 @@ as if it did not exist.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import queue
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 from xml.sax.saxutils import escape
 
@@ -39,13 +44,15 @@ from .errors import (
 )
 from .grain import Grain
 from .io import dumps_jsonl, loads_json_grain
+from .mapping import TIME_FIELDS
 from .store import GrainStore
-from .times import iso
+from .times import iso, iso_fields, to_millis
 
 __all__ = ["GRAIN_TYPE", "OPENAPI", "error_response", "fact_json", "fact_routes"]
 
 GRAIN_TYPE = "application/vnd.oms.grain"
 PAGE = 100  # facts per page when no limit is given
+LISTINGS_KEPT = 8  # listings whose order is kept for their next pages
 Authorize = Callable[[Request], Any]  # -> Token, or a Response refusing
 _T = TypeVar("_T")
 Runner = Callable[[Callable[[], Any]], Awaitable[Any]]  # runs a store call off the loop
@@ -111,14 +118,33 @@ def fact_routes(
             or grain.get("namespace", "shared") in token.namespaces
         )
 
-    def writable(token: Any, item: Any) -> Grain:
-        """The grain ``item`` makes; refused (403) outside the token's namespaces."""
-        grain: Grain = store.accept(item)[0]
-        if not visible(token, grain):
+    def outside(token: Any, namespace: Any) -> None:
+        """Refuse (403) a namespace outside the token's."""
+        if token.namespaces is not None and namespace not in token.namespaces:
             raise _Refused(_error(403, ErrorCode.INVALIDATION_DENIED,
-                f"this token may not write namespace {grain.get('namespace', 'shared')!r}; "
+                f"this token may not write namespace {namespace!r}; "
                 f"its namespaces are {list(token.namespaces)}", "$.namespace"))  # fmt: skip
-        return grain
+
+    def writable(token: Any, item: Any) -> tuple[Any, Grain]:
+        """``item`` as a grain takes it (see ``prepared``), and the grain it makes;
+        refused (403) outside the token's namespaces, whatever else is wrong with
+        it: one cause, one status."""
+        if isinstance(item, dict) and isinstance(item.get("namespace", "shared"), str):
+            outside(token, item.get("namespace", "shared"))  # before any other check
+        item = prepared(item)
+        grain: Grain = store.accept(item)[0]
+        outside(token, grain.get("namespace", "shared"))
+        return item, grain
+
+    def prepared(item: Any) -> Any:
+        """JSON fields as a grain takes them: ISO 8601 text in a time field read
+        as epoch ms (JSON has no datetime), ``created_at`` now by the store's
+        clock when not given. A blob is as it is."""
+        if not isinstance(item, dict):
+            return item
+        fields = iso_fields(item, TIME_FIELDS)
+        fields.setdefault("created_at", store.clock())
+        return fields
 
     def fact(token: Any, ref: str) -> Grain:
         grain = store.get(store.resolve(ref))
@@ -128,33 +154,58 @@ def fact_routes(
 
     def create(request: Request, raw: bytes) -> Response:
         token = scope(request, write=True)
-        item = _grain_body(request, raw)
-        grain = writable(token, item)
+        item, grain = writable(token, _grain_body(request, raw))
         store.put(item)
         return JSONResponse(fact_json(store, grain), status_code=201)
+
+    listed: OrderedDict[tuple[Any, ...], list[str]] = OrderedDict()  # by _Listing.key
+    listed_lock = threading.Lock()
+
+    def addresses(token: Any, asked: _Listing) -> list[str]:
+        """The addresses a listing pages through, in order: read once for its
+        pinned point, then kept (a few listings), so a page costs its rows."""
+        key = (*asked.key(), _namespace_key(token))
+        with listed_lock:
+            found = listed.get(key)
+            if found is not None:
+                listed.move_to_end(key)
+                return found
+        grains = store.beliefs(
+            asked.subject, asked.relation, namespace=asked.namespace,
+            status=asked.status, valid_at=asked.valid_at, as_of=asked.as_of,
+        )  # fmt: skip
+        found = [g.address for g in grains if visible(token, g)]
+        with listed_lock:
+            listed[key] = found
+            while len(listed) > LISTINGS_KEPT:
+                listed.popitem(last=False)
+        return found
 
     def listing(request: Request, raw: bytes) -> Response:
         token = scope(request)
         q = request.query_params
-        limit, offset = _int(q.get("limit"), PAGE), _int(q.get("cursor"), 0)
-        namespace = q.get("namespace")
+        limit = _int(q.get("limit"), PAGE)
+        cursor = q.get("cursor")
+        asked = (
+            _Listing.of(q, store.clock()) if cursor is None else _Listing.read(cursor)
+        )
         if (
-            namespace is not None
+            asked.namespace is not None
             and token.namespaces is not None
-            and namespace not in token.namespaces
+            and asked.namespace not in token.namespaces
         ):
             return JSONResponse({"facts": [], "next_cursor": None})
-        status = q.get("status")
-        grains = store.beliefs(
-            q.get("subject"), q.get("relation"), namespace=namespace, status=status,
-            valid_at=q.get("valid_at"), as_of=q.get("as_of"),
-        )  # fmt: skip
-        seen = [g for g in grains if visible(token, g)]
-        page = seen[offset : offset + limit]
-        more = offset + limit < len(seen)
+        order = addresses(token, asked)
+        page = []
+        for address in order[asked.offset : asked.offset + limit]:
+            try:
+                page.append(fact_json(store, store.get(address)))
+            except NotFoundError:  # erased since the listing was read
+                continue
+        more = asked.offset + limit < len(order)
         return JSONResponse({
-            "facts": [fact_json(store, g) for g in page],
-            "next_cursor": str(offset + limit) if more else None,
+            "facts": page,
+            "next_cursor": asked.at(asked.offset + limit).cursor() if more else None,
         })  # fmt: skip
 
     def search(request: Request, raw: bytes) -> Response:
@@ -191,7 +242,7 @@ def fact_routes(
         )
         if not isinstance(justification, str | None):
             raise SchemaError("$justification must be text", path="$justification")
-        writable(token, body)
+        body, _ = writable(token, body)
         new = store.supersede(old, body, justification=justification)
         return JSONResponse(fact_json(store, store.get(new)))
 
@@ -289,7 +340,7 @@ def fact_routes(
                 'expected {"fields": {...}, "force": bool, "by": DID, "justification": text}',
                 path="$",
             )
-        writable(token, fields)
+        fields, _ = writable(token, fields)
         new = store.revise(old, fields, force=force, by=by, justification=justification)
         return JSONResponse(fact_json(store, store.get(new)))
 
@@ -299,7 +350,7 @@ def fact_routes(
     async def docs(request: Request) -> Response:
         rows = "".join(
             f"<tr><td>{method.upper()}</td><td><code>{escape(path)}</code></td>"
-            f"<td>{escape(op.get('summary', ''))}</td></tr>"
+            f"<td>{escape(op.get('summary', ''))}{_op_details(op)}</td></tr>"
             for path, item in OPENAPI["paths"].items()
             for method, op in item.items()
             if isinstance(op, dict) and method != "parameters"
@@ -354,6 +405,141 @@ def fact_routes(
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
     ]
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What a listing asks, its point in time pinned when its first page was
+    read, and where a page starts: what an opaque cursor carries. Pinned, every
+    page answers the same question (a write after ``as_of`` changes no page)."""
+
+    subject: str | None
+    relation: str | None
+    namespace: str | None
+    status: str | None
+    valid_at: int | None
+    as_of: int | None
+    offset: int = 0
+
+    @classmethod
+    def of(cls, q: Mapping[str, str], now: int) -> _Listing:
+        status = q.get("status")
+        valid_at, as_of = q.get("valid_at"), q.get("as_of")
+        pinned = None if status is not None else now  # a status listing has no time
+        return cls(
+            q.get("subject"), q.get("relation"), q.get("namespace"), status,
+            pinned if valid_at is None else to_millis(valid_at, "valid_at"),
+            pinned if as_of is None else to_millis(as_of, "as_of"),
+        )  # fmt: skip
+
+    @classmethod
+    def read(cls, cursor: str) -> _Listing:
+        """The listing a cursor carries.
+
+        Raises:
+            SchemaError: ERR_SCHEMA for text no page answer gave.
+        """
+        try:
+            fields = json.loads(
+                base64.urlsafe_b64decode(cursor.encode("ascii") + b"==")
+            )
+            listing = cls(**fields)
+        except (ValueError, TypeError, UnicodeError, binascii.Error):
+            raise SchemaError(
+                f"expected a next_cursor a page gave; found {cursor[:40]!r}",
+                path="cursor",
+            ) from None
+        texts = (listing.subject, listing.relation, listing.namespace, listing.status)
+        times = (listing.valid_at, listing.as_of)
+        if (
+            not all(t is None or isinstance(t, str) for t in texts)
+            or not all(t is None or type(t) is int for t in times)
+            or type(listing.offset) is not int
+            or listing.offset < 0
+        ):
+            raise SchemaError(
+                f"expected a next_cursor a page gave; found {cursor[:40]!r}",
+                path="cursor",
+            )
+        return listing
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.subject, self.relation, self.namespace, self.status,
+                self.valid_at, self.as_of)  # fmt: skip
+
+    def at(self, offset: int) -> _Listing:
+        return replace(self, offset=offset)
+
+    def cursor(self) -> str:
+        text = json.dumps(asdict(self), separators=(",", ":"))
+        return base64.urlsafe_b64encode(text.encode()).decode("ascii").rstrip("=")
+
+
+def _namespace_key(token: Any) -> tuple[str, ...] | None:
+    return None if token.namespaces is None else tuple(sorted(token.namespaces))
+
+
+def _resolved(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        found: Mapping[str, Any] = OPENAPI["components"]["schemas"][
+            ref.rsplit("/", 1)[1]
+        ]
+        return found
+    return schema
+
+
+def _fields_html(schema: Mapping[str, Any]) -> str:
+    """A schema's fields as a list: name, type, required, description."""
+    schema = _resolved(schema)
+    required = set(schema.get("required", ()))
+    items = []
+    for name, field in schema.get("properties", {}).items():
+        field = _resolved(field)
+        kind = (
+            field.get("type")
+            or " | ".join(str(o.get("type")) for o in field.get("oneOf", ()))
+            or (
+                "one of " + ", ".join(map(str, field["enum"]))
+                if "enum" in field
+                else ""
+            )
+        )
+        if isinstance(kind, list):
+            kind = " | ".join(kind)
+        items.append(
+            f"<li><code>{escape(name)}</code> {escape(str(kind))}"
+            + (" <b>required</b>" if name in required else "")
+            + (f": {escape(field['description'])}" if "description" in field else "")
+            + "</li>"
+        )
+    return f"<ul>{''.join(items)}</ul>" if items else ""
+
+
+def _op_details(op: Mapping[str, Any]) -> str:
+    """An operation's request fields and example body, and its response's fields."""
+    parts = []
+    body = op.get("requestBody", {}).get("content", {}).get("application/json")
+    if body:
+        parts.append(f"<p>Request body:</p>{_fields_html(body['schema'])}")
+        if "example" in body:
+            parts.append(
+                "<p>Example:</p><pre>"
+                + escape(json.dumps(body["example"], indent=2))
+                + "</pre>"
+            )
+    ok = next(
+        (r for code, r in op.get("responses", {}).items() if code in ("200", "201")),
+        None,
+    )
+    answer = (ok or {}).get("content", {}).get("application/json")
+    if answer:
+        schema = _resolved(answer["schema"])
+        items = schema.get("properties", {}).get("facts", {}).get("items")
+        parts.append(f"<p>Response:</p>{_fields_html(items or schema)}")
+    return (
+        f"<details><summary>fields</summary>{''.join(parts)}</details>" if parts else ""
+    )
 
 
 def _erasure_json(report: Any) -> dict[str, Any]:
@@ -486,8 +672,33 @@ _FACTS = {
     },
     **_ERRORS,
 }
+_TIME = {"oneOf": [{"type": "integer", "description": "epoch milliseconds"},
+                   {"type": "string", "description": "ISO 8601; no zone means UTC"}]}  # fmt: skip
+_EXAMPLE = {"type": "belief", "subject": "alice", "relation": "works_at",
+            "object": "Acme", "confidence": 0.9, "namespace": "crm",
+            "valid_from": "2024-06-01T00:00:00Z"}  # fmt: skip
+_BELIEF = {
+    "type": "object", "required": ["type", "subject", "relation", "object", "confidence"],
+    "additionalProperties": True,
+    "description": "A grain's fields by their full names (a belief here; any grain type "
+                   "and any field of the spec is taken). Bytes are {\"$base64\": ...}.",
+    "properties": {
+        "type": {"type": "string", "description": "the grain type", "example": "belief"},
+        "subject": {"type": "string"}, "relation": {"type": "string"},
+        "object": {"description": "text, a number, a boolean, or an IRI"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "namespace": {"type": "string", "description": "default shared; a token "
+                      "writes only its namespaces (403 otherwise)"},
+        "created_at": {**_TIME, "description": "default: now, by the store's clock"},
+        "valid_from": {**_TIME, "description": "when it became true (default created_at)"},
+        "valid_to": {**_TIME, "description": "when it stops being true (default: open)"},
+        "source_type": {"type": "string"}, "author_did": {"type": "string"},
+        "context": {"type": "object"},
+        "invalidation_policy": {"type": "object", "description": "e.g. {\"mode\": \"locked\"}"},
+    },
+}  # fmt: skip
 _GRAIN_BODY = {"required": True, "content": {
-    "application/json": {"schema": {"type": "object", "additionalProperties": True}},
+    "application/json": {"schema": _schema_ref("Belief"), "example": _EXAMPLE},
     GRAIN_TYPE: {"schema": {"type": "string", "format": "binary"}}}}  # fmt: skip
 
 OPENAPI: dict[str, Any] = {
@@ -496,6 +707,7 @@ OPENAPI: dict[str, Any] = {
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "schemas": {
+            "Belief": _BELIEF,
             "Error": {"type": "object", "required": ["code", "message"], "properties": {
                 "code": {"type": "string"}, "message": {"type": "string"},
                 "path": {"type": ["string", "null"]}}},

@@ -494,7 +494,9 @@ def test_facts_api_errors_and_scopes(guarded: tuple[str, GrainStore]) -> None:
         post = client.post("/v1/facts", headers=bearer(READER), json={"type": "belief"})
         assert post.status_code == 403
         bad = client.post(
-            "/v1/facts", headers=bearer(WRITER), json={"type": "belief", "subject": "x"}
+            "/v1/facts",
+            headers=bearer(WRITER),
+            json={"type": "belief", "subject": "x", "namespace": "crm"},
         )
         assert bad.status_code == 422 and bad.json()["code"] == "ERR_SCHEMA"
         refused = client.delete(f"/v1/facts/{locked.address}", params={"reason": "x"},

@@ -1,0 +1,162 @@
+"""What a new user of the facts API hit: times, namespace refusals, docs, paging."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+import oms_rdf as oms
+from oms_rdf import GrainStore
+from oms_rdf.server import Token, create_app
+from oms_rdf.times import to_millis
+from tests.test_server import running
+
+T0 = 1_700_000_000_000
+WRITER = "crm-writer-00000000001"
+ADMIN = "every-admin-0000000001"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[httpx.Client, GrainStore]]:
+    store = GrainStore(clock=lambda: T0)
+    tokens = {
+        WRITER: Token(namespaces=("crm",), write=True),
+        ADMIN: Token(namespaces=None, write=True),
+    }
+    with running(create_app(store, tokens=tokens)) as base:
+        with httpx.Client(base_url=base) as client:
+            yield client, store
+
+
+def test_created_at_defaults_to_now_and_times_take_iso(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    client, _store = served
+    belief = {"type": "belief", "subject": "ann", "relation": "works_at",
+              "object": "acme", "confidence": 0.9, "namespace": "crm"}  # fmt: skip
+    made = client.post("/v1/facts", json=belief, headers=bearer(WRITER))
+    assert made.status_code == 201, made.text
+    assert made.json()["fields"]["created_at"] == T0  # the store's clock
+    dated = {**belief, "object": "initech", "created_at": "2024-01-01T00:00:00Z",
+             "valid_from": "2024-06-01", "valid_to": "2025"}  # fmt: skip
+    made = client.post("/v1/facts", json=dated, headers=bearer(WRITER))
+    assert made.status_code == 201, made.text
+    fields = made.json()["fields"]
+    assert fields["created_at"] == to_millis("2024-01-01")
+    assert fields["valid_from"] == to_millis("2024-06-01")
+    assert made.json()["valid_to"] == "2025-01-01T00:00:00.000Z"
+    bad = client.post("/v1/facts", json={**belief, "valid_to": "soon"},
+                      headers=bearer(WRITER))  # fmt: skip
+    assert bad.status_code == 422
+    assert bad.json()["code"] == "ERR_SCHEMA" and bad.json()["path"] == "valid_to"
+
+
+def test_a_write_outside_the_token_is_always_a_403(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    client, store = served
+    before = len(store)
+    for body in (
+        {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+         "confidence": 0.5, "namespace": "hr"},  # fine but for its namespace
+        {"type": "belief", "subject": "a", "namespace": "hr"},  # missing fields too
+        {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+         "confidence": 7, "namespace": "hr", "created_at": "nonsense"},
+        {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+         "confidence": 0.5},  # no namespace: shared, not the token's
+    ):  # fmt: skip
+        got = client.post("/v1/facts", json=body, headers=bearer(WRITER))
+        assert got.status_code == 403, (body, got.text)
+        assert got.json()["code"] == "ERR_INVALIDATION_DENIED"
+        assert got.json()["path"] == "$.namespace"
+    assert len(store) == before
+
+
+def test_docs_show_fields_and_an_example_body(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    client, _store = served
+    spec = client.get("/openapi.json", headers=bearer(ADMIN)).json()
+    post = spec["paths"]["/v1/facts"]["post"]["requestBody"]["content"]
+    schema = post["application/json"]["schema"]
+    if "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    for name in ("type", "subject", "relation", "object", "confidence", "created_at",
+                 "namespace", "valid_from", "valid_to"):  # fmt: skip
+        assert name in schema["properties"], name
+    example = post["application/json"]["example"]
+    made = client.post("/v1/facts", json=example, headers=bearer(ADMIN))
+    assert made.status_code == 201, made.text  # the example is a body that works
+    page = client.get("/docs", headers=bearer(ADMIN)).text
+    assert "confidence" in page and "created_at" in page and "valid_from" in page
+    assert "&quot;subject&quot;" in page or '"subject"' in page  # the example, shown
+    assert "effective_confidence" in page  # the response's fields
+
+
+def test_listing_pages_by_an_opaque_cursor(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    client, store = served
+    store.put_many(
+        [
+            oms.Belief(
+                f"s{i:03}",
+                "r",
+                f"o{i}",
+                0.5,
+                created_at=T0 - 1000 + i,
+                namespace="crm" if i % 2 else "hr",
+            )
+            for i in range(250)
+        ]
+    )
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        params = {"limit": "40", **({"cursor": cursor} if cursor else {})}
+        got = client.get("/v1/facts", params=params, headers=bearer(WRITER)).json()
+        seen += [f["id"] for f in got["facts"]]
+        pages += 1
+        cursor = got["next_cursor"]
+        if cursor is None:
+            break
+        assert not cursor.isdigit()  # opaque, not an offset
+        if pages == 1:  # a write between pages changes no page: the point is pinned
+            store.put(oms.Belief("late", "r", "o", 1.0, created_at=T0, namespace="crm"))
+    assert pages == 4  # 125 of crm, 40 a page
+    assert len(seen) == len(set(seen)) == 125
+    assert {store.get(a).get("namespace") for a in seen} == {"crm"}
+    every = [g.address for g in store.beliefs(namespace="crm", as_of=T0 - 1)]
+    assert sorted(seen) == sorted(every)
+    bad = client.get(
+        "/v1/facts", params={"cursor": "not-a-cursor"}, headers=bearer(WRITER)
+    )
+    assert bad.status_code == 422 and bad.json()["path"] == "cursor"
+
+
+@pytest.mark.soak
+def test_a_later_page_costs_its_rows_at_20k_beliefs() -> None:
+    store = GrainStore(clock=lambda: T0)
+    store.put_many(
+        [
+            oms.Belief(f"s{i}", "r", f"o{i}", 0.5, created_at=T0 - 10**6 + i)
+            for i in range(20_000)
+        ]
+    )
+    with running(create_app(store)) as base, httpx.Client(base_url=base) as client:
+        cursor = client.get("/v1/facts", params={"limit": "10"}).json()["next_cursor"]
+        took = []
+        for _ in range(20):
+            start = time.perf_counter()
+            page = client.get("/v1/facts", params={"limit": "10", "cursor": cursor})
+            took.append(time.perf_counter() - start)
+            cursor = page.json()["next_cursor"]
+    assert sorted(took)[len(took) // 2] < 0.05, took  # the median page
