@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,11 @@ def test_plain_export_is_the_knowledge_held_now(store: GrainStore, fmt: str) -> 
     buffer = io.BytesIO()
     count = store.export(buffer, format=fmt)
     text = buffer.getvalue()
-    assert b"nih:sha-256" not in text and b"oms-rdf/ns#" not in text
+    body = b"\n".join(  # the store's prefixes are declared; its terms never written
+        line for line in text.splitlines() if not line.startswith(b"@prefix ")
+    )
+    assert b"nih:sha-256" not in body and b"oms-rdf/ns#" not in body
+    assert b"oms:" not in body
     names = {"turtle": "turtle", "ntriples": "nt", "rdfxml": "xml"}
     exported = rdflib.Graph().parse(data=text, format=names[fmt])
     held = rdflib.Graph()
@@ -728,3 +733,30 @@ def test_skip_invalid_drops_a_manifest_entry_for_a_missing_grain() -> None:
         f"manifest {ghost[:12]}…"
     ]
     assert grain.address in target and ghost not in target
+
+
+def test_plain_knowledge_exports_as_json_ld_and_turtle_with_prefixes(
+    tmp_path: Path,
+) -> None:
+    store = oms.GrainStore()
+    store.update(
+        'INSERT DATA { <http://example.org/a> <http://www.w3.org/2000/01/rdf-schema#label> "A" . '
+        "<http://example.org/a> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+        "<http://www.w3.org/2002/07/owl#Thing> }"
+    )
+    path = tmp_path / "k.jsonld"
+    assert store.export(str(path), grains=False) == 2
+    data = json.loads(path.read_text())
+    back = ox.Dataset(ox.parse(path.read_bytes(), format=ox.RdfFormat.JSON_LD))
+    assert len(back) == 2 and isinstance(data, list)
+    assert "urn:oms" not in path.read_text() and "oms-rdf/ns" not in path.read_text()
+    other = tmp_path / "k2.json"
+    assert store.export(str(other), format="jsonld", grains=False) == 2
+    assert other.read_bytes() == path.read_bytes()
+    turtle = tmp_path / "k.ttl"
+    store.export(str(turtle))
+    text = turtle.read_text()
+    for prefix in ("rdf", "rdfs", "xsd", "owl", "prov", "oms"):
+        assert f"@prefix {prefix}: <" in text, prefix
+    assert "rdfs:label" in text and "owl:Thing" in text
+    assert len(list(ox.parse(turtle.read_bytes(), format=ox.RdfFormat.TURTLE))) == 2

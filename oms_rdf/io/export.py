@@ -16,6 +16,7 @@ from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
 from ..grain import Grain
 from ..mapping import NIH_PREFIX, literal_value
 from ..store import GrainStore, IndexState
+from ..store.knowledge import PREFIXES as STORE_PREFIXES
 from ..store.state import TimeLike
 from ..vocab import OMS
 from .formats import _RDF_FORMATS, PREFIXES, TURTLE_PREFIXES, format_for
@@ -38,7 +39,8 @@ def export(
     """Write the store to ``dest`` (a path or a binary file); return what was written.
 
     ``turtle``, ``ntriples`` and ``rdfxml`` write the plain knowledge, and so do
-    ``trig`` and ``nquads`` with ``grains=False`` (named graphs kept): the knowledge
+    ``trig``, ``nquads`` and ``jsonld`` with ``grains=False`` (named graphs kept;
+    Turtle and TriG declare the store's prefixes): the knowledge
     held now, or the snapshot of ``valid_at``/``as_of``, or one ``namespace``, with
     the exact terms the grains record. They return the number of triples (quads).
     The other formats, and ``turtle``/``ntriples`` with ``grains=True`` (the grain
@@ -48,15 +50,15 @@ def export(
     fmt = _format(dest, format)
     plain = fmt in PLAIN_FORMATS if grains is None else not grains
     if plain:
-        if fmt not in (*PLAIN_FORMATS, "trig", "nquads"):
+        if fmt not in (*PLAIN_FORMATS, "trig", "nquads", "jsonld"):
             raise SchemaError(
                 f"{fmt} carries grains; plain knowledge goes to turtle, ntriples, "
-                "rdfxml, trig or nquads",
+                "rdfxml, trig, nquads or jsonld",
                 code=ErrorCode.SCHEMA,
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
         with _writing(dest) as out:
-            view.serialize(out, _RDF_FORMATS[fmt])
+            _plain(view.quads, out, _RDF_FORMATS[fmt])
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
         raise SchemaError(
@@ -110,6 +112,22 @@ def export(
 
 
 PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
+
+
+def _plain(quads: list[ox.Quad], out: IO[bytes], rdf: ox.RdfFormat) -> None:
+    """Write plain knowledge with its exact terms (a triple format: the default
+    graph), Turtle and TriG with the store's prefixes declared."""
+    items: Iterable[Any] = quads
+    if not rdf.supports_datasets:
+        items = (
+            ox.Triple(q.subject, q.predicate, q.object)
+            for q in quads
+            if isinstance(q.graph_name, ox.DefaultGraph)
+        )
+    prefixes = (
+        STORE_PREFIXES if rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG) else None
+    )
+    ox.serialize(items, out, format=rdf, prefixes=prefixes)
 
 
 @contextmanager
