@@ -674,7 +674,7 @@ def beliefs_cmd(ctx: click.Context, subject: str | None, relation: str | None,
 
 def _print_grains(grains: list[Grain], as_json: bool) -> None:
     rows = [_row(g) for g in grains]
-    click.echo(dump_json(rows) if as_json else _table(rows, BELIEF_COLUMNS))
+    click.echo(dump_json(rows) if as_json else _fitted_table(rows, BELIEF_COLUMNS))
 
 
 @cli.command("search")
@@ -715,7 +715,7 @@ def history_cmd(ctx: click.Context, address: str) -> None:
         {**_row(g), "status": store.status(g).status} for g in store.history(address)
     ]
     click.echo(
-        _table(rows, ["address", "status", "object", "confidence", "valid_from"])
+        _fitted_table(rows, ["address", "status", "object", "confidence", "valid_from"])
     )
 
 

@@ -192,3 +192,14 @@ def test_a_missing_grain_file_is_err_not_found(tmp_path: Path) -> None:
         got = run(*args)
         assert got.exit_code == 1
         assert got.stderr.startswith("error: ERR_NOT_FOUND: ") and missing in got.stderr
+
+
+def test_search_and_history_tables_fit_the_terminal(tmp_path: Path) -> None:
+    db = _many(tmp_path, 3)
+    found = run("--store", db, "search", "o001", env={"COLUMNS": "90"})
+    assert found.exit_code == 0 and "o001" in found.stdout
+    assert max(len(line) for line in found.stdout.splitlines()) <= 90
+    address = json.loads(run("--store", db, "beliefs", "--json").stdout)[0]["address"]
+    chain = run("--store", db, "history", address, env={"COLUMNS": "90"})
+    assert chain.exit_code == 0 and len(chain.stdout.splitlines()) == 2
+    assert max(len(line) for line in chain.stdout.splitlines()) <= 90
