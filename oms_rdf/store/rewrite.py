@@ -662,7 +662,7 @@ class _Rewriter:
                 part: list[str] = []
                 self.emit(s, branch, o, graph, part)
                 branches.append("{ " + " ".join(part) + " }")
-            out.append(self.once(" UNION ".join(branches), s, o, graph))
+            out.append(self.once(branches, s, o, graph))
         else:  # a negated property set: the forward and the inverse ones
             sides = [
                 (a, b, names)
@@ -680,17 +680,23 @@ class _Rewriter:
             if len(branches) == 1:
                 out.append(branches[0])
             else:  # both ways: an alternative, once per pair of ends
-                union = " UNION ".join("{ " + b + " }" for b in branches)
-                out.append(self.once(union, s, o, graph))
+                out.append(self.once([f"{{ {b} }}" for b in branches], s, o, graph))
 
-    def once(self, union: str, s: str, o: str, graph: str | None) -> str:
-        """An alternative's UNION, one solution per binding of its ends (and
-        graph), as Oxigraph answers a path alternative (pairs, not paths)."""
+    def once(self, branches: list[str], s: str, o: str, graph: str | None) -> str:
+        """An alternative's branches (each a group) as one UNION, one solution
+        per binding of its ends (and graph), as Oxigraph answers a path
+        alternative (pairs, not paths)."""
         if self.inline:
-            return "{ " + union + " }"
+            return "{ " + " UNION ".join(branches) + " }"
         shown = [t for t in dict.fromkeys((s, o, graph or "")) if t[:1] in ("?", "$")]
         if not shown:
-            return f"FILTER EXISTS {{ {union} }}"
+            # Nothing to bind: a variable of its own, one value, so that no branch
+            # is a group of filters only (Virtuoso 7.2 finds EXISTS in such a group
+            # true whatever it holds; see store/sparql.py GUARDED).
+            self.fresh += 1
+            shown = [f"?_omso{self.fresh}"]
+            branches = [f"{{ VALUES {shown[0]} {{ true }} {b[1:]}" for b in branches]
+        union = " UNION ".join(branches)
         return f"{{ SELECT DISTINCT {' '.join(shown)} WHERE {{ {union} }} }}"
 
     def matched(
