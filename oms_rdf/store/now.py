@@ -3,12 +3,12 @@
 What SPARQL sees by default is the knowledge in force now on both axes (design
 §3): the beliefs held now whose valid time holds now. ``oms:current`` holds every
 belief not closed, whatever its valid time; the two differ only where a belief's
-times reach past now (``queries/now_times.rq``). Where they do not, a query of
+times reach past now (``queries/now_ahead.rq``, ``now_ended.rq``). Where they do not, a query of
 ``oms:current`` is the query of now, at the cost of a plain query; where they do,
 the store asks the query at the point (now, now) instead.
 
 Finding out reads every grain's times, so it is done once and then kept up: the
-answer holds until the next time a belief's times reach (the same query), and
+answer holds until the next time a belief's times reach (the same queries), and
 each write tells :meth:`NowWatch.saw` the rows it added,
 whose times can only make the two differ. What a write took away is not looked
 at (it can only make them agree): the watch then answers "differ" until the next
@@ -83,24 +83,23 @@ class NowWatch:
 
 
 def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
-    bound = {Variable("now"): millis_literal(now)}
-    row = next(iter(backend.query(_QUERIES["now_times"], bound)), None)
-    if row is None:  # no answer: the query of now then goes to the point
-        return now, now + 1, False
-    times = {name: row[name] for name in _AHEAD_NAMES}
-    until = min(
-        [_term_millis(t) for t in times.values() if isinstance(t, Literal)]
-        + [END_OF_TIME]
-    )
+    at = millis_literal(now)
+    ahead = {}
+    for prop in _TIMES:
+        bound = {Variable("now"): at, Variable("property"): prop}
+        row = next(iter(backend.query(_QUERIES["now_ahead"], bound)), None)
+        if row is not None and isinstance(row["next"], Literal):
+            ahead[prop] = _term_millis(row["next"])
+    ended = list(backend.query(_QUERIES["now_ended"], {Variable("now"): at}))
+    until = min([*ahead.values(), END_OF_TIME])
     # A valid_to ahead of now only ends a belief later; every other time ahead,
     # and a held belief whose valid time has ended, makes the two differ now.
-    differs = row["ended"] is not None or any(
-        isinstance(t, Literal) for name, t in times.items() if name != "validTo"
-    )
+    differs = bool(ended) or any(prop != OMS.validTo for prop in ahead)
     return now, max(until, now + 1), not differs
 
 
-_AHEAD_NAMES = ("validFrom", "systemFrom", "validTo", "closed", "voided")
+# The times of a belief that may lie ahead of now (queries/now_ahead.rq).
+_TIMES = (OMS.validFrom, OMS.systemFrom, OMS.validTo, OMS.systemTo, OMS.voidedAt)
 
 
 def _term_millis(term: Literal) -> int:

@@ -99,7 +99,8 @@ _QUERIES = {
         "consent_dependents",
         "current_beliefs",
         "subject_grains",
-        "now_times",
+        "now_ahead",
+        "now_ended",
         "grains_count",
         "closed_count",
     )
