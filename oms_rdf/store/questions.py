@@ -45,7 +45,7 @@ from .knowledge import (
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
-from .rewrite import dataset_clause, grain_clause, rewrite
+from .rewrite import dataset_clause, dataset_start, grain_clause, rewrite
 from .search import SearchIndex, search_texts
 from .sparql import _QUERIES, _term, texts_query
 from .state import STATUSES, TimeLike, _system_from, _to_millis
@@ -259,7 +259,14 @@ class Questions:
             clause = dataset_clause(sparql, PREFIXES)
             if clause is not None:
                 dataset = _dataset(*clause, grains)
-                dataset.setdefault("default_graph", [])
+                if not clause[0]:
+                    # FROM NAMED alone: an empty default graph, a graph nothing is
+                    # in. Said in the query too: Virtuoso lets a query's FROM NAMED
+                    # override the Protocol's default graph (all its graphs then).
+                    at = dataset_start(sparql)
+                    if at is not None:
+                        sparql = f"{sparql[:at]}FROM <{_NO_GRAPH.value}> {sparql[at:]}"
+                    dataset["default_graph"] = [_NO_GRAPH]
                 dataset.setdefault("named_graphs", [])
         return run_query(
             self.core.backend,
@@ -710,3 +717,7 @@ def _bound_texts(
 
 def _triples(solutions: QuerySolutions) -> Iterator[tuple[Any, Any, Any]]:
     return ((row["g"], row["sf"], row["blob"]) for row in solutions)
+
+
+# A graph the store never writes: the default graph of a query with FROM NAMED only.
+_NO_GRAPH = ox.NamedNode("https://w3id.org/oms-rdf/ns#noGraph")

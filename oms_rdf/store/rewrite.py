@@ -41,7 +41,7 @@ from pyoxigraph import Literal
 
 from .sparql import _QUERIES
 
-__all__ = ["dataset_clause", "grain_clause", "rewrite"]
+__all__ = ["dataset_clause", "dataset_start", "grain_clause", "rewrite"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _OMS = "https://w3id.org/oms-rdf/ns#"
@@ -145,6 +145,20 @@ def dataset_clause(
             into.append(iri)
             at += 1
     return (default, named) if default or named else None
+
+
+def dataset_start(query: str) -> int | None:
+    """Where a query's first ``FROM`` clause begins (a character offset), or None."""
+    try:
+        tokens = _tokens(query)
+    except _RewriteError:
+        return None
+    depth = 0
+    for token in tokens:
+        depth += (token.text in ("{", "(", "[")) - (token.text in ("}", ")", "]"))
+        if depth == 0 and token.is_word("FROM"):
+            return token.start
+    return None
 
 
 def _iri_of(token: _Token, prefixes: Mapping[str, str], base: str) -> str | None:
