@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -13,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from click.testing import CliRunner
 
 import oms_rdf as oms
@@ -143,23 +139,10 @@ def test_cli_refuses_an_ambiguous_number_in_one_line(tmp_path: Path) -> None:
 @contextmanager
 def _serving(store: oms.GrainStore) -> Iterator[str]:
     from oms_rdf.server import create_app
+    from tests.test_server import running
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(20)
+    with running(create_app(store)) as base:
+        yield base
 
 
 def test_http_valid_at_takes_the_same_rule(tmp_path: Path) -> None:
