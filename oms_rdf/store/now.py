@@ -79,7 +79,8 @@ class NowWatch:
                 if t is None or t > now:
                     same = False
                     until = min(until, t) if t is not None else until
-        self._known = (min(start, now), until, same)
+        # Taken at ``now``: a question about an earlier time reads the store again.
+        self._known = (max(start, now), until, same)
 
 
 def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
