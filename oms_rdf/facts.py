@@ -48,7 +48,14 @@ from .mapping import TIME_FIELDS
 from .store import GrainStore
 from .times import iso, iso_fields, to_millis
 
-__all__ = ["GRAIN_TYPE", "OPENAPI", "error_response", "fact_json", "fact_routes"]
+__all__ = [
+    "GRAIN_TYPE",
+    "OPENAPI",
+    "body_text",
+    "error_response",
+    "fact_json",
+    "fact_routes",
+]
 
 GRAIN_TYPE = "application/vnd.oms.grain"
 PAGE = 100  # facts per page when no limit is given
@@ -581,7 +588,12 @@ def error_response(
 _error = error_response
 
 
-def _utf8(raw: bytes) -> str:
+def body_text(raw: bytes) -> str:
+    """A request body as text.
+
+    Raises:
+        DecodeError: ERR_CORRUPT when it is not UTF-8, naming the byte.
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -608,7 +620,7 @@ def _grain_body(request: Request, raw: bytes) -> bytes | dict[str, Any]:
     """A grain from the request body: a raw blob, or JSON fields as export writes them."""
     if request.headers.get("content-type", "").startswith(GRAIN_TYPE):
         return raw
-    item, index = loads_json_grain(_utf8(raw))
+    item, index = loads_json_grain(body_text(raw))
     if index is not None or not isinstance(item, dict | bytes):
         raise SchemaError("expected one grain as a JSON object of fields", path="$")
     return item
@@ -616,7 +628,7 @@ def _grain_body(request: Request, raw: bytes) -> bytes | dict[str, Any]:
 
 def _json_body(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(_utf8(raw) or "{}")
+        body = json.loads(body_text(raw) or "{}")
     except DecodeError:
         raise
     except ValueError:

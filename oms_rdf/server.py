@@ -76,7 +76,7 @@ from .errors import (
     QueryError,
     SchemaError,
 )
-from .facts import error_response, fact_routes
+from .facts import body_text, error_response, fact_routes
 from .limits import Job, Lane, check_query
 from .results import SOLUTION_TYPES, write_boolean, write_solutions
 from .store import GrainStore, Solutions
@@ -488,7 +488,7 @@ async def _params(request: Request) -> dict[str, list[str]]:
         kind = request.headers.get("content-type", "").split(";")[0].strip()
         if kind == _QUERY_FORM:  # parsed here: no multipart library for a form
             try:
-                form = parse_qs(_text(await request.body()), keep_blank_values=True,
+                form = parse_qs(body_text(await request.body()), keep_blank_values=True,
                                 errors="strict")  # fmt: skip
             except UnicodeDecodeError:
                 raise DecodeError(
@@ -498,18 +498,8 @@ async def _params(request: Request) -> dict[str, list[str]]:
                 params.setdefault(key, []).extend(values)
         elif kind in ("application/sparql-query", "application/sparql-update"):
             key = "query" if kind.endswith("query") else "update"
-            params.setdefault(key, []).append(_text(await request.body()))
+            params.setdefault(key, []).append(body_text(await request.body()))
     return params
-
-
-def _text(body: bytes) -> str:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DecodeError(
-            f"the body is not UTF-8: byte {exc.start} is {body[exc.start]:#04x}",
-            path="$",
-        ) from None
 
 
 def _point(params: dict[str, list[str]]) -> tuple[int | None, int | None]:
