@@ -33,7 +33,7 @@ import pyoxigraph as ox
 
 import oms_rdf as oms
 from benchmarks.data import beliefs
-from oms_rdf.virtuoso import DATA_QUADS
+from oms_rdf.backends.virtuoso import DATA_QUADS
 from tests.servers import (
     VIRTUOSO_PASSWORD,
     VIRTUOSO_USER,
@@ -100,7 +100,7 @@ class Target:
         sql = re.findall(
             r"ServerPort = 127.0.0.1:(\d+)", (folder / "virtuoso.ini").read_text()
         )[0]
-        grains = oms.vocab.OMS.grains.value
+        grains = oms.rdf.vocab.OMS.grains.value
         script = (f"ld_dir('{folder / 'load'}', '*.nq', '{grains}'); "
                   "rdf_loader_run(); checkpoint;")  # fmt: skip
         start = time.perf_counter()
@@ -122,7 +122,7 @@ class Target:
         base = self.start("updates")
         client = httpx.Client(auth=httpx.DigestAuth(VIRTUOSO_USER, VIRTUOSO_PASSWORD),
                               timeout=600)  # fmt: skip
-        grains = oms.vocab.OMS.grains
+        grains = oms.rdf.vocab.OMS.grains
         quads = [
             q if q.graph_name != ox.DefaultGraph() else ox.Quad(q.subject, q.predicate, q.object, grains)
             for q in ox.parse(nquads, ox.RdfFormat.N_QUADS)
@@ -153,11 +153,11 @@ class Target:
                 f"{self.base}/query", content=text.encode(),
                 headers={"content-type": "application/sparql-query", **accept},
             )  # fmt: skip
-        grains = oms.vocab.OMS.grains.value
+        grains = oms.rdf.vocab.OMS.grains.value
         return lambda text: client.post(
             f"{self.base}/sparql-auth", headers=accept,
             data={"query": text, "default-graph-uri": grains,
-                  "named-graph-uri": oms.vocab.OMS.index.value},
+                  "named-graph-uri": oms.rdf.vocab.OMS.index.value},
         )  # fmt: skip
 
     def stop(self) -> None:

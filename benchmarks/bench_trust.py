@@ -11,7 +11,7 @@ import time
 
 import oms_rdf as oms
 from benchmarks.data import beliefs
-from oms_rdf import signing
+from oms_rdf.codec import signing
 
 
 def main(n: int = 100_000) -> None:

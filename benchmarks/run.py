@@ -36,7 +36,7 @@ import pyoxigraph as ox
 import oms_rdf as oms
 from benchmarks.data import BASE_MS, beliefs
 from oms_rdf.codec.encoding import _compact, encode_fields
-from oms_rdf.schema import BELIEF
+from oms_rdf.codec.schema import BELIEF
 
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 PREFIX = "PREFIX oms: <https://w3id.org/oms-rdf/ns#>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
@@ -242,10 +242,10 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
       OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } }
     } ORDER BY DESC(COALESCE(?e, ?c))"""
     )
-    now = oms.mapping.millis_literal(store.clock()).value
+    now = oms.rdf.mapping.millis_literal(store.clock()).value
     x, t = (
-        oms.mapping.millis_literal(valid_at).value,
-        oms.mapping.millis_literal(as_of).value,
+        oms.rdf.mapping.millis_literal(valid_at).value,
+        oms.rdf.mapping.millis_literal(as_of).value,
     )
     hand_history = (
         PREFIX
@@ -315,7 +315,7 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
     plain = ox.Store()
     ex = "https://example.org/"
     quads = []
-    for q in store.backend.quads(None, oms.vocab.RDF.subject, None, ox.DefaultGraph()):
+    for q in store.backend.quads(None, oms.rdf.vocab.RDF.subject, None, ox.DefaultGraph()):
         g = q.subject
         address = g.value.removeprefix("nih:sha-256;")
         grain, state = store.get(address), store.status(address)
@@ -326,15 +326,15 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
             ox.Quad(b, ox.NamedNode(ex + "s"), ox.Literal(f["subject"])),
             ox.Quad(b, ox.NamedNode(ex + "p"), ox.Literal(f["relation"])),
             ox.Quad(b, ox.NamedNode(ex + "o"), ox.Literal(str(f["object"]))),
-            ox.Quad(b, ox.NamedNode(ex + "vf"), oms.mapping.millis_literal(vf)),
-            ox.Quad(b, ox.NamedNode(ex + "sf"), oms.mapping.millis_literal(f.get("system_valid_from", grain.created_at))),
+            ox.Quad(b, ox.NamedNode(ex + "vf"), oms.rdf.mapping.millis_literal(vf)),
+            ox.Quad(b, ox.NamedNode(ex + "sf"), oms.rdf.mapping.millis_literal(f.get("system_valid_from", grain.created_at))),
         ]  # fmt: skip
         if "valid_to" in f:
             quads.append(
                 ox.Quad(
                     b,
                     ox.NamedNode(ex + "vt"),
-                    oms.mapping.millis_literal(f["valid_to"]),
+                    oms.rdf.mapping.millis_literal(f["valid_to"]),
                 )
             )
         if state.system_to is not None:
@@ -342,12 +342,12 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
                 ox.Quad(
                     b,
                     ox.NamedNode(ex + "st"),
-                    oms.mapping.millis_literal(state.system_to),
+                    oms.rdf.mapping.millis_literal(state.system_to),
                 )
             )
     plain.extend(quads)
-    x = oms.mapping.millis_literal(BASE_MS + n * 20_000).value
-    t = oms.mapping.millis_literal(BASE_MS + n * 40_000).value
+    x = oms.rdf.mapping.millis_literal(BASE_MS + n * 20_000).value
+    t = oms.rdf.mapping.millis_literal(BASE_MS + n * 40_000).value
     base_query = f"""PREFIX ex: <{ex}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
     SELECT (COUNT(?b) AS ?n) WHERE {{ ?b ex:vf ?vf ; ex:sf ?sf .
       FILTER (?sf <= "{t}"^^xsd:dateTime && ?vf <= "{x}"^^xsd:dateTime)
@@ -513,13 +513,13 @@ def areev_rows(n: int) -> list[Row]:
         _time_each(lambda k: store.beliefs(k[0], k[1], namespace=k[2]), keys)
     )
     raw, default = store.backend.store, ox.DefaultGraph()
-    subject_text, predicate = oms.vocab.OMS.subjectText, oms.vocab.RDF.predicate
+    subject_text, predicate = oms.rdf.vocab.OMS.subjectText, oms.rdf.vocab.RDF.predicate
 
     def least_lookup(key: tuple[str, str, str]) -> None:
         # The pattern calls any answer from this RDF layout needs: the subject's
         # grains, one relation check each, then the winner's quads.
         winner = None
-        relation = oms.mapping.relation_iri(key[1])
+        relation = oms.rdf.mapping.relation_iri(key[1])
         for q in raw.quads_for_pattern(None, subject_text, ox.Literal(key[0]), default):
             if next(
                 raw.quads_for_pattern(q.subject, predicate, relation, default), None

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
-from . import plot
 from .codec import content_address, decode, encode, verify
+from .codec.grain import Belief, Grain
 from .errors import (
     ConflictWarning,
     DecodeError,
@@ -26,8 +26,8 @@ from .errors import (
     SignatureError,
     StoreError,
 )
-from .grain import Belief, Grain
-from .mapping import MappingSettings, grain_to_quads, quads_to_grain
+from .notebook import plot
+from .rdf.mapping import MappingSettings, grain_to_quads, quads_to_grain
 from .store import (
     AuditReport,
     ErasureReport,
@@ -48,11 +48,11 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> _Any:
     """The server backends need httpx (the ``[remote]`` extra): imported when asked for."""
     if name == "SparqlBackend":
-        from .remote import SparqlBackend
+        from .backends.protocol import SparqlBackend
 
         return SparqlBackend
     if name == "VirtuosoBackend":
-        from .virtuoso import VirtuosoBackend
+        from .backends.virtuoso import VirtuosoBackend
 
         return VirtuosoBackend
     raise AttributeError(f"module 'oms_rdf' has no attribute {name!r}")

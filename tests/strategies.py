@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from oms_rdf.schema import ALL_TYPES, RELATION_TYPES
+from oms_rdf.codec.schema import ALL_TYPES, RELATION_TYPES
 
 text = st.text(
     alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\ufeff"),

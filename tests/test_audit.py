@@ -8,7 +8,7 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.vocab import OMS
+from oms_rdf.rdf.vocab import OMS
 
 NOW = 1_800_000_000_000
 

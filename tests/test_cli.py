@@ -215,7 +215,7 @@ def test_evidence_and_revise(tmp_path: Path) -> None:
 
 
 def test_put_accepts_envelopes_and_refuses_junk(tmp_path: Path) -> None:
-    from oms_rdf import signing
+    from oms_rdf.codec import signing
 
     key = signing.generate_key(seed=bytes(32))
     grain = oms.Belief("a", "b", "c", 0.5, created_at=0, signed=True)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import oms_rdf as oms
 from oms_rdf.cli import cli
-from oms_rdf.vocab import OMS
+from oms_rdf.rdf.vocab import OMS
 
 NAME = "Ada Lovelace-Byron"
 

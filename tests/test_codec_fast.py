@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import oms_rdf as oms
 from oms_rdf.codec.decoding import _decode_flat, _decode_full, _parse
 from oms_rdf.codec.fast import plan_for, run_plan
-from oms_rdf.schema import BELIEF, TYPE_NAMES
+from oms_rdf.codec.schema import BELIEF, TYPE_NAMES
 
 BASE = {
     "type": "belief",

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import oms_rdf as oms
-from oms_rdf.schema import TYPE_NAMES, Kind
+from oms_rdf.codec.schema import TYPE_NAMES, Kind
 from tests.fuzz.targets import round_trip
 from tests.strategies import TYPE_FIELDS, grains
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import oms_rdf as oms
-from oms_rdf.backends import LocalBackend
+from oms_rdf.backends.embedded import LocalBackend
 from oms_rdf.cli import cli
 from oms_rdf.store import core
 

@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
-from oms_rdf.container import (
+from oms_rdf.codec.grain import Belief
+from oms_rdf.errors import DecodeError, ErrorCode
+from oms_rdf.io.container import (
     ENTRY_LIMIT,
     read_frames,
     read_mg,
     write_frames,
     write_mg,
 )
-from oms_rdf.errors import DecodeError, ErrorCode
-from oms_rdf.grain import Belief
 from tests.strategies import grains
 
 BLOBS = [

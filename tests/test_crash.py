@@ -23,9 +23,9 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.mapping import address_of
+from oms_rdf.rdf.mapping import address_of
+from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.journal import JOURNAL
-from oms_rdf.vocab import OMS, RDF
 
 TRIALS = [12, pytest.param(24, marks=pytest.mark.soak)]  # kills: default tier, soak
 CHILD = """

@@ -10,7 +10,7 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf import GrainStore
-from oms_rdf.server import Token, create_app
+from oms_rdf.http.app import Token, create_app
 from oms_rdf.times import to_millis
 from tests.test_server import running
 

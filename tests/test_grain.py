@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.grain import now_ms
+from oms_rdf.codec.grain import now_ms
 
 
 def test_belief_writes_only_given_fields() -> None:

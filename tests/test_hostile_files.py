@@ -11,7 +11,7 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf.codec import MAX_BLOB
-from oms_rdf.container import write_mg
+from oms_rdf.io.container import write_mg
 from tests.helpers import header
 
 NOW = 1_800_000_000_000
@@ -385,7 +385,7 @@ def test_an_erased_grain_stays_gone_when_an_older_backup_follows_a_newer(
 
 
 def test_the_tombstones_of_a_mg_backup_are_manifest_entries_of_their_own() -> None:
-    from oms_rdf.container import read_mg
+    from oms_rdf.io.container import read_mg
 
     gone, kept, _, new = _erased_pair("mg", None)
     # The layout stays the spec's: a manifest keyed by address, an entry a map.
@@ -431,7 +431,7 @@ def test_a_refused_import_leaves_no_tombstone_behind(fmt: str) -> None:
     gone, _, _, new = _erased_pair(fmt, None)
     bad = oms.Belief("x", "r", "o", 0.5, created_at=1).blob[:-1] + b"\xc1"
     if fmt == "mg":
-        from oms_rdf.container import read_mg, tombstone_entry
+        from oms_rdf.io.container import read_mg, tombstone_entry
 
         reader = read_mg(io.BytesIO(new))
         blobs = list(reader.blobs())

@@ -8,8 +8,8 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
+from oms_rdf.rdf.vocab import OMS
 from oms_rdf.store.journal import JOURNAL, Journal
-from oms_rdf.vocab import OMS
 
 
 def dump(store: oms.GrainStore) -> list[str]:
@@ -207,7 +207,7 @@ def test_the_export_of_a_store_without_grains_imports(tmp_path: Path, fmt: str) 
 def test_a_container_repeating_one_large_grain_keeps_it_once(tmp_path: Path) -> None:
     import tracemalloc
 
-    from oms_rdf.container import write_mg
+    from oms_rdf.io.container import write_mg
 
     blob = oms.encode(
         {"type": "belief", "subject": "alice", "relation": "notes",

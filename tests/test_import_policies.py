@@ -7,7 +7,7 @@ import io
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.mapping import rows_to_nquads
+from oms_rdf.rdf.mapping import rows_to_nquads
 
 FORMATS = ["jsonl", "mg", "trig", "nquads"]
 LOCKED = oms.Belief("agent", "rule", "never delete backups", 1.0, created_at=1,
@@ -62,7 +62,7 @@ def test_an_import_holding_both_is_refused_even_into_an_empty_store(fmt: str) ->
     # Written past the checks, as a crafted file would be.
     source.backend.load(
         rows_to_nquads([*source.rows_for(LOCKED), *source.rows_for(CHILD)]).encode(),
-        oms.backends.ox.RdfFormat.N_QUADS,  # type: ignore[attr-defined]
+        oms.backends.embedded.ox.RdfFormat.N_QUADS,  # type: ignore[attr-defined]
     )
     target = oms.GrainStore()
     before = quads(target)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.vocab import OMS, RDF
+from oms_rdf.rdf.vocab import OMS, RDF
 
 
 def dump(store: oms.GrainStore) -> list[str]:

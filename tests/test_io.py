@@ -12,8 +12,8 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf import io as oms_io
+from oms_rdf.rdf.vocab import OMS
 from oms_rdf.store import GrainStore
-from oms_rdf.vocab import OMS
 
 T = 1_700_000_000_000
 DAY = 86_400_000
@@ -457,7 +457,7 @@ def test_an_export_restores_in_one_load_keeping_its_knowledge(
         rebuilds.append(rebuild)
         finish(journal, rows, rebuild=rebuild)
 
-    monkeypatch.setattr(oms_io.importing, "_plan_dataset", two_pass)
+    monkeypatch.setattr(oms_io.importing, "plan_dataset", two_pass)
     monkeypatch.setattr(Journal, "finish", finishing)
     target = GrainStore(tmp_path / "store", clock=lambda: NOW)
     src: Any = {"path": path, "stream": io.BytesIO(b"#\n" + data),
@@ -664,7 +664,7 @@ def test_our_turtle_adopted_elsewhere_gives_the_same_beliefs() -> None:
 
 
 def test_jsonl_carries_a_signed_grain_with_its_envelope() -> None:
-    from oms_rdf import signing
+    from oms_rdf.codec import signing
 
     key = signing.generate_key(bytes(range(32)))
     grain = oms.Belief(
@@ -717,7 +717,7 @@ def test_skip_invalid_keeps_the_good_grains_of_a_dataset(fmt: str) -> None:
 
 
 def test_skip_invalid_drops_a_manifest_entry_for_a_missing_grain() -> None:
-    from oms_rdf.container import write_mg
+    from oms_rdf.io.container import write_mg
 
     grain = oms.Belief("a", "r", "o", 0.5, created_at=1)
     ghost = "ab" * 32

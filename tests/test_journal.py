@@ -10,8 +10,8 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
+from oms_rdf.rdf.vocab import OMS
 from oms_rdf.store.journal import JOURNAL, Journal
-from oms_rdf.vocab import OMS
 
 TURTLE = b"""@prefix ex: <http://example.org/> .
 ex:alice ex:knows ex:bob ; ex:name "Alice" .
@@ -164,7 +164,7 @@ def test_ending_a_write_costs_the_same_whatever_its_journal_holds(
 ) -> None:
     # The operation that ends a write matches one solution: its audit
     # event is written once, not once per record (39 s at 100k grains on disk).
-    from oms_rdf.backends import LocalBackend
+    from oms_rdf.backends.embedded import LocalBackend
 
     backend = LocalBackend()
     backend.shared = True  # type: ignore[attr-defined]  # a server's journal: records

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from pyoxigraph import Variable
 
 import oms_rdf as oms
-from oms_rdf.backends import LocalBackend
-from oms_rdf.mapping import grain_iri
+from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.mapping import grain_iri
+from oms_rdf.rdf.sparql import QUERIES
 from oms_rdf.store import GrainStore
 from oms_rdf.store.questions import _triples
-from oms_rdf.store.sparql import _QUERIES
 from tests.test_temporal import NOW, day, story  # noqa: F401 - the fixture
 
 SUBJECTS = ["alice", "bob", "carol", "dave", "eve", "frank", "grace", "heidi", "nobody"]
@@ -44,7 +44,7 @@ def history_by_query(store: GrainStore, address: str) -> list[oms.Grain]:
         copy.add(backend.quads())
         backend = copy
     solutions = backend.query(
-        _QUERIES["history"], {Variable("target"): grain_iri(address)}
+        QUERIES["history"], {Variable("target"): grain_iri(address)}
     )
     return store.questions._chronological(_triples(solutions))
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.container import read_mg, write_mg
+from oms_rdf.codec.signing import generate_key, sign
 from oms_rdf.io import plans
-from oms_rdf.signing import generate_key, sign
+from oms_rdf.io.container import read_mg, write_mg
 
 NOW = 1_800_000_000_000
 
@@ -19,9 +19,9 @@ def index_quads(store: oms.GrainStore) -> set[str]:
     """The index layer and the envelopes, without the audit log."""
     return {
         str(q)
-        for graph in (oms.vocab.OMS.index, oms.vocab.OMS.blobs)
+        for graph in (oms.rdf.vocab.OMS.index, oms.rdf.vocab.OMS.blobs)
         for q in store.backend.quads(None, None, None, graph)
-        if q.predicate != oms.vocab.OMS.auditChain  # each store has its own chain
+        if q.predicate != oms.rdf.vocab.OMS.auditChain  # each store has its own chain
     }
 
 
@@ -60,11 +60,11 @@ def test_evidence_disputes_and_signatures_come_back(
     assert index_quads(again) == index_quads(store)
     # The knowledge came in with the grains, without a rebuild: it is the rebuild's.
     current = {
-        str(q) for q in again.backend.quads(None, None, None, oms.vocab.OMS.current)
+        str(q) for q in again.backend.quads(None, None, None, oms.rdf.vocab.OMS.current)
     }
     again.rebuild_current()
     assert {
-        str(q) for q in again.backend.quads(None, None, None, oms.vocab.OMS.current)
+        str(q) for q in again.backend.quads(None, None, None, oms.rdf.vocab.OMS.current)
     } == current
     assert again.evidence_log(tea) == store.evidence_log(tea)
     assert again.status(tea).sprt_status == "promoted"

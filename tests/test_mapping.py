@@ -21,7 +21,7 @@ from pyoxigraph import (
 )
 
 import oms_rdf as oms
-from oms_rdf.mapping import (
+from oms_rdf.rdf.mapping import (
     MappingSettings,
     entity_iri,
     grain_rows,
@@ -31,7 +31,7 @@ from oms_rdf.mapping import (
     relation_iri,
     truthy_triple,
 )
-from oms_rdf.vocab import OMS, RDF
+from oms_rdf.rdf.vocab import OMS, RDF
 from tests.helpers import belief_wire, raw_blob
 from tests.strategies import TYPE_FIELDS, grains
 
@@ -139,7 +139,7 @@ def test_mapping_is_deterministic() -> None:
     assert [str(q) for q in grain_to_quads(oms.Grain.from_dict(shuffled))] == here
     program = (
         "import json, sys, oms_rdf as oms\n"
-        "from oms_rdf.mapping import grain_to_quads\n"
+        "from oms_rdf.rdf.mapping import grain_to_quads\n"
         "g = oms.Grain.from_dict(json.loads(sys.argv[1]))\n"
         "print(json.dumps([str(q) for q in grain_to_quads(g)]))"
     )

@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from oms_rdf import GrainStore
-from oms_rdf.mcp_server import create_server
+from oms_rdf.http.mcp import create_server
 from oms_rdf.store import Solutions
 from tests.servers import free_port
 

@@ -93,7 +93,7 @@ def test_sample_data_is_what_the_script_makes() -> None:
 
 
 def _addresses(store: object) -> list[str]:
-    from oms_rdf.vocab import OMS
+    from oms_rdf.rdf.vocab import OMS
 
     return [
         q.subject.value.removeprefix("nih:sha-256;")

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from pyoxigraph import DefaultGraph, RdfFormat, serialize
 
 import oms_rdf as oms
-from oms_rdf.mapping import grain_to_quads
-from oms_rdf.vocab import OMS, OMS_NS
+from oms_rdf.rdf.mapping import grain_to_quads
+from oms_rdf.rdf.vocab import OMS, OMS_NS
 from tests.strategies import grains
 
 ONTOLOGY = Path(__file__).parent.parent / "ontology"
@@ -82,7 +82,7 @@ def test_readme_example_is_a_real_grain() -> None:
 
     import pyoxigraph as ox
 
-    from oms_rdf.mapping import quads_to_grain
+    from oms_rdf.rdf.mapping import quads_to_grain
 
     text = (ONTOLOGY / "README.md").read_text()
     trig = re.search(r"```trig\n(.*?)```", text, re.S)

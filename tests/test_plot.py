@@ -7,7 +7,8 @@ import io
 import pytest
 from matplotlib.dates import num2date
 
-from oms_rdf import Belief, GrainStore, NotFoundError, plot
+from oms_rdf import Belief, GrainStore, NotFoundError
+from oms_rdf.notebook import plot
 
 DAY = 86_400_000
 T0 = 1_600_000_000_000  # 2020-09-13

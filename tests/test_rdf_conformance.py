@@ -107,11 +107,11 @@ def test_plain_export_gives_the_exact_source_back(path: Path) -> None:
 def test_adopting_again_changes_nothing(path: Path) -> None:
     store = adopt(path)
     before = {
-        str(q) for q in store.backend.quads() if q.graph_name != oms.vocab.OMS.audit
+        str(q) for q in store.backend.quads() if q.graph_name != oms.rdf.vocab.OMS.audit
     }
     report = store.import_(path, base_iri=BASE, namespace="kb")
     after = {
-        str(q) for q in store.backend.quads() if q.graph_name != oms.vocab.OMS.audit
+        str(q) for q in store.backend.quads() if q.graph_name != oms.rdf.vocab.OMS.audit
     }
     assert report.added == 0 and report.believed == len(source(path))
     assert after == before

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.backends import BULK_MARK
+from oms_rdf.backends.embedded import BULK_MARK
+from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.journal import JOURNAL
-from oms_rdf.vocab import OMS, RDF
 
 MEMORY_LIMIT = 3 << 30  # bytes of address space for each reader process
 

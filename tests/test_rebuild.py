@@ -6,9 +6,9 @@ import pyoxigraph as ox
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oms_rdf.rdf.sparql import load_query
+from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.rebuild import KnowledgeCheck
-from oms_rdf.store.sparql import load_query
-from oms_rdf.vocab import OMS, RDF
 
 EX = "http://example.org/"
 NODES = [ox.NamedNode(f"nih:sha-256;{c * 64}") for c in "abc"] + [

@@ -472,7 +472,9 @@ def test_two_processes_racing_round_after_round_never_both_win(
         assert lost == ["ERR_CONFLICT"]
         assert store.status(head).superseded_by == won[0]
     assert len(store) == 2 * rounds  # no loser's successor was written
-    successors = list(store.backend.quads(None, oms.vocab.OMS.supersededBy, None, None))
+    successors = list(
+        store.backend.quads(None, oms.rdf.vocab.OMS.supersededBy, None, None)
+    )
     assert len(successors) == rounds
     assert store.verify_audit().ok and store.verify_audit().events == rounds + 1
     assert all(

@@ -17,8 +17,8 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.terms import GENID, RESERVED
-from oms_rdf.vocab import OMS
+from oms_rdf.rdf.terms import GENID, RESERVED
+from oms_rdf.rdf.vocab import OMS
 
 BLOBS = "https://w3id.org/oms-rdf/ns#blobs"
 
@@ -123,7 +123,7 @@ def test_grain_files_with_a_reserved_graph_are_refused_whole(
         lines.append(json.dumps({"$blob": base64.b64encode(bad).decode()}))
         path.write_text("\n".join(lines) + "\n")
     else:
-        from oms_rdf.container import write_mg
+        from oms_rdf.io.container import write_mg
 
         with path.open("wb") as out:
             write_mg([bad], out)

@@ -11,10 +11,10 @@ import pyoxigraph as ox
 import pytest
 
 import oms_rdf as oms
-from oms_rdf import signing
+from oms_rdf.codec import signing
 from oms_rdf.errors import ConflictWarning, ErrorCode
-from oms_rdf.revision import LOWER, UPPER, SprtState, Tier
 from oms_rdf.store import GrainStore
+from oms_rdf.store.revision import LOWER, UPPER, SprtState, Tier
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -168,7 +168,7 @@ def test_sprt_worked_example_exactly() -> None:
     assert store.get(g)["confidence"] == 0.7  # the blob never changes
     events = list(store.query(
         "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?g ?e ?n WHERE { GRAPH oms:index { ?e oms:evidenceFor ?g ; oms:note ?n } }",
-        g=oms.mapping.grain_iri(g), grains=True,
+        g=oms.rdf.mapping.grain_iri(g), grains=True,
     ))  # fmt: skip
     assert sorted(e["n"].value for e in events) == ["check 0", "check 1", "check 2"]
 
@@ -264,7 +264,7 @@ def test_locked_policy_counts_as_axiom_and_other_sources_are_configurable() -> N
         == Tier.AXIOM
     )
     assert store.entrenchment.tier({"source_type": "sensor"}) == Tier.SYSTEM_INFERRED
-    custom = oms.revision.Entrenchment(tiers={"sensor": Tier.USER_STATED})
+    custom = oms.store.revision.Entrenchment(tiers={"sensor": Tier.USER_STATED})
     assert custom.tier({"source_type": "sensor"}) == Tier.USER_STATED
 
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
-from oms_rdf.backends import LocalBackend
-from oms_rdf.mapping import millis_literal
+from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.mapping import millis_literal
 from oms_rdf.store.knowledge import run_query
 from oms_rdf.store.rewrite import grain_clause, rewrite
 from tests.test_time_travel import WORKS_AT, build

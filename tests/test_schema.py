@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.schema import ALL_TYPES, CORE_TABLE, TYPE_NAMES, GrainType, type_for_byte
+from oms_rdf.codec.schema import (
+    ALL_TYPES,
+    CORE_TABLE,
+    TYPE_NAMES,
+    GrainType,
+    type_for_byte,
+)
 
 PUBLISHED_TYPE_STRINGS = {
     "belief": 1,

@@ -18,7 +18,7 @@ import uvicorn
 
 import oms_rdf as oms
 from oms_rdf import GrainStore
-from oms_rdf.server import create_app
+from oms_rdf.http.app import create_app
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
@@ -293,7 +293,7 @@ READER, WRITER, ADMIN, ERASER = (
 
 @pytest.fixture
 def guarded() -> Iterator[tuple[str, GrainStore]]:
-    from oms_rdf.server import Token
+    from oms_rdf.http.app import Token
 
     store = GrainStore(clock=lambda: T0 + DAY)
     store.put(oms.Belief(EX + "ann", EX + "worksAt", EX + "acme", 0.9, created_at=T0,
@@ -635,7 +635,7 @@ def test_federated_queries_are_refused(served: tuple[str, GrainStore]) -> None:
 def test_token_files(tmp_path: object) -> None:
     from pathlib import Path
 
-    from oms_rdf.server import Token, load_tokens
+    from oms_rdf.http.app import Token, load_tokens
 
     path = Path(str(tmp_path)) / "tokens.json"
     path.write_text(json.dumps({READER: {"namespaces": ["crm"]},

@@ -8,7 +8,7 @@ import cbor2
 import pytest
 
 import oms_rdf as oms
-from oms_rdf import signing
+from oms_rdf.codec import signing
 from oms_rdf.errors import ErrorCode, SignatureError
 
 SPEC_DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
@@ -294,11 +294,11 @@ def test_a_signed_belief_is_knowledge_like_any_other(
     asked = f"ASK {{ ?s ?p {signing_object(signed_grain)} }}"
     assert store.query(asked) is True  # its triple is in the default graph
     current = {
-        str(q) for q in store.backend.quads(None, None, None, oms.vocab.OMS.current)
+        str(q) for q in store.backend.quads(None, None, None, oms.rdf.vocab.OMS.current)
     }
     store.rebuild_current()
     assert {
-        str(q) for q in store.backend.quads(None, None, None, oms.vocab.OMS.current)
+        str(q) for q in store.backend.quads(None, None, None, oms.rdf.vocab.OMS.current)
     } == current
 
 

@@ -11,7 +11,7 @@ import pyoxigraph as ox
 import pytest
 
 from oms_rdf import Belief, GrainStore, QueryError
-from oms_rdf.tables import GrainList, python_value
+from oms_rdf.rdf.tables import GrainList, python_value
 
 EX = "http://example.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

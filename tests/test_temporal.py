@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 import oms_rdf as oms
+from oms_rdf.rdf.vocab import OMS
 from oms_rdf.store import GrainStore
-from oms_rdf.vocab import OMS
 
 
 def day(y: int, m: int = 1, d: int = 1) -> int:

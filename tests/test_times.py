@@ -138,7 +138,7 @@ def test_cli_refuses_an_ambiguous_number_in_one_line(tmp_path: Path) -> None:
 
 @contextmanager
 def _serving(store: oms.GrainStore) -> Iterator[str]:
-    from oms_rdf.server import create_app
+    from oms_rdf.http.app import create_app
     from tests.test_server import running
 
     with running(create_app(store)) as base:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import oms_rdf as oms
-from oms_rdf.vocab import OMS
+from oms_rdf.rdf.vocab import OMS
 
 T0 = 1_767_225_600_000
 NOW = T0 + 1_000_000

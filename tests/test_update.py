@@ -188,10 +188,10 @@ def test_a_request_is_one_write_with_its_operations_in_order() -> None:
     assert store.query(f"ASK {{ <{EX}ann> <{EX}name> ?n }}") is False
     assert store.verify_audit().ok
     # One write: the retraction's event and the update's, nothing per operation.
-    audit = oms.vocab.OMS.audit
+    audit = oms.rdf.vocab.OMS.audit
     operations = sorted(
         q.object.value
-        for q in store.backend.quads(None, oms.vocab.OMS.operation, None, audit)
+        for q in store.backend.quads(None, oms.rdf.vocab.OMS.operation, None, audit)
     )
     assert operations == ["put", "retract", "update"]
 
@@ -224,7 +224,7 @@ def test_delete_data_of_a_soft_locked_belief_needs_the_callers_reason() -> None:
 def test_post_sparql_cannot_retract_a_soft_locked_belief() -> None:
     import httpx
 
-    from oms_rdf.server import Token, create_app
+    from oms_rdf.http.app import Token, create_app
     from tests.test_server import running
 
     store = GrainStore(clock=lambda: T0 + 10)

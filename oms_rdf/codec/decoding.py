@@ -13,26 +13,26 @@ from ..errors import (
     ErrorCode,
     SchemaError,
 )
-from ..schema import (
-    CORE_TABLE,
-    GrainType,
-    type_for_byte,
-    type_for_name,
-)
 from .fast import pack, plan_for, run_plan
 from .header import (
-    _UNREADABLE,
     HEADER_SIZE,
     MIN_BLOB,
+    UNREADABLE,
     VERSION,
     Header,
     _sensitivity,
     check_size,
     read_header,
 )
-from .walk import _check_grain, _Walk
+from .schema import (
+    CORE_TABLE,
+    GrainType,
+    type_for_byte,
+    type_for_name,
+)
+from .walk import Walk, check_grain
 
-_UNREADABLE_FLAGS = sum(_UNREADABLE)
+_UNREADABLE_FLAGS = sum(UNREADABLE)
 
 
 _UNPARSED: Any = object()  # the payload was not parsed yet (None is a valid payload)
@@ -76,13 +76,13 @@ def decode(blob: bytes, /) -> dict[str, Any]:
 def _decode_full(blob: bytes, wire: Any = _UNPARSED) -> dict[str, Any]:
     """Decode with every check in the documented order; ``wire`` if already parsed."""
     header = read_header(blob)
-    for flag, why in _UNREADABLE.items():
+    for flag, why in UNREADABLE.items():
         if header.flags & flag:
             raise DecodeError(why, path="header[1]")
     payload = blob[HEADER_SIZE:]
     wire = _check_wire(payload, _parse(payload) if wire is _UNPARSED else wire)
     gtype = _decode_type(wire, header)
-    fields = _Walk(encoding=False).map(
+    fields = Walk(encoding=False).map(
         wire, gtype.table if gtype else CORE_TABLE, "$", 1
     )
     required = _sensitivity(fields.get("structural_tags", ()))
@@ -93,7 +93,7 @@ def _decode_full(blob: bytes, wire: Any = _UNPARSED) -> dict[str, Any]:
             code=ErrorCode.SENSITIVITY_MISMATCH,
             path="header[1]",
         )
-    _check_grain(fields, gtype)
+    check_grain(fields, gtype)
     return fields
 
 
@@ -118,7 +118,7 @@ def _decode_flat(blob: bytes, wire: Any) -> dict[str, Any] | None:
     if pack(wire) != payload:
         return None  # not canonical: smallest ints, float64, shortest lengths
     # No structural_tags on this path, so any sensitivity bits are high enough.
-    _check_grain(fields, gtype)
+    check_grain(fields, gtype)
     return fields
 
 

@@ -11,7 +11,9 @@ from ..errors import (
     ErrorCode,
     SchemaError,
 )
-from ..schema import (
+from .fast import pack, plan_for, run_plan
+from .header import HEADER_SIZE, MAX_BLOB, header_for
+from .schema import (
     CORE_TABLE,
     INDEX_FIELDS,
     TRIGGER,
@@ -20,9 +22,7 @@ from ..schema import (
     Table,
     type_for_name,
 )
-from .fast import pack, plan_for, run_plan
-from .header import HEADER_SIZE, MAX_BLOB, header_for
-from .walk import _check_grain, _Walk
+from .walk import Walk, check_grain
 
 
 def encode(
@@ -37,7 +37,7 @@ def encode(
         type_byte: the header type byte for a type string this codec does not know
             (0x0E-0xFF, application-defined); only core fields are compacted then.
         signed: set header flag bit 0: the blob will travel inside a COSE_Sign1
-            envelope (:func:`oms_rdf.signing.sign`), and only so (spec §9.2).
+            envelope (:func:`oms_rdf.codec.signing.sign`), and only so (spec §9.2).
 
     Returns:
         The blob: 9-byte header + canonical MessagePack payload.
@@ -84,9 +84,9 @@ def encode_fields(
                     f"blob and never written into it; use {INDEX_FIELDS[name]}",
                     path=f"$.{name}",
                 )
-        fields = _Walk(encoding=True).map(grain, table, "$", 1)
+        fields = Walk(encoding=True).map(grain, table, "$", 1)
         wire = _compact(fields, table)
-    _check_grain(fields, gtype)
+    check_grain(fields, gtype)
     try:
         payload = pack(wire)
     except (

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from ..schema import INDEX_FIELDS, GrainType, Kind, Table
-from .walk import _INT_MIN, _TIME_HIGH, _UINT_MAX
+from .schema import INDEX_FIELDS, GrainType, Kind, Table
+from .walk import INT_MIN, TIME_HIGH, UINT_MAX
 
 _MAX_PLANS = 1024  # key sets remembered per type and direction; agents use a few
 
@@ -179,7 +179,7 @@ def run_plan(plan: Plan, src: Mapping[str, Any]) -> dict[str, Any] | None:
             return None
     for key in plan.times:
         value = src[key]
-        if type(value) is not int or not 0 <= value <= _TIME_HIGH:
+        if type(value) is not int or not 0 <= value <= TIME_HIGH:
             return None
     for key, test in plan.others:
         if not _passes(test, src[key]):
@@ -213,10 +213,10 @@ def _passes(test: Test, value: Any) -> bool:
         return False
     number: int = value
     if test is Test.COUNT:
-        return 0 <= number <= _UINT_MAX
+        return 0 <= number <= UINT_MAX
     if test is Test.BYTE:
         return 0 <= number <= 255
-    return _INT_MIN <= number <= _UINT_MAX
+    return INT_MIN <= number <= UINT_MAX
 
 
 def _is_address(value: Any) -> bool:

@@ -77,7 +77,7 @@ FLAG_EMBEDDING_REFS = 0x10
 FLAG_CBOR = 0x20
 
 
-_UNREADABLE = {
+UNREADABLE = {
     FLAG_ENCRYPTED: "an encrypted payload (flag bit 1) needs the key; decrypt it first",
     FLAG_COMPRESSED: "a zstd-compressed payload (flag bit 2) is not supported",
     FLAG_CBOR: "a CBOR payload (flag bit 5) is not supported; only MessagePack",

@@ -16,13 +16,13 @@ from ..errors import (
     OmsError,
     SchemaError,
 )
-from ..schema import (
+from .header import check_address
+from .schema import (
     Field,
     GrainType,
     Kind,
     Table,
 )
-from .header import check_address
 
 MAX_DEPTH = 32  # spec §4: the "extended" profile's nesting limit
 
@@ -36,13 +36,13 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
 
 
-_INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
+INT_MIN, UINT_MAX = -(2**63), 2**64 - 1
 
 
 _U32_MAX = 2**32 - 1
 
 
-_TIME_LOW, _TIME_HIGH = 0, _U32_MAX * 1000  # epoch ms every time field may hold
+_TIME_LOW, TIME_HIGH = 0, _U32_MAX * 1000  # epoch ms every time field may hold
 
 
 _SCHEMA_CODES = frozenset(
@@ -62,10 +62,10 @@ def canonical_value(value: Any, /) -> Any:
     Raises:
         EncodeError, SchemaError: as :func:`encode` for the same value in a field.
     """
-    return _Walk(encoding=True).value(value, "$", 1)
+    return Walk(encoding=True).value(value, "$", 1)
 
 
-class _Walk:
+class Walk:
     """Walks a grain map in one direction, checking every value against its kind.
 
     Encoding converts (NFC, datetimes, ints for float64 fields, tuples) and drops
@@ -182,7 +182,7 @@ class _Walk:
                 if kind is Kind.UNIT and t is float and 0.0 <= value <= 1.0:
                     out[name] = value
                     continue
-                if kind is Kind.TIME and t is int and _TIME_LOW <= value <= _TIME_HIGH:
+                if kind is Kind.TIME and t is int and _TIME_LOW <= value <= TIME_HIGH:
                     out[name] = value  # within u32 seconds: valid for created_at too
                     continue
                 out[name] = self.kind(f, value, f"{path}.{name}", depth)
@@ -242,7 +242,7 @@ class _Walk:
         if t is bool:
             return value
         if t is int:
-            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+            return self.integer(value, path, INT_MIN, UINT_MAX)
         if t is float:
             return self.finite(value, path)
         if t is dict:
@@ -346,7 +346,7 @@ class _Walk:
                     path,
                     ErrorCode.RANGE,
                 )
-            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+            return self.integer(value, path, INT_MIN, UINT_MAX)
         if kind is Kind.INT or kind is Kind.COUNT or kind is Kind.BYTE:
             if t is not int:
                 raise self.fail(f"expected an integer, found {t.__name__}", path)
@@ -354,7 +354,7 @@ class _Walk:
                 raise self.fail(f"count {value} is negative", path, ErrorCode.RANGE)
             if kind is Kind.BYTE:
                 return self.integer(value, path, 0, 255)
-            return self.integer(value, path, _INT_MIN, _UINT_MAX)
+            return self.integer(value, path, INT_MIN, UINT_MAX)
         if kind is Kind.BOOL:
             if t is not bool:
                 raise self.fail(f"expected a boolean, found {t.__name__}", path)
@@ -413,7 +413,7 @@ _ELEMENT: Mapping[Kind, Kind | None] = {
 }
 
 
-def _check_grain(fields: Mapping[str, Any], gtype: GrainType | None) -> None:
+def check_grain(fields: Mapping[str, Any], gtype: GrainType | None) -> None:
     """Cross-field rules of the grain as a whole."""
     if gtype is None:
         if "created_at" not in fields:

@@ -22,12 +22,10 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
+from ..codec.grain import Grain
 from ..errors import ErrorCode, OmsError, SchemaError, StoreError
-from ..grain import Grain
-from ..mapping import Row, address_of, belief_terms
-from ..store import GrainStore
-from ..store.knowledge import RESERVED_GRAPHS
-from ..terms import (
+from ..rdf.mapping import Row, address_of, belief_terms
+from ..rdf.terms import (
     GRAPH,
     blank_text,
     minted_namespace,
@@ -36,8 +34,10 @@ from ..terms import (
     skolem,
     subject_fields,
 )
-from ..vocab import OMS, RDF
-from .records import ImportReport, _fail_or_skip
+from ..rdf.vocab import OMS, RDF
+from ..store import GrainStore
+from ..store.knowledge import RESERVED_GRAPHS
+from .records import ImportReport, fail_or_skip
 from .sources import Progress, line_of, parse_source
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
@@ -207,7 +207,7 @@ def plan_adoption(
                 except OmsError as exc:
                     if check:
                         where = line_of(reopen, quad)
-                        _fail_or_skip(report, skip, where, exc)
+                        fail_or_skip(report, skip, where, exc)
                     continue
                 yield grain
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 
 import pyoxigraph as ox
 
-from ..mapping import NIH_PREFIX
-from ..vocab import OMS, RDF, XSD
+from ..rdf.mapping import NIH_PREFIX
+from ..rdf.vocab import OMS, RDF, XSD
 
 __all__ = ["EvidenceCheck", "is_event_subject"]
 

@@ -11,17 +11,17 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from ..container import tombstone_entry, write_mg
+from ..codec.grain import Grain
 from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
-from ..grain import Grain
-from ..mapping import NIH_PREFIX, literal_value
+from ..rdf.mapping import NIH_PREFIX, literal_value
+from ..rdf.vocab import OMS
 from ..store import GrainStore, IndexState
 from ..store.knowledge import PREFIXES as STORE_PREFIXES
 from ..store.state import TimeLike
-from ..vocab import OMS
-from .formats import _RDF_FORMATS, PREFIXES, TURTLE_PREFIXES, format_for
+from .container import tombstone_entry, write_mg
+from .formats import PREFIXES, RDF_FORMATS, TURTLE_PREFIXES, format_for
 from .jsonl import dumps_jsonl, dumps_tombstone
-from .manifest import _VERIFICATION_OUT, VOIDED_KEY
+from .manifest import VERIFICATION_OUT, VOIDED_KEY
 from .records import _text
 from .sources import Source, _open
 
@@ -58,7 +58,7 @@ def export(
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
         with _writing(dest) as out:
-            _plain(view.quads, out, _RDF_FORMATS[fmt])
+            _plain(view.quads, out, RDF_FORMATS[fmt])
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
         raise SchemaError(
@@ -87,7 +87,7 @@ def export(
             for address, erased_at in _tombstones(store):
                 out.write(dumps_tombstone(address, erased_at).encode() + b"\n")
             return count
-        rdf = _RDF_FORMATS[fmt]
+        rdf = RDF_FORMATS[fmt]
         triples: Iterable[Any]
         if fmt in PLAIN_FORMATS:
             triples = _grain_layer(store)
@@ -289,7 +289,7 @@ def _entry(store: GrainStore, address: str) -> dict[str, Any]:
     if state.status == "retracted":
         entry["vstatus"] = "retracted"
     elif state.verification != "unverified":
-        entry["vstatus"] = _VERIFICATION_OUT[state.verification]
+        entry["vstatus"] = VERIFICATION_OUT[state.verification]
     if state.voided_at is not None:
         entry[VOIDED_KEY] = state.voided_at
         if state.status == "retracted" and state.verification == "contradicted":

@@ -34,7 +34,7 @@ _BY_SUFFIX = {
 }  # fmt: skip
 
 
-_RDF_FORMATS = {
+RDF_FORMATS = {
     "trig": ox.RdfFormat.TRIG, "nquads": ox.RdfFormat.N_QUADS, "turtle": ox.RdfFormat.TURTLE,
     "ntriples": ox.RdfFormat.N_TRIPLES, "jsonld": ox.RdfFormat.JSON_LD,
     "rdfxml": ox.RdfFormat.RDF_XML,

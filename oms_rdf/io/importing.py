@@ -9,9 +9,9 @@ from ..progress import Stage
 from ..store import GrainStore
 from ..store.audit import check as check_audit
 from .adopt import file_base, plan_adoption, scan
-from .formats import _RDF_FORMATS, format_for
+from .formats import RDF_FORMATS, format_for
 from .manifest import Tombstones
-from .plans import TwoPassError, _plan_dataset, _plan_jsonl, _plan_mg
+from .plans import TwoPassError, plan_dataset, plan_jsonl, plan_mg
 from .records import ImportReport
 from .restore import FAST_RESTORE_LIMIT, restore_into_empty
 from .sources import Progress, Source, _reopenable
@@ -37,7 +37,7 @@ def import_(
 
     Other processes reading an on-disk store see it before the import or after
     it, never in between: while it runs (until its compaction ends), a
-    read-only opening is refused with ERR_CONFLICT (see :mod:`oms_rdf.backends`).
+    read-only opening is refused with ERR_CONFLICT (see :mod:`oms_rdf.backends.embedded`).
 
     Args:
         format: one of :data:`FORMATS`; from the file suffix when omitted.
@@ -70,13 +70,13 @@ def import_(
         tombstones.bury(store, journal)
         reopen = tombstones.without_lines(reopen)
         if fmt == "mg":
-            plan = _plan_mg(store, reopen, report, skip_invalid, progress)
+            plan = plan_mg(store, reopen, report, skip_invalid, progress)
         elif fmt == "jsonl":
             # Into a store without grains, one pass: the journal undoes a refusal.
-            plan = _plan_jsonl(store, reopen, report, skip_invalid, progress,
+            plan = plan_jsonl(store, reopen, report, skip_invalid, progress,
                                at_once=journal.empty and not skip_invalid)  # fmt: skip
         else:
-            rdf = _RDF_FORMATS[fmt]
+            rdf = RDF_FORMATS[fmt]
             source = scan(reopen, rdf, base)
             if not source.ours:
                 plan = plan_adoption(store, reopen, rdf, source, report, skip_invalid,
@@ -93,7 +93,7 @@ def import_(
             ):
                 return report
             else:
-                plan = _plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
+                plan = plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
                 rebuild = True
         try:
             with plan as rows:
@@ -101,7 +101,7 @@ def import_(
         except TwoPassError:  # a one-pass plan met a grain on two lines
             journal.rewind()
             tombstones.bury(store, journal)
-            with _plan_jsonl(store, reopen, report, skip_invalid, progress) as rows:
+            with plan_jsonl(store, reopen, report, skip_invalid, progress) as rows:
                 journal.write(rows(), grains=report.added)
         report.quads = journal.written
         check_audit(store.backend)  # an imported chain is verified before it is kept

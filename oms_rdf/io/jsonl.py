@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..codec import MAX_DEPTH, check_address
+from ..codec.grain import Grain
+from ..codec.schema import INDEX_FIELDS
 from ..errors import DecodeError, ErrorCode
-from ..grain import Grain
-from ..mapping import expected_header
-from ..schema import INDEX_FIELDS
+from ..rdf.mapping import expected_header
 
 
 def _json_bytes(value: Any) -> Any:

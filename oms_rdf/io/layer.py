@@ -7,7 +7,7 @@ drops a grain's ``oms:systemFrom`` hides a stored belief, one that changes its
 ``rdf:object`` makes SPARQL report a claim the blob does not make, one that adds
 ``oms:graph oms:blobs`` points the knowledge rebuild at the blobs. So a grain is
 restored only when the quads the source gives its node are those
-:func:`~oms_rdf.mapping.grain_to_quads` makes from its blob with the store's
+:func:`~oms_rdf.rdf.mapping.grain_to_quads` makes from its blob with the store's
 settings, no more and no fewer.
 
 The two sides are compared as Oxigraph keeps them (it stores literals by value:
@@ -24,9 +24,9 @@ from functools import lru_cache
 
 import pyoxigraph as ox
 
-from ..grain import Grain
-from ..mapping import MappingSettings, grain_to_quads
-from ..vocab import XSD
+from ..codec.grain import Grain
+from ..rdf.mapping import MappingSettings, grain_to_quads
+from ..rdf.vocab import XSD
 
 __all__ = ["LayerCheck"]
 

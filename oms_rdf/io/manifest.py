@@ -9,29 +9,29 @@ from typing import IO, Any, cast
 
 import pyoxigraph as ox
 
-from ..container import read_mg
 from ..errors import OmsError
-from ..mapping import grain_iri, millis_literal
+from ..rdf.mapping import grain_iri, millis_literal
+from ..rdf.vocab import OMS
 from ..store import GrainStore
 from ..store.erasure import erased_addresses
 from ..store.journal import Journal
 from ..store.presence import stored_addresses
-from ..vocab import OMS
+from .container import read_mg
 from .jsonl import TOMBSTONE_MARK, loads_tombstone
-from .records import ImportReport, _fail_or_skip
+from .records import ImportReport, fail_or_skip
 from .sources import bounded_lines
 
 # A blanked source is read a piece of a line at a time, never a whole long line.
 _PIECE = 1 << 16
 
-_VERIFICATION_OUT = {
+VERIFICATION_OUT = {
     "verified": "verified",
     "disputed": "disputed",
     "contradicted": "contested",
 }
 
 
-_VERIFICATION_IN = {"verified": "verified", "disputed": "disputed", "contested": "contradicted",
+VERIFICATION_IN = {"verified": "verified", "disputed": "disputed", "contested": "contradicted",
                     "contradicted": "contradicted", "unverified": "unverified"}  # fmt: skip
 
 
@@ -84,7 +84,7 @@ class Tombstones:
                         tombstone = loads_tombstone(line.decode("utf-8", "replace"))
                     except OmsError as exc:
                         found.lines.add(number)  # skipped, or the import stops
-                        _fail_or_skip(report, skip, f"line {number}", exc)
+                        fail_or_skip(report, skip, f"line {number}", exc)
                         continue
                     if tombstone is not None:
                         found.lines.add(number)

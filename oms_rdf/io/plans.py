@@ -12,10 +12,10 @@ from typing import IO, Any
 import pyoxigraph as ox
 
 from ..codec import check_address
-from ..container import read_mg
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF
 from ..errors import DecodeError, ErrorCode, OmsError, SignatureError, StoreError
-from ..grain import Grain
-from ..mapping import (
+from ..rdf.mapping import (
     NIH_PREFIX,
     Row,
     address_of,
@@ -24,20 +24,20 @@ from ..mapping import (
     nt_literal,
     rows_to_nquads,
 )
-from ..policy import is_protected
-from ..schema import BELIEF
+from ..rdf.vocab import INDEX_PROPERTIES, OMS, RDF, XSD
 from ..store import GrainStore
 from ..store.erasure import erased_addresses
 from ..store.journal import JOURNAL
+from ..store.policy import is_protected
 from ..store.presence import BATCH, stored_addresses
 from ..store.writelock import WRITER
-from ..vocab import INDEX_PROPERTIES, OMS, RDF, XSD
+from .container import read_mg
 from .evidence import EvidenceCheck, is_event_subject
 from .jsonl import loads_json_grain
 from .layer import LayerCheck
-from .manifest import _VERIFICATION_IN, VOIDED_KEY
-from .records import ImportReport, Item, _fail_or_skip, _row_of, _text
-from .sources import MAX_LINE, Progress, _Counting, bounded_lines, line_of, parse_source
+from .manifest import VERIFICATION_IN, VOIDED_KEY
+from .records import ImportReport, Item, _text, fail_or_skip, row_of
+from .sources import MAX_LINE, Counting, Progress, bounded_lines, line_of, parse_source
 
 _P_SYSTEM_TO = str(OMS.systemTo)
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), str(OMS.index)})
@@ -53,7 +53,7 @@ class TwoPassError(Exception):
 
 
 @contextmanager
-def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
+def plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
                 skip: bool, progress: Progress, *,
                 at_once: bool = False) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     """Check every line, then write the new grains in a second pass.
@@ -77,7 +77,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
             yield from kept  # one pass was enough
             return
         with reopen() as raw:
-            stream = _io.BufferedReader(_Counting(raw, progress if check else None))
+            stream = _io.BufferedReader(Counting(raw, progress if check else None))
             for number, data in enumerate(
                 bounded_lines(stream), 1
             ):  # a bad line is named
@@ -100,7 +100,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                         )
                 except OmsError as exc:
                     bad.add(number)
-                    _fail_or_skip(report, skip, f"line {number}", exc)
+                    fail_or_skip(report, skip, f"line {number}", exc)
                     continue
                 if check and kept is not None:
                     kept_bytes += len(grain.blob)
@@ -116,7 +116,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
         yield from _knowing(store.rows_for(grain, signature), _closes(state))
         yield from state
 
-    policies = _Policies(store)
+    policies = Policies(store)
     known = _Known(store, report)
     if at_once:
 
@@ -128,7 +128,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
                 policies.see(grain)
                 yield from rows_of(grain)
             for grain, exc in policies.refused(lambda a: _closes(states.get(a, ()))):
-                _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
+                fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
             report.added = len(fresh)
 
         yield as_read
@@ -142,7 +142,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
             _check_same_state(store, address, state)
     for grain, exc in policies.refused(lambda a: _closes(states.get(a, ()))):
         fresh.discard(grain.address)
-        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
+        fail_or_skip(report, skip, f"grain {grain.address[:12]}…", exc)
     report.added = len(fresh)
 
     def rows() -> Iterator[Row]:
@@ -152,7 +152,7 @@ def _plan_jsonl(store: GrainStore, reopen: Callable[[], IO[bytes]], report: Impo
     yield rows
 
 
-class _Policies:
+class Policies:
     """What ``put`` checks of each new grain, checked of an import's new grains.
 
     A grain whose ``derived_from`` names a current protected belief with the
@@ -256,7 +256,7 @@ def _unique(grains: Iterator[Grain], fresh: set[str]) -> Iterator[Grain]:
 
 
 @contextmanager
-def _plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
+def plan_mg(store: GrainStore, reopen: Callable[[], IO[bytes]], report: ImportReport,
              skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     plan = _MgPlan(store, report, skip)
     with reopen() as raw:
@@ -307,7 +307,7 @@ class _MgPlan:
         # What the rows are made from, in the container's order, while it fits.
         self.kept: list[Grain | tuple[str, dict[str, Any]]] | None = []
         self.kept_bytes = 0  # of the blobs kept
-        self.policies = _Policies(store)
+        self.policies = Policies(store)
         self.known = _Known(store, report)
 
     def read(self, items: Iterator[bytes | tuple[str, dict[str, Any]]]) -> None:
@@ -360,7 +360,7 @@ class _MgPlan:
         elif address in self.store:
             _check_same_state(self.store, address, state)
         elif address not in self.contained:
-            _fail_or_skip(self.report, self.skip, f"manifest {address[:12]}…",
+            fail_or_skip(self.report, self.skip, f"manifest {address[:12]}…",
                           DecodeError("the manifest names a grain the container does not hold"))  # fmt: skip
 
     def _keep(self, item: Grain | tuple[str, dict[str, Any]]) -> None:
@@ -375,7 +375,7 @@ class _MgPlan:
 
     def _refuse(self, address: str, error: OmsError) -> None:
         self.fresh.discard(address)
-        _fail_or_skip(self.report, self.skip, f"grain {address[:12]}…", error)
+        fail_or_skip(self.report, self.skip, f"grain {address[:12]}…", error)
 
 
 def _unsigned() -> SignatureError:
@@ -411,7 +411,7 @@ def _state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
         if vstatus == "retracted"
         else ("superseded" if "sb" in entry else "active")
     )
-    verification = _VERIFICATION_IN.get(str(vstatus), "unverified") if vstatus != "retracted" else (
+    verification = VERIFICATION_IN.get(str(vstatus), "unverified") if vstatus != "retracted" else (
         "contradicted" if entry.get("oms_rdf:contradicted") else "unverified")  # fmt: skip
     # Active and unverified are the absence of index rows (as the store writes them).
     if status != "active":
@@ -476,7 +476,7 @@ def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
         quads.append(ox.Quad(node, OMS.pendingErasure, millis_literal(marked), idx))
     for event in field("oms_rdf:evidence", list) or ():
         quads += _evidence_event(node, event, address)
-    return [_row_of(q) for q in quads]
+    return [row_of(q) for q in quads]
 
 
 _SPRT = ("accumulating", "promoted", "demoted")
@@ -614,7 +614,7 @@ def _quads(raw: IO[bytes], fmt: ox.RdfFormat, progress: Progress) -> Iterator[ox
 
 
 @contextmanager
-def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
+def plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.RdfFormat, report: ImportReport,
                   skip: bool, progress: Progress) -> Iterator[Callable[[], Iterator[Item]]]:  # fmt: skip
     known: dict[str, bool] = {}  # grain node -> already in the store
     with_blob: set[str] = set()
@@ -626,7 +626,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     described: set[str] = set()
     present: set[str] = set()  # quads not about a grain that the store already has
     closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
-    policies = _Policies(store)
+    policies = Policies(store)
     erasures = _Known(store, report)
     layer = LayerCheck(store.settings)
     evidence = EvidenceCheck()
@@ -670,14 +670,14 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
                         err = (
                             exc if isinstance(exc, OmsError) else DecodeError(str(exc))
                         )
-                        _fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
+                        fail_or_skip(report, skip, f"grain {address_of(s)[:12]}…", err)
                 elif graph == index_graph:
                     if quad.predicate != OMS.erasedAt:  # a tombstone needs no grain
                         indexed.setdefault(node, quad)
                     if quad.predicate == OMS.systemTo:
                         closed.add(node)
                     if known[node] and quad.predicate != OMS.erasedAt:
-                        existing_index.setdefault(node, set()).add(_row_of(quad))
+                        existing_index.setdefault(node, set()).add(row_of(quad))
                 elif isinstance(graph, ox.DefaultGraph):
                     described.add(node)
                     layer.see(quad)
@@ -701,14 +701,14 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
     for node in described - with_blob:
         if known[node]:
             continue  # stored already: its quads in the source are not written
-        _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
+        fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
                       DecodeError("a grain node without its blob in graph oms:blobs"))  # fmt: skip
         bad.add(node)
     for differing in layer.differing():
         node = str(differing)[1:-1]
         if node not in bad:
             bad.add(node)
-            _fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
+            fail_or_skip(report, skip, f"grain {address_of(ox.NamedNode(node))[:12]}…",
                           DecodeError("its grain layer (default graph) is not what the "
                                       "mapping makes of its blob with this store's "
                                       "settings"))  # fmt: skip
@@ -717,7 +717,7 @@ def _plan_dataset(store: GrainStore, reopen: Callable[[], IO[bytes]], fmt: ox.Rd
             refuse(quad, "index state for a grain neither in the source nor the store")
     for grain, error in policies.refused(lambda a: f"{NIH_PREFIX}{a}" in closed):
         bad.add(f"{NIH_PREFIX}{grain.address}")
-        _fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
+        fail_or_skip(report, skip, f"grain {grain.address[:12]}…", error)
     for quad, why in evidence.refusals(
         lambda n: str(n)[1:-1] in with_blob and not known[str(n)[1:-1]],
         lambda q: str(q) in present,

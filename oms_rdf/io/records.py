@@ -8,7 +8,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..errors import DecodeError, OmsError
-from ..mapping import Row
+from ..rdf.mapping import Row
 
 
 @dataclass
@@ -24,12 +24,12 @@ class ImportReport:
 Item = Row | ox.Quad  # grain sources build rows; RDF sources pass parsed quads on
 
 
-def _row_of(quad: ox.Quad) -> Row:
+def row_of(quad: ox.Quad) -> Row:
     g = "" if isinstance(quad.graph_name, ox.DefaultGraph) else str(quad.graph_name)
     return str(quad.subject), str(quad.predicate), str(quad.object), g
 
 
-def _fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -> None:
+def fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) -> None:
     if not skip:
         raise type(exc)(
             f"{where}: {exc.message}",

@@ -24,21 +24,21 @@ from typing import IO
 
 import pyoxigraph as ox
 
+from ..codec.grain import Grain
 from ..errors import DecodeError, OmsError, StoreError
-from ..grain import Grain
-from ..mapping import NIH_PREFIX
+from ..rdf.mapping import NIH_PREFIX
+from ..rdf.vocab import OMS
 from ..store import GrainStore
 from ..store.audit import check as check_audit
 from ..store.erasure import erased_addresses
 from ..store.journal import Journal
 from ..store.rebuild import KnowledgeCheck
 from ..store.writelock import WRITER
-from ..vocab import OMS
 from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
-from .plans import SourceSettings, _Policies, holds_blank
+from .plans import Policies, SourceSettings, holds_blank
 from .records import ImportReport, _text
-from .sources import Progress, _Counting, parse_source
+from .sources import Counting, Progress, parse_source
 
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
 
@@ -66,7 +66,7 @@ def restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[],
     ):
         if path is None:
             source = _io.BufferedReader(
-                _Counting(files.enter_context(reopen()), None), _READ_SIZE
+                Counting(files.enter_context(reopen()), None), _READ_SIZE
             )
             loading = loader.submit(journal.load, source, fmt)
         else:
@@ -105,7 +105,7 @@ class _RestoreCheck:
 
     def __init__(self, store: GrainStore) -> None:
         self.store = store
-        self.policies = _Policies(store)
+        self.policies = Policies(store)
         self.knowledge = KnowledgeCheck()
         self.layer = LayerCheck(store.settings)
         self.evidence = EvidenceCheck()

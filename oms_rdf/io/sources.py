@@ -84,7 +84,7 @@ def _open(dest: Source, mode: str) -> Iterator[IO[bytes]]:
         tmp.unlink(missing_ok=True)
 
 
-class _Counting(_io.RawIOBase):
+class Counting(_io.RawIOBase):
     """Reports bytes read to a progress callback."""
 
     def __init__(self, stream: IO[bytes], progress: Progress) -> None:
@@ -115,7 +115,7 @@ def parse_source(
         DecodeError: ERR_CORRUPT for malformed input, or RDF/XML whose DTD the
             guard refuses.
     """
-    stream: _io.RawIOBase = _Counting(raw, progress)
+    stream: _io.RawIOBase = Counting(raw, progress)
     if fmt == ox.RdfFormat.RDF_XML:
         stream = _EntityGuard(stream)
     try:

@@ -24,12 +24,12 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from ..codec.grain import Grain
 from ..errors import ErrorCode, QueryError
-from ..grain import Grain
-from ..mapping import address_of
+from ..rdf.mapping import address_of
+from ..rdf.terms import skolem
+from ..rdf.vocab import OMS, RDF
 from ..store import GrainStore
-from ..terms import skolem
-from ..vocab import OMS, RDF
 from .adopt import adopted_grain
 
 __all__ = ["UpdateReport", "data_operations", "update"]

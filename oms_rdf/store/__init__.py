@@ -7,7 +7,7 @@ supersession, retraction, contradiction, verification); ``oms:current`` the plai
 the log of operations. Every change is one atomic write made after all checks, so
 a refused or failed operation leaves the store exactly as it was.
 
->>> from oms_rdf.grain import Belief
+>>> from oms_rdf.codec.grain import Belief
 >>> store = GrainStore(clock=lambda: 1_800_000_000_000)
 >>> old = store.put(Belief("alice", "works_at", "Acme", 0.9, created_at=1_700_000_000_000))
 >>> new = store.supersede(old, {"type": "belief", "subject": "alice", "relation": "works_at",
@@ -26,13 +26,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends import Backend, LocalBackend
+from ..backends.embedded import Backend, LocalBackend
+from ..codec.grain import Grain
 from ..errors import ErrorCode, PolicyError, StoreError
-from ..grain import Grain
-from ..limits import check_query
-from ..mapping import MappingSettings
 from ..progress import Stage
-from ..revision import Entrenchment
+from ..rdf.limits import check_query
+from ..rdf.mapping import MappingSettings
+from ..rdf.sparql import update_request
 from ..times import to_millis
 from .admission import accept, check_new
 from .audit import AuditReport
@@ -46,7 +46,7 @@ from .invalidation import Invalidation
 from .knowledge import QueryRow, Snapshot, Solutions, Triples
 from .questions import Questions
 from .revising import EvidenceEvent, EvidenceResult, Revision
-from .sparql import update_request
+from .revision import Entrenchment
 from .state import IndexState, TimeLike
 from .writes import Writes
 
@@ -289,7 +289,7 @@ class GrainStore:
         grains: bool | None = None,
     ) -> int:
         """Write the store to a path or binary file; see :func:`oms_rdf.io.export`."""
-        from ..io import export  # io builds on the store: imported when used
+        from ..io import export
 
         return export(self, dest, format=format, valid_at=valid_at, as_of=as_of,
                       namespace=namespace, grains=grains)  # fmt: skip
@@ -437,7 +437,7 @@ class GrainStore:
         """Rewrite the store with only its live data, so erased bytes leave its files.
 
         Atomic and crash-safe: a kill at any point leaves the old store or the new
-        one (see :meth:`oms_rdf.backends.LocalBackend.vacuum`).
+        one (see :meth:`oms_rdf.backends.embedded.LocalBackend.vacuum`).
         """
         vacuum = getattr(self.backend, "vacuum", None)
         if vacuum is None:

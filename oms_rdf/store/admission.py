@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF
+from ..codec.signing import is_envelope, verify
 from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
-from ..grain import Grain
-from ..policy import is_protected
-from ..schema import BELIEF
-from ..signing import is_envelope, verify
-from .state import GrainLike, Signature, _same_claim
+from .policy import is_protected
+from .state import GrainLike, Signature, same_claim
 
 if TYPE_CHECKING:
     from .core import Core
@@ -53,7 +53,7 @@ def accept(item: GrainLike) -> tuple[Grain, Signature | None]:
     if grain.signed and signature is None:
         raise SignatureError(
             "the grain's signed flag (header bit 0) is set but it arrived without its "
-            "COSE_Sign1 envelope; put the envelope from oms_rdf.signing.sign()",
+            "COSE_Sign1 envelope; put the envelope from oms_rdf.codec.signing.sign()",
             code=ErrorCode.SIGNED_MISMATCH,
         )
     return grain, signature
@@ -95,7 +95,7 @@ def check_new(
             other.get("invalidation_policy"), now
         ):
             continue
-        if _same_claim(grain, other):
+        if same_claim(grain, other):
             raise PolicyError(
                 f"put refused: derived_from names {parent[:12]}…, a current protected "
                 "belief with the same subject, relation and namespace; that is a "

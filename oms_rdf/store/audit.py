@@ -32,9 +32,9 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from ..backends import Backend
+from ..backends.embedded import Backend
 from ..errors import ErrorCode, IntegrityError
-from ..mapping import (
+from ..rdf.mapping import (
     Row,
     grain_iri,
     literal_value,
@@ -42,7 +42,7 @@ from ..mapping import (
     nt_literal,
     rows_to_nquads,
 )
-from ..vocab import OMS, XSD
+from ..rdf.vocab import OMS, XSD
 
 _G = str(OMS.audit)
 _P_CHAIN, _P_SEQUENCE = str(OMS.chain), str(OMS.sequence)

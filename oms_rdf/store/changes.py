@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import ErrorCode, SchemaError
-from ..tables import GrainList
+from ..rdf.tables import GrainList
 from .state import TimeLike, _to_millis
 
 if TYPE_CHECKING:

@@ -11,11 +11,13 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
-from ..backends import Backend, bulk_writing
+from ..backends.embedded import Backend, bulk_writing
 from ..codec import check_address
+from ..codec.grain import Grain, now_ms
+from ..codec.schema import BELIEF
 from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, StoreError
-from ..grain import Grain, now_ms
-from ..mapping import (
+from ..progress import Stage
+from ..rdf.mapping import (
     NIH_PREFIX,
     MappingSettings,
     Row,
@@ -27,26 +29,24 @@ from ..mapping import (
     nt_literal,
     rows_to_nquads,
 )
-from ..progress import Stage
-from ..schema import BELIEF
-from ..vocab import DEFAULT_BASE, OMS, XSD
-from .audit import AuditReport, Head, current_head, event_rows, seal
-from .audit import verify as verify_chain
-from .journal import Journal, recover
-from .now import NowWatch
-from .search import SearchIndex, search_texts
-from .sparql import (
-    _G_BLOBS,
-    _G_INDEX,
-    _P_ENVELOPE,
-    _P_SIGNED_BY,
-    _QUERIES,
+from ..rdf.sparql import (
+    G_BLOBS,
+    G_INDEX,
     GUARDED,
+    P_ENVELOPE,
+    P_SIGNED_BY,
+    QUERIES,
     _rows,
     _value,
     guarded_update,
     update_request,
 )
+from ..rdf.vocab import DEFAULT_BASE, OMS, XSD
+from .audit import AuditReport, Head, current_head, event_rows, seal
+from .audit import verify as verify_chain
+from .journal import Journal, recover
+from .now import NowWatch
+from .search import SearchIndex, search_texts
 from .state import CACHE_SIZE, IndexState, Signature
 from .transaction import Pending
 from .writelock import acquire, release
@@ -325,12 +325,12 @@ class Core:
             rows.append(
                 (
                     node,
-                    _P_ENVELOPE,
+                    P_ENVELOPE,
                     f'"{envelope}"^^<{XSD.base64Binary.value}>',
-                    _G_BLOBS,
+                    G_BLOBS,
                 )
             )
-            rows.append((node, _P_SIGNED_BY, nt_literal(signature.did), _G_INDEX))
+            rows.append((node, P_SIGNED_BY, nt_literal(signature.did), G_INDEX))
         # The initial index state (active, unverified) is the absence of index rows.
         if self.search_index is not None and grain.type_byte == BELIEF.byte:
             self.search_index.add(grain.address, search_texts(grain))
@@ -388,8 +388,8 @@ class Core:
         """:meth:`write` where other writers may have changed the store meanwhile."""
         # Still stored (not erased by another client) and still current.
         still = " ".join(
-            f"GRAPH {_G_BLOBS} {{ {grain_iri(a)} {_P_BLOB} ?stored{i} }} "
-            f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
+            f"GRAPH {G_BLOBS} {{ {grain_iri(a)} {_P_BLOB} ?stored{i} }} "
+            f"FILTER NOT EXISTS {{ GRAPH {G_INDEX} {{ {grain_iri(a)} {_P_SYSTEM_TO} ?closed{i} }} }}"
             for i, a in enumerate(current)
         )
         holder = acquire(self.backend)  # one writer at a time: see writelock.py
@@ -414,7 +414,7 @@ class Core:
             unchain, chain, new_head = seal(rows, head)
             marker = next((r[0] for r in rows if r[3] == _G_AUDIT), None)
             if head is None:
-                linked = f"FILTER NOT EXISTS {{ GRAPH {_G_INDEX} {{ {_SETTINGS} {_P_AUDIT_CHAIN} ?chain }} }}"
+                linked = f"FILTER NOT EXISTS {{ GRAPH {G_INDEX} {{ {_SETTINGS} {_P_AUDIT_CHAIN} ?chain }} }}"
             else:
                 linked = f"GRAPH {_G_AUDIT} {{ <{head.chain}> {_P_AUDIT_HEAD} {nt_literal(f'{head.sequence} {head.hash}')} }}"
             guard = f"{GUARDED} {still} {linked}"
@@ -563,7 +563,7 @@ class Core:
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
         with self.lock:
-            self.backend.update(_QUERIES["rebuild_current"])
+            self.backend.update(QUERIES["rebuild_current"])
             self.now_watch.forget()
 
     def close(self) -> None:

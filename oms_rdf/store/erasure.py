@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from ..backends import Backend
+from ..backends.embedded import Backend
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF
 from ..errors import ErrorCode, NotFoundError, PolicyError, SchemaError
-from ..grain import Grain
-from ..mapping import address_of, grain_iri, literal_value, millis_literal
-from ..policy import effective_mode
-from ..schema import BELIEF
-from ..terms import entity
+from ..rdf.mapping import address_of, grain_iri, literal_value, millis_literal
+from ..rdf.terms import entity
+from ..rdf.vocab import OMS, PROV, RDF
 from ..times import iso
-from ..vocab import OMS, PROV, RDF
+from .policy import effective_mode
 
 if TYPE_CHECKING:
     from . import GrainStore

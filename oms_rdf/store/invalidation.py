@@ -12,9 +12,10 @@ from pyoxigraph import (
     Quad,
 )
 
+from ..codec.grain import Grain
+from ..codec.signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
-from ..grain import Grain
-from ..mapping import (
+from ..rdf.mapping import (
     Row,
     address_of,
     grain_iri,
@@ -22,22 +23,21 @@ from ..mapping import (
     nt_literal,
     truthy_triple,
 )
-from ..policy import MAX_HOPS, Protector, check
-from ..signing import SigningKey, sign, supersession_draft, verify_supersession
-from ..vocab import OMS, RDF
+from ..rdf.sparql import ACTIVE, DEFAULT, G_INDEX, P_STATUS
+from ..rdf.vocab import OMS, RDF
 from .admission import accept, check_new
 from .core import Core
+from .policy import MAX_HOPS, Protector, check
 from .portion import Portion, check_portion, pieces, valid_interval
 from .questions import Questions
-from .sparql import _ACTIVE, _G_INDEX, _P_STATUS, DEFAULT
 from .state import (
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
     Signature,
     TimeLike,
-    _system_from,
     _to_millis,
+    system_from,
 )
 
 _SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
@@ -180,7 +180,7 @@ class Invalidation:
         A mapping ``new`` without ``derived_from`` gets ``derived_from: [old]`` (the
         spec's supersession shape), ``justification`` as its
         ``supersession_justification`` and ``auth`` (co-signatures from
-        :func:`oms_rdf.signing.sign_supersession`) as its ``supersession_auth``.
+        :func:`oms_rdf.codec.signing.sign_supersession`) as its ``supersession_auth``.
         With ``signer`` the new grain is encoded with the signed flag and wrapped
         in a COSE_Sign1 envelope by that key; ``new`` may also be such an envelope.
         The old grain is closed at the new grain's system time (``system_valid_from``,
@@ -210,11 +210,11 @@ class Invalidation:
                 raise PolicyError(
                     "a grain cannot supersede itself", code=ErrorCode.CONFLICT
                 )
-            at = _system_from(new_grain)
-            if at < _system_from(old_grain):
+            at = system_from(new_grain)
+            if at < system_from(old_grain):
                 raise PolicyError(
                     f"the new grain's system time {at} is before the old grain's "
-                    f"{_system_from(old_grain)}; a successor cannot be older",
+                    f"{system_from(old_grain)}; a successor cannot be older",
                     code=ErrorCode.RANGE,
                 )
             reason = new_grain.get("supersession_justification") or justification
@@ -327,13 +327,13 @@ class Invalidation:
         # reads a successor valid from the old grain's start or earlier.
         first = min((new_grain, *rest), key=lambda g: valid_interval(g)[0])
         # The index change as N-Triples rows, like the new grain's own rows.
-        node, idx = str(grain_iri(old_address)), _G_INDEX
+        node, idx = str(grain_iri(old_address)), G_INDEX
         delete: list[Quad | Row] = [
-            (node, _P_STATUS, _ACTIVE, idx),
+            (node, P_STATUS, ACTIVE, idx),
             *self._current_removal(old_grain),
         ]
         insert += [
-            (node, _P_STATUS, _SUPERSEDED, idx),
+            (node, P_STATUS, _SUPERSEDED, idx),
             (node, _P_SUPERSEDED_BY, str(grain_iri(first.address)), idx),
             (node, _P_SYSTEM_TO, str(millis_literal(at)), idx),
             (node, _P_INVALIDATION_TYPE, nt_literal("superseded"), idx),
@@ -513,10 +513,10 @@ class Invalidation:
                 f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
                 code=ErrorCode.CONFLICT,
             )
-        if when < _system_from(grain):
+        if when < system_from(grain):
             raise PolicyError(
                 f"cannot {operation} at {when}, before the grain entered the system at "
-                f"{_system_from(grain)}",
+                f"{system_from(grain)}",
                 code=ErrorCode.RANGE,
             )
         review = check(

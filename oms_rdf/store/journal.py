@@ -36,13 +36,13 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from ..backends import Backend
+from ..backends.embedded import Backend
 from ..errors import StoreError
-from ..mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..progress import Stage
-from ..vocab import OMS, RDF
+from ..rdf.mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
+from ..rdf.sparql import _data, _row, load_query, update_request
+from ..rdf.vocab import OMS, RDF
 from .presence import stored_grains, stored_rows
-from .sparql import _data, _row, load_query, update_request
 
 Item = Row | ox.Quad
 

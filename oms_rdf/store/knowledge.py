@@ -8,7 +8,7 @@ a query of it is rewritten onto the grain layer (:mod:`.rewrite`), or, where SPA
 cannot say it so, run over that knowledge built from the grains in force. A
 :class:`Snapshot` is that knowledge as a dataset of its own, with exact terms.
 
-Stored blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`); every answer gives
+Stored blank nodes are skolem IRIs (see :mod:`oms_rdf.rdf.terms`); every answer gives
 them back as blank nodes.
 """
 
@@ -21,10 +21,10 @@ from typing import IO, TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, StoreError
-from ..results import media_type, term_text, write_solutions
-from ..tables import SHOWN, frame, html_table, query_prefixes
-from ..terms import unskolem
-from ..vocab import OMS
+from ..rdf.results import media_type, term_text, write_solutions
+from ..rdf.tables import SHOWN, frame, html_table, query_prefixes
+from ..rdf.terms import unskolem
+from ..rdf.vocab import OMS
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -128,7 +128,7 @@ class Solutions:
         return self._kept
 
     def frame(self, *, compact: bool = False) -> pandas.DataFrame:
-        """The rows as a pandas DataFrame with typed columns (:mod:`oms_rdf.tables`).
+        """The rows as a pandas DataFrame with typed columns (:mod:`oms_rdf.rdf.tables`).
 
         With ``compact``, IRIs are written ``prefix:local`` with the query's own
         ``PREFIX`` declarations and the prefixes every query may use.

@@ -19,14 +19,14 @@ from typing import Any, NamedTuple
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
-from ..backends import Backend
-from ..mapping import (
+from ..backends.embedded import Backend
+from ..rdf.mapping import (
     MappingSettings,
     literal_value,
     relation_pattern,
     subject_pattern,
 )
-from ..vocab import OMS, RDF
+from ..rdf.vocab import OMS, RDF
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()

@@ -23,11 +23,11 @@ from datetime import datetime
 
 from pyoxigraph import Literal, Variable
 
-from ..backends import Backend
+from ..backends.embedded import Backend
 from ..codec import EPOCH, MS
-from ..mapping import Row, millis_literal
-from ..vocab import OMS, XSD
-from .sparql import _QUERIES
+from ..rdf.mapping import Row, millis_literal
+from ..rdf.sparql import QUERIES
+from ..rdf.vocab import OMS, XSD
 
 __all__ = ["NowWatch"]
 
@@ -88,10 +88,10 @@ def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
     ahead = {}
     for prop in _TIMES:
         bound = {Variable("now"): at, Variable("property"): prop}
-        row = next(iter(backend.query(_QUERIES["now_ahead"], bound)), None)
+        row = next(iter(backend.query(QUERIES["now_ahead"], bound)), None)
         if row is not None and isinstance(row["next"], Literal):
             ahead[prop] = _term_millis(row["next"])
-    ended = list(backend.query(_QUERIES["now_ended"], {Variable("now"): at}))
+    ended = list(backend.query(QUERIES["now_ended"], {Variable("now"): at}))
     until = min([*ahead.values(), END_OF_TIME])
     # A valid_to ahead of now only ends a belief later; every other time ahead,
     # and a held belief whose valid time has ended, makes the two differ now.

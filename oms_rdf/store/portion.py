@@ -8,7 +8,7 @@ grains, each derived from ``old``, in the same atomic write. A piece says what
 policy; its system time is the change's. Pure: it decides the pieces, the store
 writes them.
 
->>> from oms_rdf.grain import Belief
+>>> from oms_rdf.codec.grain import Belief
 >>> old = Belief("ann", "works_at", "Acme", 0.9, created_at=0, valid_from=0, valid_to=100)
 >>> [(p["valid_from"], p.get("valid_to")) for p in pieces(old, 20, 50, at=10)]
 [(0, 20), (50, 100)]
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..codec.grain import Grain
 from ..errors import ErrorCode, PolicyError
-from ..grain import Grain
 
 __all__ = ["Portion", "check_portion", "pieces", "valid_interval"]
 

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 
 import pyoxigraph as ox
 
-from ..backends import Backend
-from ..mapping import NIH_PREFIX, Row, rows_to_nquads
-from ..vocab import OMS
+from ..backends.embedded import Backend
+from ..rdf.mapping import NIH_PREFIX, Row, rows_to_nquads
+from ..rdf.vocab import OMS
 
 BATCH = 1000  # rows looked up per query over a server
 _G_BLOBS, _P_BLOB = str(OMS.blobs), str(OMS.blob)

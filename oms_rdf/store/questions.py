@@ -14,11 +14,12 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..backends import LocalBackend
+from ..backends.embedded import LocalBackend
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF
 from ..errors import QueryError, SchemaError
-from ..grain import Grain
-from ..limits import check_query
-from ..mapping import (
+from ..rdf.limits import check_query
+from ..rdf.mapping import (
     DEFAULT_SETTINGS,
     MappingSettings,
     address_of,
@@ -29,10 +30,10 @@ from ..mapping import (
     relation_pattern,
     subject_pattern,
 )
-from ..schema import BELIEF
-from ..tables import GrainList, query_prefixes
-from ..terms import unskolem
-from ..vocab import OMS, RDF
+from ..rdf.sparql import QUERIES, _term, texts_query
+from ..rdf.tables import GrainList, query_prefixes
+from ..rdf.terms import unskolem
+from ..rdf.vocab import OMS, RDF
 from .audit import current_head
 from .core import Core
 from .knowledge import (
@@ -47,8 +48,7 @@ from .knowledge import (
 from .lookup import chain_rows, in_force, subject_rows
 from .rewrite import dataset_clause, dataset_start, grain_clause, rewrite
 from .search import SearchIndex, search_texts
-from .sparql import _QUERIES, _term, texts_query
-from .state import STATUSES, TimeLike, _system_from, _to_millis
+from .state import STATUSES, TimeLike, _to_millis, system_from
 
 # Beliefs another client added that a search looks up one by one (on a server, a
 # round trip each); more are read with every blob at once.
@@ -147,7 +147,7 @@ class Questions:
         by, term = subject_pattern(subject)
         bindings = {Variable("by"): by, Variable("term"): term}
         copy = LocalBackend()
-        copy.add(remote.quads_of(_QUERIES["subject_grains"], bindings))  # type: ignore[attr-defined]
+        copy.add(remote.quads_of(QUERIES["subject_grains"], bindings))  # type: ignore[attr-defined]
         return copy
 
     def _beliefs_query(
@@ -214,7 +214,7 @@ class Questions:
 
         Raises:
             QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
-                text over the limits of :func:`oms_rdf.limits.check_query`, or
+                text over the limits of :func:`oms_rdf.rdf.limits.check_query`, or
                 grains=True with a time or namespace.
 
         >>> from oms_rdf import Belief, GrainStore
@@ -320,7 +320,7 @@ class Questions:
         """Run a query as :meth:`query` does and return its answer as a DataFrame.
 
         A SELECT gives one typed column per variable (numbers, aware datetimes,
-        booleans, IRIs as text; unbound is missing; see :mod:`oms_rdf.tables`), a
+        booleans, IRIs as text; unbound is missing; see :mod:`oms_rdf.rdf.tables`), a
         CONSTRUCT or DESCRIBE the columns ``subject``, ``predicate`` and ``object``.
         With ``compact``, IRIs are written ``prefix:local`` with the query's own
         prefixes and those every query may use. Needs pandas (``[notebooks]``).
@@ -562,7 +562,7 @@ class Questions:
             # The beliefs of now are those held: two counts the engine keeps cheap.
             backend = self.core.backend
             held, closed = (
-                int(next(iter(backend.query(_QUERIES[name])))["count"].value)
+                int(next(iter(backend.query(QUERIES[name])))["count"].value)
                 for name in ("grains_count", "closed_count")
             )
             return held - closed
@@ -572,7 +572,7 @@ class Questions:
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),
         }
-        rows = list(self.core.backend.query(_QUERIES["beliefs_count"], bindings))
+        rows = list(self.core.backend.query(QUERIES["beliefs_count"], bindings))
         return int(rows[0]["count"].value) if rows else 0
 
     def history(self, address: str | Grain) -> GrainList:
@@ -610,14 +610,14 @@ class Questions:
                             earlier.append(found)
                 frontier = earlier
             grains = [self.core.get(a) for a in depth]
-        grains.sort(key=lambda g: (_system_from(g), -depth[g.address], g.address))
+        grains.sort(key=lambda g: (system_from(g), -depth[g.address], g.address))
         return GrainList(grains, self.core.status)
 
     def derived(self, address: str | Grain) -> GrainList:
         """Return the grains derived from a grain, transitively, oldest first."""
         address = self.core.resolve(address)
         solutions = self.core.backend.query(
-            _QUERIES["derived"], {Variable("target"): grain_iri(address)}
+            QUERIES["derived"], {Variable("target"): grain_iri(address)}
         )
         return self._chronological(_triples(solutions))
 

@@ -15,7 +15,7 @@ from itertools import product
 
 import pyoxigraph as ox
 
-from ..vocab import OMS, RDF
+from ..rdf.vocab import OMS, RDF
 
 _DEFAULT = ox.DefaultGraph()
 # Graphs the rebuild never clears or fills, whatever a grain layer names.

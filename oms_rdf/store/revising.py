@@ -8,16 +8,16 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
+from ..codec.grain import Grain
+from ..codec.signing import SigningKey
 from ..errors import ErrorCode, PolicyError
-from ..grain import Grain
-from ..mapping import grain_iri, literal_value, millis_literal
-from ..policy import effective_mode
-from ..revision import LOWER, UPPER, Entrenchment, SprtState
-from ..signing import SigningKey
-from ..vocab import OMS, RDF, XSD
+from ..rdf.mapping import grain_iri, literal_value, millis_literal
+from ..rdf.vocab import OMS, RDF, XSD
 from .admission import accept
 from .core import Core
 from .invalidation import Invalidation
+from .policy import effective_mode
+from .revision import LOWER, UPPER, Entrenchment, SprtState
 from .state import GrainLike, TimeLike, _to_millis
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
@@ -93,7 +93,7 @@ class Revision:
 
         Raises:
             SchemaError: ERR_RANGE for a strength outside [0.5, 1] (see
-                :mod:`oms_rdf.revision` on weak support), ERR_SCHEMA for an
+                :mod:`oms_rdf.store.revision` on weak support), ERR_SCHEMA for an
                 unknown kind.
             PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
                 contradicted.
@@ -216,7 +216,7 @@ class Revision:
     ) -> str:
         """Supersede ``old`` by ``new`` only if ``new`` is entrenched at least as deeply.
 
-        Tiers (:class:`oms_rdf.revision.Entrenchment`): axioms > user-stated >
+        Tiers (:class:`oms_rdf.store.revision.Entrenchment`): axioms > user-stated >
         system-inferred. ``force=True`` overrides the tiers (never the protection
         policies) when ``by`` is one of the store's ``authorized`` DIDs; the
         override is audited. ``justification`` is given to :meth:`supersede` as

@@ -39,7 +39,7 @@ from urllib.parse import urljoin
 
 from pyoxigraph import Literal
 
-from .sparql import _QUERIES
+from ..rdf.sparql import QUERIES
 
 __all__ = ["dataset_clause", "dataset_start", "grain_clause", "rewrite"]
 
@@ -180,10 +180,10 @@ def grain_clause(
     is every one). Written from the store's own queries, so the three cannot
     drift apart."""
     if valid_at is None and as_of is None:
-        template, bound = _QUERIES["current_beliefs"], {}
+        template, bound = QUERIES["current_beliefs"], {}
         triple = "?g rdf:subject ?s ."
     else:
-        template = _QUERIES["snapshot"]
+        template = QUERIES["snapshot"]
         bound = {"validAt": str(valid_at), "asOf": str(as_of)}
         triple = "rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o ."
     body = template.split("#TEXTS", 1)[1].rsplit("}", 1)[0]

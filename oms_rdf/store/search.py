@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
-from ..grain import Grain
+from ..codec.grain import Grain
 
 __all__ = ["SearchIndex", "fold", "search_texts", "words"]
 

@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from ..codec import DEFAULT_NAMESPACE
-from ..grain import Grain
+from ..codec.grain import Grain
 from ..times import to_millis
 
 GrainLike = Grain | Mapping[str, Any] | bytes
@@ -70,12 +70,12 @@ def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
     return clock() if value is None else to_millis(value)
 
 
-def _system_from(grain: Grain) -> int:
+def system_from(grain: Grain) -> int:
     value: int = grain.get("system_valid_from", grain.created_at)
     return value
 
 
-def _same_claim(a: Grain, b: Grain) -> bool:
+def same_claim(a: Grain, b: Grain) -> bool:
     return bool(
         a.get("subject") == b.get("subject")
         and a.get("relation") == b.get("relation")

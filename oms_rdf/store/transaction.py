@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pyoxigraph import Quad
 
 from ..errors import ErrorCode, StoreError
-from ..mapping import NIH_PREFIX, Row
-from ..vocab import OMS
-from .sparql import _rows
+from ..rdf.mapping import NIH_PREFIX, Row
+from ..rdf.sparql import _rows
+from ..rdf.vocab import OMS
 
 __all__ = ["Pending"]
 

@@ -23,11 +23,11 @@ import uuid
 
 import pyoxigraph as ox
 
-from ..backends import Backend
+from ..backends.embedded import Backend
+from ..codec.grain import now_ms
 from ..errors import ErrorCode, StoreError
-from ..grain import now_ms
-from ..vocab import OMS
-from .sparql import update_request
+from ..rdf.sparql import update_request
+from ..rdf.vocab import OMS
 
 WRITER = OMS.writer
 LEASE_MS = 30_000  # a holder this old belongs to a writer that died

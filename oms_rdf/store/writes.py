@@ -10,20 +10,20 @@ from typing import TypeVar
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
 
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, OmsError, PolicyError
-from ..grain import Grain
-from ..mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
-from ..policy import effective_mode
 from ..progress import Bars
-from ..revision import Entrenchment, conflicts
-from ..schema import BELIEF, CONSENT
-from ..vocab import OMS
+from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
+from ..rdf.sparql import QUERIES, _row, _rows
+from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
 from .erasure import erased_addresses, refuse_erased
 from .invalidation import Invalidation
+from .policy import effective_mode
 from .presence import stored_grains
-from .sparql import _QUERIES, _row, _rows
+from .revision import Entrenchment, conflicts
 from .state import GrainLike, Signature
 
 T = TypeVar("T")
@@ -284,7 +284,7 @@ class Writes:
         withdrawn = grain.get("prior_consent")
         now = self.core.clock()
         rows = self.core.backend.query(
-            _QUERIES["consent_dependents"], {Variable("consent"): Literal(withdrawn)}
+            QUERIES["consent_dependents"], {Variable("consent"): Literal(withdrawn)}
         )
         quads: list[Quad | Row] = []
         marked = held = 0

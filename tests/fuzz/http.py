@@ -18,7 +18,7 @@ from typing import Any
 from starlette.testclient import TestClient
 
 import oms_rdf as oms
-from oms_rdf.server import Token, create_app
+from oms_rdf.http.app import Token, create_app
 
 from . import laws
 from .beliefs import GENID, NIH, NS, RESERVED, TEXTS, fields_from_bytes, story

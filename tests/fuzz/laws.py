@@ -3,7 +3,7 @@
 1. only an ``OmsError`` escapes (the targets catch it; anything else is a bug);
 2. a refused input leaves every quad of every graph as it was;
 3. an accepted input leaves every grain's layer (its node's default-graph quads)
-   equal to what :func:`~oms_rdf.mapping.grain_to_quads` makes from its blob;
+   equal to what :func:`~oms_rdf.rdf.mapping.grain_to_quads` makes from its blob;
 4. the reserved graphs change only as the store's own operations change them:
    no blob quad goes, every new blob is a grain whose address is its node, no
    audit event changes or goes and the chain verifies, and index quads are added
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 import oms_rdf as oms
-from oms_rdf.grain import Grain
+from oms_rdf.codec.grain import Grain
 from oms_rdf.io.layer import stored_term
-from oms_rdf.mapping import grain_to_quads
+from oms_rdf.rdf.mapping import grain_to_quads
+from oms_rdf.rdf.vocab import OMS
 from oms_rdf.store.audit import check as check_audit
-from oms_rdf.vocab import OMS
 
 NIH = "nih:sha-256;"
 DEFAULT = ox.DefaultGraph()

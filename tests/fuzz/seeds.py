@@ -9,8 +9,8 @@ from functools import cache
 from pathlib import Path
 
 import oms_rdf as oms
-from oms_rdf.container import write_frames
-from oms_rdf.signing import generate_key, sign
+from oms_rdf.codec.signing import generate_key, sign
+from oms_rdf.io.container import write_frames
 
 VECTORS = Path(__file__).parent.parent / "golden" / "vectors.json"
 

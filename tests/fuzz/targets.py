@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import oms_rdf as oms
 from oms_rdf.codec import encode_fields
-from oms_rdf.container import read_frames, read_mg
-from oms_rdf.grain import Grain
+from oms_rdf.codec.grain import Grain
+from oms_rdf.codec.signing import verify
 from oms_rdf.io import loads_json_grain
-from oms_rdf.mapping import expected_header
-from oms_rdf.signing import verify
+from oms_rdf.io.container import read_frames, read_mg
+from oms_rdf.rdf.mapping import expected_header
 
 Target = Callable[[bytes], None]
 

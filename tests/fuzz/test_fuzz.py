@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
-from oms_rdf.vocab import OMS
+from oms_rdf.rdf.vocab import OMS
 
 from . import beliefs, http, laws
 from .known import known

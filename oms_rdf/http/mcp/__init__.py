@@ -45,8 +45,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
-from ..errors import OmsError, SchemaError
-from ..store import GrainStore
+from ...errors import OmsError, SchemaError
+from ...store import GrainStore
 from .arguments import MAX_OBJECT, MAX_ROWS, MAX_TEXT, argument_error
 from .memory import RECENT, Memory
 

@@ -15,15 +15,15 @@ from pyoxigraph import (
     Quad,
 )
 
+from ..codec.grain import Grain
 from ..errors import SchemaError, StoreError
-from ..grain import Grain
-from ..mapping import (
+from ..times import to_millis
+from .mapping import (
     Row,
     grain_iri,
     millis_literal,
 )
-from ..times import to_millis
-from ..vocab import OMS, XSD
+from .vocab import OMS, XSD
 
 DEFAULT = DefaultGraph()
 
@@ -86,7 +86,7 @@ _TEXTS = {
 }
 
 
-_QUERIES = {
+QUERIES = {
     name: load_query(name)
     for name in (
         "beliefs",
@@ -125,13 +125,13 @@ def _knowledge_of(beliefs: str) -> str:
     return head.rsplit("SELECT", 1)[0] + select + " WHERE {" + body
 
 
-_QUERIES["snapshot"] = _knowledge_of(_QUERIES["beliefs"])
+QUERIES["snapshot"] = _knowledge_of(QUERIES["beliefs"])
 
 
 @lru_cache(maxsize=16)
 def texts_query(name: str, texts: tuple[str, ...]) -> str:
     """Return query ``name`` with the patterns of the bound texts, in this order."""
-    return _QUERIES[name].replace("#TEXTS", "\n  ".join(_TEXTS[t] for t in texts))
+    return QUERIES[name].replace("#TEXTS", "\n  ".join(_TEXTS[t] for t in texts))
 
 
 def _term(value: Any) -> Any:
@@ -159,13 +159,13 @@ def _value(term: Any) -> str:
     return term.value
 
 
-_P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
+P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
 
 
-_ACTIVE, _UNVERIFIED, _G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
+ACTIVE, _UNVERIFIED, G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
 
 
-_P_ENVELOPE, _P_SIGNED_BY, _G_BLOBS = (
+P_ENVELOPE, P_SIGNED_BY, G_BLOBS = (
     str(OMS.envelope),
     str(OMS.signedBy),
     str(OMS.blobs),

@@ -43,7 +43,7 @@ def media_type(format: str) -> str:
     """The media type of a result format named ``json``, ``xml``, ``csv`` or ``tsv``."""
     media = _SHORT.get(format, format)
     if media not in SOLUTION_TYPES:
-        from .errors import SchemaError
+        from ..errors import SchemaError
 
         raise SchemaError(
             f"a result format is one of {sorted(_SHORT)} or a media type in "

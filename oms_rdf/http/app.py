@@ -12,7 +12,7 @@
   ``update``, is a 400 (SPARQL 1.1 Protocol §2.1, §2.2).
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
-- ``/v1/facts``: the facts API (:mod:`oms_rdf.facts`), described at ``/openapi.json``
+- ``/v1/facts``: the facts API (:mod:`oms_rdf.http.facts`), described at ``/openapi.json``
   and, for people, ``/docs``.
 - ``/``: a small page to run a query at a point in time.
 
@@ -21,7 +21,7 @@
   ``INSERT DATA`` adopts, ``DELETE DATA`` retracts through the policies (a refusal is
   a 403 naming the spec code, and the store is unchanged), any other form is a 400.
 
-Limits (:mod:`oms_rdf.limits`): a request body over ``max_body`` bytes is a 413,
+Limits (:mod:`oms_rdf.rdf.limits`): a request body over ``max_body`` bytes is a 413,
 answered from its ``content-length`` before it is read; query text over
 ``MAX_QUERY_CHARS`` or nested deeper than ``MAX_DEPTH`` is a 400 before any parser
 runs. Store calls never run on the event loop: queries on a lane of
@@ -68,7 +68,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import (
+from ..errors import (
     DecodeError,
     ErrorCode,
     OmsError,
@@ -76,11 +76,11 @@ from .errors import (
     QueryError,
     SchemaError,
 )
+from ..rdf.limits import Job, Lane, check_query
+from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
+from ..store import GrainStore, Solutions
+from ..times import to_millis
 from .facts import body_text, error_response, fact_routes
-from .limits import Job, Lane, check_query
-from .results import SOLUTION_TYPES, write_boolean, write_solutions
-from .store import GrainStore, Solutions
-from .times import to_millis
 
 __all__ = [
     "MAX_BODY",

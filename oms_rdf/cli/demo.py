@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .errors import PolicyError
-from .grain import Belief, Grain
-from .store import GrainStore
-from .times import moment, to_millis
+from ..codec.grain import Belief, Grain
+from ..errors import PolicyError
+from ..store import GrainStore
+from ..times import moment, to_millis
 
 AGENT = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 

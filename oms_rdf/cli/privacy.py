@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from .errors import ErrorCode, IntegrityError
-from .store import ErasureReport, GrainStore
-from .times import to_millis
+from ..errors import ErrorCode, IntegrityError
+from ..store import ErasureReport, GrainStore
+from ..times import to_millis
 
 
 class FiniteFloat(click.FloatRange):

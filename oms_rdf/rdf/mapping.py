@@ -12,7 +12,7 @@ belief-family grains, ``prov:wasDerivedFrom``, ``prov:wasAttributedTo``, typed
 default graph alone; the blob is also kept in graph ``oms:blobs`` for
 re-verification.
 
->>> from oms_rdf.grain import Belief
+>>> from oms_rdf.codec.grain import Belief
 >>> g = Belief("alice", "works_at", "Acme", 0.9, created_at=1737000000000)
 >>> quads = grain_to_quads(g)
 >>> quads_to_grain(quads) == g
@@ -34,10 +34,10 @@ from urllib.parse import quote
 import msgpack
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 
-from .codec import DEFAULT_NAMESPACE, EPOCH, MS, header_for
-from .errors import DecodeError, ErrorCode
-from .grain import Grain
-from .schema import BELIEF, type_for_byte
+from ..codec import DEFAULT_NAMESPACE, EPOCH, MS, header_for
+from ..codec.grain import Grain
+from ..codec.schema import BELIEF, type_for_byte
+from ..errors import DecodeError, ErrorCode
 from .terms import (
     GENID,
     PREDICATE_KIND,
@@ -407,11 +407,11 @@ def belief_terms(
 ) -> tuple[NamedNode, NamedNode, Term, NamedNode | None]:
     """Return the subject, predicate, object and graph (None: default) a belief asserts.
 
-    As stored: blank nodes are skolem IRIs (see :mod:`oms_rdf.terms`).
+    As stored: blank nodes are skolem IRIs (see :mod:`oms_rdf.rdf.terms`).
 
     Raises:
         SchemaError: ERR_SCHEMA when a term is one of the store's own IRIs
-            (:func:`oms_rdf.terms.refuse_reserved`).
+            (:func:`oms_rdf.rdf.terms.refuse_reserved`).
 
     >>> belief_terms({"subject": "_:b0", "relation": "http://example.org/p",
     ...               "object": "Acme"})[0].value

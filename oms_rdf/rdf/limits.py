@@ -23,7 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
-from .errors import QueryError
+from ..errors import QueryError
 
 __all__ = [
     "MAX_DEPTH",

@@ -30,8 +30,8 @@ from typing import IO, Any, Protocol
 
 import pyoxigraph as ox
 
-from .errors import DecodeError, ErrorCode, StoreError
-from .vocab import OMS, RDF
+from ..errors import DecodeError, ErrorCode, StoreError
+from ..rdf.vocab import OMS, RDF
 
 __all__ = ["BULK_MARK", "Backend", "LocalBackend", "bulk_writing"]
 

@@ -1,7 +1,7 @@
 """The tools and resources of an MCP session over one store, in its namespaces.
 
 Each tool is a method that checks the session's namespaces, then calls the store's
-public methods; the server (:mod:`oms_rdf.mcp_server`) registers them and turns
+public methods; the server (:mod:`oms_rdf.http.mcp`) registers them and turns
 their refusals into tool errors.
 """
 
@@ -20,7 +20,8 @@ import pyoxigraph as ox
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from ..errors import (
+from ...codec.grain import Grain
+from ...errors import (
     ErrorCode,
     NotFoundError,
     OmsError,
@@ -28,12 +29,11 @@ from ..errors import (
     QueryError,
     SchemaError,
 )
+from ...rdf.limits import Cancelled, Job, Lane, check_query
+from ...rdf.results import write_solutions
+from ...store import GrainStore, Solutions
+from ...times import to_millis
 from ..facts import fact_json
-from ..grain import Grain
-from ..limits import Cancelled, Job, Lane, check_query
-from ..results import write_solutions
-from ..store import GrainStore, Solutions
-from ..times import to_millis
 from .arguments import (
     MAX_ROWS,
     Address,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
 
-from .errors import ErrorCode, PolicyError, SchemaError
+from ..errors import ErrorCode, PolicyError, SchemaError
 
 __all__ = [
     "ALPHA",

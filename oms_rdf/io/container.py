@@ -24,7 +24,7 @@ more than :data:`REGION_LIMIT`, 2 GiB); a zstd frame that declares a larger size
 or a window over :data:`WINDOW_LIMIT` is refused before it inflates.
 
 >>> import io
->>> from oms_rdf.grain import Belief
+>>> from oms_rdf.codec.grain import Belief
 >>> g = Belief("a", "b", "c", 0.5, created_at=0)
 >>> buf = io.BytesIO()
 >>> write_mg([g.blob], buf)
@@ -47,9 +47,9 @@ from typing import IO, Any
 
 import msgpack
 
-from .codec import MAX_BLOB, check_address, decode
-from .codec.header import MIN_BLOB
-from .errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError
+from ..codec import MAX_BLOB, check_address, decode
+from ..codec.header import MIN_BLOB
+from ..errors import DecodeError, EncodeError, ErrorCode, IntegrityError, OmsError
 
 __all__ = [
     "ERASED_KEY",

@@ -16,10 +16,11 @@ from urllib.parse import SplitResult, urlsplit
 import click
 import pyoxigraph as ox
 
-from .cli_privacy import FiniteFloat
-from .cli_privacy import register as register_privacy
-from .codec import content_address, decode, encode, verify
-from .errors import (
+from ..codec import content_address, decode, encode, verify
+from ..codec.grain import Grain
+from ..codec.signing import SigningKey, disclose, generate_key, is_envelope, sign
+from ..codec.signing import verify as verify_signed
+from ..errors import (
     DecodeError,
     EncodeError,
     ErrorCode,
@@ -30,14 +31,13 @@ from .errors import (
     SignatureError,
     StoreError,
 )
-from .grain import Grain
-from .io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
-from .mapping import TIME_FIELDS, millis_literal
-from .progress import Bars
-from .signing import SigningKey, disclose, generate_key, is_envelope, sign
-from .signing import verify as verify_signed
-from .store import GrainStore, Solutions
-from .times import iso_fields, to_millis
+from ..io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
+from ..progress import Bars
+from ..rdf.mapping import TIME_FIELDS, millis_literal
+from ..store import GrainStore, Solutions
+from ..times import iso_fields, to_millis
+from .privacy import FiniteFloat
+from .privacy import register as register_privacy
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_LIMIT = 1_000_000  # the most beliefs one search prints
@@ -148,7 +148,7 @@ def _virtuoso(url: str) -> Any:
     """A Virtuoso backend for ``http(s)://[user:password@]host:port``."""
     from urllib.parse import unquote
 
-    from .virtuoso import VirtuosoBackend  # needs the [remote] extra
+    from ..backends.virtuoso import VirtuosoBackend  # needs the [remote] extra
 
     parts = _server_url("--virtuoso", url)
     host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
@@ -177,7 +177,7 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
     if isinstance(path, tuple) and path[0] == "virtuoso":
         return _closing(ctx, GrainStore(backend=_virtuoso(path[1])))
     if isinstance(path, tuple) or "://" in path:
-        from .remote import SparqlBackend  # needs the [remote] extra
+        from ..backends.protocol import SparqlBackend  # needs the [remote] extra
 
         if isinstance(path, tuple):
             for option, url in zip(_ENDPOINTS, path, strict=True):
@@ -931,7 +931,7 @@ def serve_cmd(ctx: click.Context, store_path: str | None, host: str, port: int,
         oms-rdf serve --store mem.db --port 7878
     """
     try:
-        from .server import load_tokens, serve
+        from ..http.app import load_tokens, serve
     except ImportError:
         raise click.UsageError(
             "serve needs the server extra: pip install 'oms-rdf[server]'"
@@ -1051,7 +1051,7 @@ def mcp_cmd(ctx: click.Context, store_path: str | None, namespaces: tuple[str, .
     import contextlib
 
     try:
-        from .mcp_server import run
+        from ..http.mcp import run
     except ImportError:
         raise click.UsageError(
             "mcp needs the mcp extra: pip install 'oms-rdf[mcp]'"

@@ -24,7 +24,7 @@
 >>> key = generate_key(seed=bytes(32))
 >>> key.did.startswith("did:key:z6Mk")
 True
->>> from oms_rdf.grain import Belief
+>>> from oms_rdf.codec.grain import Belief
 >>> g = Belief("a", "b", "c", 0.5, created_at=0, signed=True)
 >>> blob, did = verify(sign(g.blob, key))
 >>> (blob == g.blob, did == key.did)
@@ -53,7 +53,8 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from .codec import (
+from ..errors import ErrorCode, SchemaError, SignatureError
+from . import (
     FLAG_SIGNED,
     canonical_value,
     content_address,
@@ -61,7 +62,6 @@ from .codec import (
     encode,
     read_header,
 )
-from .errors import ErrorCode, SchemaError, SignatureError
 
 __all__ = [
     "ELIDABLE",

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
 import pyoxigraph as ox
 
-from .grain import Grain
-from .times import moment
+from ..codec.grain import Grain
+from ..times import moment
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -152,7 +152,7 @@ def _pandas() -> Any:
     try:
         import pandas
     except ImportError:  # pragma: no cover - the [notebooks] extra brings it
-        from .errors import SchemaError
+        from ..errors import SchemaError
 
         raise SchemaError(
             "a DataFrame needs pandas: pip install 'oms-rdf[notebooks]'",

@@ -13,7 +13,7 @@ Design §3, the rules:
 - An object is what the grain's ``context`` records about it (:data:`OBJECT_KIND`,
   :data:`DATATYPE`, :data:`LANGUAGE`); else an absolute IRI is an IRI, the object
   of an entity relation is an entity, text is an ``xsd:string``, and a map
-  ``rdf:JSON`` (see :func:`oms_rdf.mapping.value_literal`; the spec allows a
+  ``rdf:JSON`` (see :func:`oms_rdf.rdf.mapping.value_literal`; the spec allows a
   belief's object to be text or a map, and the codec refuses anything else).
 - :data:`GRAPH` in ``context`` names the graph the triple belongs to.
 - No term a belief asserts may be one of the store's own IRIs (:data:`RESERVED`:
@@ -25,7 +25,7 @@ Design §3, the rules:
 Adoption (:func:`object_fields` and friends) writes exactly what these rules need to
 give the source term back, so ``object_term(*object_fields(t)) == t`` for every term.
 
->>> from oms_rdf.mapping import MappingSettings
+>>> from oms_rdf.rdf.mapping import MappingSettings
 >>> s = MappingSettings()
 >>> subject_term("http://example.org/alice", "shared", s)
 <NamedNode value=http://example.org/alice>
@@ -52,7 +52,7 @@ from pyoxigraph import (
     parse,
 )
 
-from .errors import ErrorCode, SchemaError
+from ..errors import ErrorCode, SchemaError
 from .vocab import OMS, XSD
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ def _minted(iri: str, prefix: str) -> str | None:
 def minted_namespace(term: Any, settings: MappingSettings) -> str | None:
     """Return the namespace an entity IRI of this store's base was minted in, or None.
 
-    >>> from oms_rdf.mapping import MappingSettings, entity_iri
+    >>> from oms_rdf.rdf.mapping import MappingSettings, entity_iri
     >>> minted_namespace(entity_iri("alice", "work"), MappingSettings())
     'work'
     """

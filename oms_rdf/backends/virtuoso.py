@@ -54,10 +54,10 @@ from typing import Any
 import httpx
 import pyoxigraph as ox
 
-from .errors import StoreError
-from .remote import _WHERE, SparqlBackend
-from .store.sparql import update_request
-from .vocab import OMS
+from ..errors import StoreError
+from ..rdf.sparql import update_request
+from ..rdf.vocab import OMS
+from .protocol import _WHERE, SparqlBackend
 
 __all__ = ["VirtuosoBackend"]
 

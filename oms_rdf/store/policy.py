@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ErrorCode, PolicyError
+from ..errors import ErrorCode, PolicyError
 
 __all__ = ["MAX_HOPS", "Protector", "check", "effective_mode", "is_protected"]
 

@@ -21,7 +21,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, final
 
-from .codec import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
+from . import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
 
 __all__ = ["Belief", "Grain", "now_ms"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import Any
 
-from .errors import ErrorCode, SchemaError
+from ..errors import ErrorCode, SchemaError
 
 __all__ = [
     "ALL_TYPES",

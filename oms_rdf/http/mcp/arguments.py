@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from ..errors import ErrorCode
-from ..limits import MAX_QUERY_CHARS
+from ...errors import ErrorCode
+from ...rdf.limits import MAX_QUERY_CHARS
 
 __all__ = [
     "MAX_OBJECT",

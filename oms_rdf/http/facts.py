@@ -33,7 +33,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from .errors import (
+from ..codec.grain import Grain
+from ..errors import (
     DecodeError,
     ErrorCode,
     NotFoundError,
@@ -42,11 +43,10 @@ from .errors import (
     SchemaError,
     StoreError,
 )
-from .grain import Grain
-from .io import dumps_jsonl, loads_json_grain
-from .mapping import TIME_FIELDS
-from .store import GrainStore
-from .times import iso, iso_fields, to_millis
+from ..io import dumps_jsonl, loads_json_grain
+from ..rdf.mapping import TIME_FIELDS
+from ..store import GrainStore
+from ..times import iso, iso_fields, to_millis
 
 __all__ = [
     "GRAIN_TYPE",

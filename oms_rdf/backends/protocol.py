@@ -4,7 +4,7 @@
 store in an Oxigraph server, or in any server that speaks the three standard
 protocols (``SparqlBackend(query_url, update_url, store_url)``). The store's logic
 is the same: it reaches storage only through the narrow interface of
-:class:`oms_rdf.backends.Backend`, and this class implements it over HTTP with
+:class:`oms_rdf.backends.embedded.Backend`, and this class implements it over HTTP with
 pooled connections (httpx):
 
 - ``query`` sends the query with the dataset as protocol parameters and parses the
@@ -32,8 +32,8 @@ from typing import IO, Any
 import httpx
 import pyoxigraph as ox
 
-from .errors import DecodeError, ErrorCode, StoreError
-from .store.sparql import update_request
+from ..errors import DecodeError, ErrorCode, StoreError
+from ..rdf.sparql import update_request
 
 __all__ = ["SparqlBackend"]
 

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from .grain import Grain
-from .tables import python_value
-from .times import moment
+from ..codec.grain import Grain
+from ..rdf.tables import python_value
+from ..times import moment
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .store import GrainStore
+    from ..store import GrainStore
 
 __all__ = ["Chart", "confidence", "entity_graph", "timeline"]
 
@@ -163,8 +163,8 @@ def timeline(
         NotFoundError: ERR_NOT_FOUND when the store holds no such belief.
     """
 
-    from .errors import NotFoundError
-    from .times import to_millis
+    from ..errors import NotFoundError
+    from ..times import to_millis
 
     grains = sorted(
         {g for status in ("active", "superseded", "retracted")
@@ -341,7 +341,7 @@ def entity_graph(
 def _edges(
     source: Any, subject: str | None, hops: int, namespace: str | None
 ) -> list[Edge]:
-    from .store import GrainStore, Solutions, Triples
+    from ..store import GrainStore, Solutions, Triples
 
     if isinstance(source, GrainStore):
         beliefs = source.beliefs(namespace=namespace)
