@@ -23,7 +23,17 @@ from typing import Any, final
 
 from . import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
 
-__all__ = ["Belief", "Grain", "now_ms"]
+__all__ = ["DEFAULT_NAMESPACE", "Belief", "Grain", "namespace_of", "now_ms"]
+
+
+def namespace_of(fields: Mapping[str, Any]) -> str:
+    """Return the namespace a grain's ``fields`` name, or the default ``"shared"``.
+
+    >>> namespace_of({"namespace": "work"}), namespace_of({})
+    ('work', 'shared')
+    """
+    value: str = fields.get("namespace", DEFAULT_NAMESPACE)
+    return value
 
 
 def now_ms() -> int:
@@ -154,8 +164,7 @@ class Grain:
     @property
     def namespace(self) -> str:
         """The namespace, or the default ``"shared"`` when the grain names none."""
-        value: str = self.fields.get("namespace", DEFAULT_NAMESPACE)
-        return value
+        return namespace_of(self.fields)
 
     @property
     def created_at(self) -> int:
