@@ -23,7 +23,14 @@ from typing import Any, final
 
 from . import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
 
-__all__ = ["DEFAULT_NAMESPACE", "Belief", "Grain", "namespace_of", "now_ms"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "Belief",
+    "Grain",
+    "namespace_of",
+    "now_ms",
+    "system_from",
+]
 
 
 def namespace_of(fields: Mapping[str, Any]) -> str:
@@ -33,6 +40,19 @@ def namespace_of(fields: Mapping[str, Any]) -> str:
     ('work', 'shared')
     """
     value: str = fields.get("namespace", DEFAULT_NAMESPACE)
+    return value
+
+
+def system_from(fields: Mapping[str, Any]) -> int:
+    """Return when a grain's ``fields`` entered the store's knowledge, in epoch ms.
+
+    Its ``system_valid_from`` when it names one, else its ``created_at``: the
+    start of its system time, and the default start of its valid time.
+
+    >>> system_from({"created_at": 5}), system_from({"created_at": 5, "system_valid_from": 7})
+    (5, 7)
+    """
+    value: int = fields.get("system_valid_from", fields["created_at"])
     return value
 
 
