@@ -43,8 +43,8 @@ def namespace_of(fields: Mapping[str, Any]) -> str:
     return value
 
 
-def system_from(fields: Mapping[str, Any]) -> int:
-    """Return when a grain's ``fields`` entered the store's knowledge, in epoch ms.
+def system_from(grain: Grain | Mapping[str, Any]) -> int:
+    """Return when a grain (or its fields) entered the store's knowledge, in epoch ms.
 
     Its ``system_valid_from`` when it names one, else its ``created_at``: the
     start of its system time, and the default start of its valid time.
@@ -52,7 +52,7 @@ def system_from(fields: Mapping[str, Any]) -> int:
     >>> system_from({"created_at": 5}), system_from({"created_at": 5, "system_valid_from": 7})
     (5, 7)
     """
-    value: int = fields.get("system_valid_from", fields["created_at"])
+    value: int = grain.get("system_valid_from", grain["created_at"])
     return value
 
 
