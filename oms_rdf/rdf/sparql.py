@@ -32,13 +32,14 @@ def load_query(name: str) -> str:
     return resources.files("oms_rdf.queries").joinpath(f"{name}.rq").read_text()
 
 
-def _row(quad: Quad) -> Row:
+def quad_row(quad: Quad) -> Row:
+    """Return a quad as an N-Triples row: subject, predicate, object, graph ("": default)."""
     graph = quad.graph_name
     g = "" if isinstance(graph, DefaultGraph) else str(graph)
     return str(quad.subject), str(quad.predicate), str(quad.object), g
 
 
-def _data(rows: Iterable[Row]) -> str:
+def data_block(rows: Iterable[Row]) -> str:
     """Return the body of an INSERT DATA / DELETE DATA block, grouped by graph."""
     by_graph: dict[str, list[str]] = {}
     for s, p, o, g in rows:
@@ -54,9 +55,9 @@ def update_request(delete: Sequence[Quad | Row], insert: Sequence[Quad | Row]) -
     """Return one SPARQL update request deleting then inserting data (atomic)."""
     ops = []
     if delete:
-        ops.append(f"DELETE DATA {{\n{_data(_rows(delete))}\n}}")
+        ops.append(f"DELETE DATA {{\n{data_block(as_rows(delete))}\n}}")
     if insert:
-        ops.append(f"INSERT DATA {{\n{_data(_rows(insert))}\n}}")
+        ops.append(f"INSERT DATA {{\n{data_block(as_rows(insert))}\n}}")
     return " ;\n".join(ops)
 
 
@@ -70,12 +71,13 @@ def guarded_update(
     delete: Sequence[Quad | Row], insert: Sequence[Quad | Row], guard: str
 ) -> str:
     """One update deleting then inserting ground quads only where ``guard`` holds."""
-    removed = f"DELETE {{\n{_data(_rows(delete))}\n}}\n" if delete else ""
-    return f"{removed}INSERT {{\n{_data(_rows(insert))}\n}}\nWHERE {{ {guard} }}"
+    removed = f"DELETE {{\n{data_block(as_rows(delete))}\n}}\n" if delete else ""
+    return f"{removed}INSERT {{\n{data_block(as_rows(insert))}\n}}\nWHERE {{ {guard} }}"
 
 
-def _rows(items: Iterable[Quad | Row]) -> list[Row]:
-    return [item if isinstance(item, tuple) else _row(item) for item in items]
+def as_rows(items: Iterable[Quad | Row]) -> list[Row]:
+    """Return quads and rows alike as N-Triples rows (see :func:`quad_row`)."""
+    return [item if isinstance(item, tuple) else quad_row(item) for item in items]
 
 
 _TEXTS = {
@@ -134,7 +136,15 @@ def texts_query(name: str, texts: tuple[str, ...]) -> str:
     return QUERIES[name].replace("#TEXTS", "\n  ".join(_TEXTS[t] for t in texts))
 
 
-def _term(value: Any) -> Any:
+def term_for(value: Any) -> Any:
+    """Return the RDF term a Python value binds to in a query.
+
+    str → plain literal, bool/int/float → typed literal, datetime → xsd:dateTime,
+    Grain → its statement node; IRIs and literals are taken as they are.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for a value of any other type.
+    """
     if isinstance(value, NamedNode | Literal):
         return value
     if isinstance(value, Grain):
@@ -152,17 +162,17 @@ def _term(value: Any) -> Any:
     raise SchemaError(f"cannot bind a {type(value).__name__} in SPARQL")
 
 
-def _value(term: Any) -> str:
+def lexical_value(term: Any) -> str:
     """Return the lexical value of an IRI or literal term."""
     if not isinstance(term, NamedNode | Literal):
         raise StoreError(f"expected an IRI or a literal, found {term}")
     return term.value
 
 
-P_STATUS, _P_VERIFICATION = str(OMS.status), str(OMS.verificationStatus)
+P_STATUS = str(OMS.status)
 
 
-ACTIVE, _UNVERIFIED, G_INDEX = str(OMS.active), str(OMS.unverified), str(OMS.index)
+ACTIVE, G_INDEX = str(OMS.active), str(OMS.index)
 
 
 P_ENVELOPE, P_SIGNED_BY, G_BLOBS = (

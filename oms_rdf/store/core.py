@@ -36,9 +36,9 @@ from ..rdf.sparql import (
     P_ENVELOPE,
     P_SIGNED_BY,
     QUERIES,
-    _rows,
-    _value,
+    as_rows,
     guarded_update,
+    lexical_value,
     update_request,
 )
 from ..rdf.vocab import DEFAULT_BASE, OMS, XSD
@@ -110,11 +110,11 @@ class Core:
     ) -> MappingSettings:
         node = OMS.settings
         stored_base = [
-            _value(q.object)
+            lexical_value(q.object)
             for q in self.backend.quads(node, OMS.baseIri, None, OMS.index)
         ]
         stored_rel = frozenset(
-            _value(q.object)
+            lexical_value(q.object)
             for q in self.backend.quads(node, OMS.entityRelation, None, OMS.index)
         )
         if stored_base:
@@ -191,7 +191,7 @@ class Core:
         if cached is not None:
             return cached
         return self.remember(
-            Grain.stored(base64.b64decode(_value(quad.object)), address)
+            Grain.stored(base64.b64decode(lexical_value(quad.object)), address)
         )
 
     def resolve(self, ref: str | Grain) -> str:
@@ -276,9 +276,9 @@ class Core:
         entered: set[str] = set()
         for q in self.backend.quads(grain_iri(address), None, None, OMS.index):
             if q.predicate == OMS.sprtEntered:
-                entered.add(_value(q.object))
+                entered.add(lexical_value(q.object))
             if q.predicate == OMS.conflictsWith:
-                rivals.append(_value(q.object).removeprefix(NIH_PREFIX))
+                rivals.append(lexical_value(q.object).removeprefix(NIH_PREFIX))
             values[q.predicate.value] = q.object
 
         def text(p: NamedNode) -> str | None:
@@ -364,11 +364,11 @@ class Core:
         if getattr(self.backend, "shared", False):
             self._write_guarded(delete, insert, before, current)
             return
-        rows = _rows(insert)
+        rows = as_rows(insert)
         if self._head is _UNREAD:
             self._head = current_head(self.backend)
         unchain, chain, head = seal(rows, self._head)  # type: ignore[arg-type]
-        removed = [*_rows(delete), *unchain]
+        removed = [*as_rows(delete), *unchain]
         rows += chain
         if removed or before:
             data = update_request(removed, rows)
@@ -410,7 +410,7 @@ class Core:
     ) -> None:
         for _attempt in range(_RACE_RETRIES):
             head = current_head(self.backend)
-            rows = _rows(insert)
+            rows = as_rows(insert)
             unchain, chain, new_head = seal(rows, head)
             marker = next((r[0] for r in rows if r[3] == _G_AUDIT), None)
             if head is None:
@@ -421,7 +421,7 @@ class Core:
             # The lock goes with the write, in the same operation: a write whose
             # guard failed keeps it (for a retry), and no server can apply one
             # without the other.
-            removed = [*_rows(delete), *unchain, *_rows([holder])]
+            removed = [*as_rows(delete), *unchain, *as_rows([holder])]
             request = guarded_update(removed, [*rows, *chain], guard)
             if before:  # the same guard on each operation: all of them apply, or none
                 request = (
@@ -463,7 +463,7 @@ class Core:
             acquire(self.backend) if getattr(self.backend, "shared", False) else None
         )
         unchain, chain, _head = seal(rows, current_head(self.backend))
-        return ([*unchain, *_rows([holder])] if holder else unchain), chain
+        return ([*unchain, *as_rows([holder])] if holder else unchain), chain
 
     def verify_audit(self) -> AuditReport:
         """Check the audit log's hash chains; the report names the first bad event."""
@@ -493,7 +493,7 @@ class Core:
             if pending.operations or pending.insert or pending.delete:
                 event = self.audit_rows("transaction", at=at, count=len(pending.operations),
                                         reason=pending.summary() or None)  # fmt: skip
-                insert = [*pending.insert, *pending.event(_rows(event))]
+                insert = [*pending.insert, *pending.event(as_rows(event))]
                 self.write(pending.delete, insert, current=pending.current)
 
     @contextmanager

@@ -40,7 +40,7 @@ from ..backends.embedded import Backend
 from ..errors import StoreError
 from ..progress import Stage
 from ..rdf.mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
-from ..rdf.sparql import _data, _row, load_query, update_request
+from ..rdf.sparql import data_block, load_query, quad_row, update_request
 from ..rdf.vocab import OMS, RDF
 from .presence import stored_grains, stored_rows
 
@@ -94,7 +94,7 @@ class Journal:
         )
         marks = [ox.Quad(JOURNAL, RDF.type, OMS.Journal, _INDEX)]
         if empty:
-            before = rows_to_nquads(_row(q) for q in backend.quads())
+            before = rows_to_nquads(quad_row(q) for q in backend.quads())
             marks.append(
                 ox.Quad(JOURNAL, OMS.journalBefore, ox.Literal(before), _INDEX)
             )
@@ -116,7 +116,7 @@ class Journal:
         with ThreadPoolExecutor(1, thread_name_prefix="oms-bulk-load") as loader:
             try:
                 for item in items:
-                    chunk.append(item if isinstance(item, tuple) else _row(item))
+                    chunk.append(item if isinstance(item, tuple) else quad_row(item))
                     if len(chunk) >= CHUNK_ROWS:
                         loading = self._chunk(chunk, loader, loading, tick)
                         chunk = []
@@ -190,7 +190,7 @@ class Journal:
     def finish(self, rows: Sequence[Item] = (), *, rebuild: bool = True) -> None:
         """End the write in one request: unless the rows written carried it,
         rebuild the knowledge; then drop the journal and add ``rows`` (the audit)."""
-        final = [item if isinstance(item, tuple) else _row(item) for item in rows]
+        final = [item if isinstance(item, tuple) else quad_row(item) for item in rows]
         unchain, chain = self.seal(final)
         # One operation closes the journal (its mark) and appends the audit event,
         # so no server can keep one without the other. It matches one solution,
@@ -201,8 +201,8 @@ class Journal:
         # clears them). The rebuild before it may be repeated (the undo ends
         # with one).
         end = (
-            f"DELETE {{ {_data(unchain)} GRAPH {_G_INDEX} {{ {_MARK} {_J} {_P_BEFORE} ?before }} }}\n"
-            f"INSERT {{ {_data([*final, *chain])} }}\n"
+            f"DELETE {{ {data_block(unchain)} GRAPH {_G_INDEX} {{ {_MARK} {_J} {_P_BEFORE} ?before }} }}\n"
+            f"INSERT {{ {data_block([*final, *chain])} }}\n"
             f"WHERE {{ GRAPH {_G_INDEX} {{ {_MARK} }} "
             f"OPTIONAL {{ GRAPH {_G_INDEX} {{ {_J} {_P_BEFORE} ?before }} }} }} ;\n"
             f"{_CLEAR_RECORDS}"

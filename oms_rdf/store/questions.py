@@ -30,7 +30,7 @@ from ..rdf.mapping import (
     relation_pattern,
     subject_pattern,
 )
-from ..rdf.sparql import QUERIES, _term, texts_query
+from ..rdf.sparql import QUERIES, term_for, texts_query
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS, RDF
@@ -231,9 +231,9 @@ class Questions:
             valid_at = as_of = now  # the held knowledge is not that of now
             timed = True
         values: dict[str | Variable, Any] = {
-            k: _term(v) for k, v in (substitutions or {}).items()
+            k: term_for(v) for k, v in (substitutions or {}).items()
         }
-        values.update((k, _term(v)) for k, v in bindings.items())
+        values.update((k, term_for(v)) for k, v in bindings.items())
         dataset = _dataset(default_graph_uris, named_graph_uris, grains)
         if grains:
             return run_query(self.core.backend, sparql, values, **dataset)

@@ -22,7 +22,7 @@ from pyoxigraph import Quad
 
 from ..errors import ErrorCode, StoreError
 from ..rdf.mapping import NIH_PREFIX, Row
-from ..rdf.sparql import _rows
+from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 
 __all__ = ["Pending"]
@@ -61,7 +61,7 @@ class Pending:
                 "erasure is not part of a transaction: erase before or after it",
                 code=ErrorCode.STORE,
             )
-        rows = _rows(insert)
+        rows = as_rows(insert)
         again = self.changed.intersection(current)
         if again:
             raise StoreError(
@@ -73,7 +73,7 @@ class Pending:
         created = {r[0][len(NIH_PREFIX) + 1 : -1] for r in rows if r[3] == _G_BLOBS}
         self.changed |= created | set(current)
         self.current += [a for a in current if a not in self.current]
-        self.delete += _rows(delete)
+        self.delete += as_rows(delete)
         events: dict[str, tuple[str, list[str], list[str]]] = {}
         for s, p, o, g in rows:
             if g != _G_AUDIT:

@@ -15,7 +15,7 @@ from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, OmsError, PolicyError
 from ..progress import Bars
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
-from ..rdf.sparql import QUERIES, _row, _rows
+from ..rdf.sparql import QUERIES, as_rows, quad_row
 from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
@@ -87,7 +87,7 @@ class Writes:
             rows = self.core.rows_for(grain, signature)
             delete, extra = self._dispute(grain, rivals, refusal)
             extra += self._withdrawal(grain)
-            rows += _rows(self.core.audit_rows("put", target=grain.address))
+            rows += as_rows(self.core.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
                 self.core.write([d for d in delete if d not in rows], [*rows, *extra])
@@ -139,7 +139,7 @@ class Writes:
                         delete += removed
                         extra += added + self._withdrawal(grain)
                         earlier.append(grain)
-            audit = _rows(self.core.audit_rows("put_many", count=len(fresh)))
+            audit = as_rows(self.core.audit_rows("put_many", count=len(fresh)))
             if not extra and (empty or getattr(self.core.backend, "shared", False)):
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
@@ -228,7 +228,7 @@ class Writes:
             return [], []
         idx, verification = OMS.index, OMS.verificationStatus
         node = grain_iri(grain.address)
-        delete = [_row(Quad(node, verification, OMS.unverified, idx))]
+        delete = [quad_row(Quad(node, verification, OMS.unverified, idx))]
         insert: list[Quad | Row] = [Quad(node, verification, OMS.disputed, idx)]
         for rival in rivals:
             other = grain_iri(rival.address)
@@ -242,7 +242,7 @@ class Writes:
             current = "unverified" if state is None else state.verification
             if current != "disputed":
                 delete.append(
-                    _row(Quad(other, verification, getattr(OMS, current), idx))
+                    quad_row(Quad(other, verification, getattr(OMS, current), idx))
                 )
                 insert.append(Quad(other, verification, OMS.disputed, idx))
         names = ", ".join(f"{r['object']!r} ({r.address[:12]}…)" for r in rivals)
