@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
 from oms_rdf.cli import cli
+from oms_rdf.cli.progress import Bars
 from oms_rdf.store import core
 
 
@@ -89,8 +90,10 @@ def test_put_many_with_progress_says_when_it_compacts(
 ) -> None:
     monkeypatch.setattr(core, "COMPACT_AFTER", 50)
     grains = [oms.Belief(f"s{i}", "r", "o", 0.5, created_at=i) for i in range(20)]
-    oms.GrainStore(tmp_path / "a").put_many(grains, progress=True)
+    with Bars() as bars:
+        oms.GrainStore(tmp_path / "a").put_many(grains, progress=bars)
     said = capsys.readouterr().err
-    assert "writing grains" in said and "compacting the store…" in said
+    assert "mapping grains" in said and "writing grains" in said
+    assert "compacting the store…" in said
     oms.GrainStore(tmp_path / "b").put_many(grains)
     assert capsys.readouterr().err == ""

@@ -21,6 +21,7 @@ from pyoxigraph import (
 )
 
 import oms_rdf as oms
+from oms_rdf.cli.progress import Bars
 from oms_rdf.rdf.mapping import (
     MappingSettings,
     entity_iri,
@@ -262,9 +263,11 @@ def test_foreign_blob_with_index_fields_round_trips() -> None:
 def test_put_many_with_a_progress_bar(capsys: Any) -> None:
     store = oms.GrainStore()
     grains = [oms.Belief("p", "r", str(i), 0.5, created_at=i) for i in range(30)]
-    assert store.put_many(grains, progress=True) == [g.address for g in grains]
+    with Bars() as bars:
+        assert store.put_many(grains, progress=bars) == [g.address for g in grains]
     captured = capsys.readouterr()
     assert captured.out == ""  # the bar never writes to stdout
+    assert "mapping grains" in captured.err
     assert len(store) == 30
 
 

@@ -32,7 +32,7 @@ from ..errors import (
     StoreError,
 )
 from ..io import FORMATS, PLAIN_FORMATS, dumps_turtle, format_for, loads_json_grain
-from ..progress import Bars
+from .progress import Bars
 from ..rdf.mapping import TIME_FIELDS, millis_literal
 from ..store import GrainStore, Solutions
 from ..times import iso_fields, to_millis

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..progress import Stage
 from ..store import GrainStore
 from ..store.audit import check as check_audit
+from ..store.progress import Stage
 from .adopt import file_base, plan_adoption, scan
 from .formats import RDF_FORMATS, format_for
 from .manifest import Tombstones
@@ -46,7 +46,7 @@ def import_(
         base_iri: resolves relative IRIs of foreign RDF (default: the file's URI).
         progress: called with the number of bytes read, as reading goes.
         stage: told as the writing and a compaction begin, to show them (see
-            :mod:`oms_rdf.progress`; the reading is shown by ``progress``).
+            :mod:`oms_rdf.store.progress`; the reading is shown by ``progress``).
 
     Raises:
         DecodeError, SchemaError, IntegrityError: a bad record (its line, offset or

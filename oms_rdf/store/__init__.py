@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from ..backends.embedded import Backend, LocalBackend
 from ..codec.grain import Grain
 from ..errors import ErrorCode, PolicyError, StoreError
-from ..progress import Stage
 from ..rdf.limits import check_query
 from ..rdf.mapping import MappingSettings
 from ..rdf.sparql import update_request
@@ -44,6 +43,7 @@ from .erasure import erase as erase_grains
 from .erasure import report as subject_report
 from .invalidation import Invalidation
 from .knowledge import QueryRow, Snapshot, Solutions, Triples
+from .progress import Stage
 from .questions import Questions
 from .revising import EvidenceEvent, EvidenceResult, Revision
 from .revision import Entrenchment

@@ -16,7 +16,6 @@ from ..codec import check_address
 from ..codec.grain import Grain, now_ms
 from ..codec.schema import BELIEF
 from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, StoreError
-from ..progress import Stage
 from ..rdf.mapping import (
     NIH_PREFIX,
     MappingSettings,
@@ -46,6 +45,7 @@ from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .journal import Journal, recover
 from .now import NowWatch
+from .progress import Stage
 from .search import SearchIndex, search_texts
 from .state import CACHE_SIZE, IndexState, Signature
 from .transaction import Pending
@@ -508,7 +508,7 @@ class Core:
 
         A write of ``COMPACT_AFTER`` rows or more compacts an on-disk store at its
         end, so that the next command does not. ``stage`` is told of the writing
-        and the compaction as they begin (see :mod:`oms_rdf.progress`).
+        and the compaction as they begin (see :mod:`.progress`).
         """
         if self.pending is not None:
             raise StoreError("an import or bulk load is not part of a transaction: "

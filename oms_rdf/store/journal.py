@@ -38,11 +38,11 @@ import pyoxigraph as ox
 
 from ..backends.embedded import Backend
 from ..errors import StoreError
-from ..progress import Stage
 from ..rdf.mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..rdf.sparql import data_block, load_query, quad_row, update_request
 from ..rdf.vocab import OMS, RDF
 from .presence import stored_grains, stored_rows
+from .progress import Stage
 
 Item = Row | ox.Quad
 
@@ -84,7 +84,7 @@ class Journal:
             [],
             [],
         )
-        self.stage: Stage | None = None  # shows the writing, see oms_rdf.progress
+        self.stage: Stage | None = None  # shows the writing, see store/progress.py
 
     @classmethod
     def begin(cls, backend: Backend) -> Journal:

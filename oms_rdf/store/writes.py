@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
@@ -13,7 +11,6 @@ from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, OmsError, PolicyError
-from ..progress import Bars
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
 from ..rdf.vocab import OMS
@@ -23,6 +20,7 @@ from .erasure import erased_addresses, refuse_erased
 from .invalidation import Invalidation
 from .policy import effective_mode
 from .presence import stored_grains
+from .progress import Stage
 from .revision import Entrenchment, conflicts
 from .state import GrainLike, Signature
 
@@ -96,12 +94,14 @@ class Writes:
         return grain.address
 
     def put_many(
-        self, items: Iterable[GrainLike], /, *, progress: bool = False
+        self, items: Iterable[GrainLike], /, *, progress: Stage | None = None
     ) -> list[str]:
         """Store many grains in one atomic write; return their addresses in order.
 
         Conflicts on functional relations are marked as disputes (a batch never
         auto-revises); consent withdrawals cascade as in :meth:`put`.
+        ``progress`` is told of each long phase as it begins: mapping the grains,
+        then writing and compacting a large write (see :mod:`.progress`).
 
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
@@ -128,25 +128,22 @@ class Writes:
                 fresh.append((grain, signature))
             batch = {g.address: g for g, _ in fresh}
             earlier: list[Grain] = []
-            with _progress(fresh, progress) as iterator:
-                for grain, signature in iterator:
-                    check_new(self.core, grain, batch)
-                    rows.extend(self.core.rows_for(grain, signature))
-                    if self.functional_relations or grain.type_byte == CONSENT.byte:
-                        removed, added = self._dispute(
-                            grain, self._rivals(grain, earlier)
-                        )
-                        delete += removed
-                        extra += added + self._withdrawal(grain)
-                        earlier.append(grain)
+            tick = None if progress is None else progress("mapping", len(fresh))
+            for grain, signature in fresh:
+                check_new(self.core, grain, batch)
+                rows.extend(self.core.rows_for(grain, signature))
+                if self.functional_relations or grain.type_byte == CONSENT.byte:
+                    removed, added = self._dispute(grain, self._rivals(grain, earlier))
+                    delete += removed
+                    extra += added + self._withdrawal(grain)
+                    earlier.append(grain)
+                if tick is not None:
+                    tick(1)
             audit = as_rows(self.core.audit_rows("put_many", count=len(fresh)))
             if not extra and (empty or getattr(self.core.backend, "shared", False)):
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
-                with (
-                    Bars() as stages,
-                    self.core.bulk(stage=stages if progress else None) as journal,
-                ):
+                with self.core.bulk(stage=progress) as journal:
                     journal.write(rows, grains=len(fresh))
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
                 return [g.address for g, _ in accepted]
@@ -328,12 +325,3 @@ def _numbered(accept: Callable[[GrainLike], T], index: int, item: GrainLike) -> 
     except OmsError as exc:
         raise type(exc)(f"item {index}: {exc.message}", code=exc.code,
                         path=f"[{index}]{exc.path or ''}") from exc  # fmt: skip
-
-
-def _progress(items: list[T], show: bool) -> AbstractContextManager[Iterable[T]]:
-    """The items, behind a progress bar on stderr when asked for."""
-    if not show:
-        return nullcontext(items)
-    import click
-
-    return click.progressbar(items, label="mapping grains", file=sys.stderr)

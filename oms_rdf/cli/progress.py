@@ -12,14 +12,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-# Called as each long phase of a bulk write begins: "writing" with the number of
-# grains to write, "compacting" with None (RocksDB tells nothing on the way). It
-# may return a callable that is given the number of grains written, as they are.
-Stage = Callable[[str, int | None], Callable[[int], object] | None]
+import click
 
 
 class Bars:
-    """A :data:`Stage` that shows each phase on stderr (click is imported when used).
+    """A :data:`oms_rdf.store.progress.Stage` that shows each phase on stderr.
 
     Use it as a context manager, so that the last bar is closed.
     """
@@ -28,9 +25,8 @@ class Bars:
         self._bar: Any = None
 
     def __call__(self, name: str, total: int | None) -> Callable[[int], object] | None:
+        """Close the bar of the phase before; open one for ``name`` (a line if no total)."""
         self.close()
-        import click
-
         if total is None:
             click.echo(f"{name} the store…", err=True)
             return None
@@ -42,6 +38,7 @@ class Bars:
         return update
 
     def close(self) -> None:
+        """Close the open bar, if any."""
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
