@@ -25,6 +25,7 @@ from .errors import (
     SchemaError,
     SignatureError,
     StoreError,
+    TimeRangeError,
 )
 from .notebook import plot
 from .rdf.mapping import MappingSettings, grain_to_quads, quads_to_grain
@@ -85,6 +86,7 @@ __all__ = [
     "SparqlBackend",
     "StoreError",
     "SubjectReport",
+    "TimeRangeError",
     "Triples",
     "VirtuosoBackend",
     "__version__",

@@ -11,6 +11,7 @@ store) and ``path`` says where in the grain, in ``$.field[0].key`` form::
     ├── IntegrityError            a content address does not match or is malformed
     ├── SignatureError            a signature, key or DID is invalid or unsupported
     ├── PolicyError               a protection policy refuses the operation
+    │   └── TimeRangeError (ValueError)  a time or portion of valid time is out of range
     ├── NotFoundError (KeyError)  no grain with that address in the store
     ├── QueryError (ValueError)   a SPARQL query or update is malformed or not allowed
     └── StoreError                the storage backend failed
@@ -40,6 +41,7 @@ __all__ = [
     "SchemaError",
     "SignatureError",
     "StoreError",
+    "TimeRangeError",
 ]
 
 
@@ -151,6 +153,18 @@ class PolicyError(OmsError):
     """A protection policy (``invalidation_policy``) or revision rule refuses the operation."""
 
     default_code = ErrorCode.INVALIDATION_DENIED
+
+
+class TimeRangeError(PolicyError, ValueError):
+    """A time argument falls outside what the operation takes (ERR_RANGE).
+
+    A portion of valid time that is empty or misses the grain's valid interval, a
+    retraction dated before its grain entered the store, a successor older than
+    the grain it supersedes. A caller's mistake, so a :class:`ValueError`; a
+    revision rule refused it, so a :class:`PolicyError` as it always was.
+    """
+
+    default_code = ErrorCode.RANGE
 
 
 class NotFoundError(OmsError, KeyError):

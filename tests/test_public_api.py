@@ -142,6 +142,13 @@ def test_bad_arguments_are_value_errors_with_the_spec_code() -> None:
             io.BytesIO(), format="jsonl", valid_at=1
         ),
         "time": lambda: store.beliefs("alice", valid_at="yesterday"),
+        "empty portion": lambda: store.retract(
+            grain, reason="wrong", valid_from=5, valid_to=5
+        ),
+        "portion outside": lambda: store.retract(
+            grain, reason="wrong", valid_from=0, valid_to=1
+        ),
+        "time before the grain": lambda: store.retract(grain, reason="wrong", at=0),
     }
     for what, mistake in mistakes.items():
         with pytest.raises(ValueError) as info:

@@ -14,7 +14,13 @@ from pyoxigraph import (
 
 from ..codec.grain import Grain
 from ..codec.signing import SigningKey, sign, supersession_draft, verify_supersession
-from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
+from ..errors import (
+    ErrorCode,
+    PolicyError,
+    SchemaError,
+    SignatureError,
+    TimeRangeError,
+)
 from ..rdf.mapping import (
     Row,
     address_of,
@@ -212,7 +218,7 @@ class Invalidation:
                 )
             at = system_from(new_grain)
             if at < system_from(old_grain):
-                raise PolicyError(
+                raise TimeRangeError(
                     f"the new grain's system time {at} is before the old grain's "
                     f"{system_from(old_grain)}; a successor cannot be older",
                     code=ErrorCode.RANGE,
@@ -514,7 +520,7 @@ class Invalidation:
                 code=ErrorCode.CONFLICT,
             )
         if when < system_from(grain):
-            raise PolicyError(
+            raise TimeRangeError(
                 f"cannot {operation} at {when}, before the grain entered the system at "
                 f"{system_from(grain)}",
                 code=ErrorCode.RANGE,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..codec.grain import Grain
-from ..errors import ErrorCode, PolicyError
+from ..errors import TimeRangeError
 
 __all__ = ["Portion", "check_portion", "pieces", "valid_interval"]
 
@@ -49,19 +49,17 @@ def check_portion(grain: Grain, start: int, end: int | None) -> None:
     """Refuse a portion that is empty or misses the grain's valid interval.
 
     Raises:
-        PolicyError: ERR_RANGE, naming both intervals.
+        TimeRangeError: ERR_RANGE, naming both intervals.
     """
     low, high = valid_interval(grain)
     if end is not None and end <= start:
-        raise PolicyError(
-            f"a portion of valid time [{start}, {end}) must end after it begins",
-            code=ErrorCode.RANGE,
+        raise TimeRangeError(
+            f"a portion of valid time [{start}, {end}) must end after it begins"
         )
     if (high is not None and start >= high) or (end is not None and end <= low):
-        raise PolicyError(
+        raise TimeRangeError(
             f"the portion [{start}, {_end(end)}) misses {grain.address[:12]}…'s valid "
-            f"time [{low}, {_end(high)})",
-            code=ErrorCode.RANGE,
+            f"time [{low}, {_end(high)})"
         )
 
 
