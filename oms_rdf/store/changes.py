@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import ErrorCode, SchemaError
 from ..rdf.tables import GrainList
-from .state import TimeLike, _to_millis
+from .state import TimeLike, millis_or_now
 
 if TYPE_CHECKING:
     from .questions import Questions
@@ -54,7 +54,7 @@ def changes(
         SchemaError: ERR_SCHEMA for an unknown axis.
     """
     clock = questions.core.clock
-    start, end = _to_millis(since, clock), _to_millis(until, clock)
+    start, end = millis_or_now(since, clock), millis_or_now(until, clock)
     points = {
         "both": (start, start),
         "valid": (start, end),

@@ -12,7 +12,7 @@ from pyoxigraph import (
     Quad,
 )
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..codec.signing import SigningKey, sign, supersession_draft, verify_supersession
 from ..errors import (
     ErrorCode,
@@ -42,8 +42,7 @@ from .state import (
     GrainLike,
     Signature,
     TimeLike,
-    _to_millis,
-    system_from,
+    millis_or_now,
 )
 
 _SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
@@ -387,7 +386,7 @@ class Invalidation:
                 [grain.address], "retract", reason=reason, justification=reason,
                 by=by, at=at,
             )  # fmt: skip
-            when = _to_millis(at, self.core.clock)
+            when = millis_or_now(at, self.core.clock)
             rest = [
                 accept(p)[0] for p in pieces(grain, *portion, at=when, reason=reason)
             ]
@@ -510,7 +509,7 @@ class Invalidation:
         leaving: frozenset[str] = frozenset(),
     ) -> tuple[list[Quad | Row], list[Quad | Row]]:
         """Check a retraction or contradiction; return the quads to delete and insert."""
-        when = _to_millis(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock)
         address = self.core.resolve(address)
         grain = self.core.get(address)
         state = self.core.status(address)
@@ -594,7 +593,7 @@ class Invalidation:
                 f"verification status must be one of {list(VERIFICATIONS)}; found {status!r}",
                 code=ErrorCode.SCHEMA,
             )
-        when = _to_millis(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock)
         with self.core.lock:
             address = self.core.resolve(address)
             state = self.core.status(address)
@@ -654,8 +653,8 @@ def _portion(
                 code=ErrorCode.SCHEMA,
             )
         return None
-    end = None if valid_to is None else _to_millis(valid_to, clock)
-    return _to_millis(valid_from, clock), end
+    end = None if valid_to is None else millis_or_now(valid_to, clock)
+    return millis_or_now(valid_from, clock), end
 
 
 def _over(new: GrainLike, portion: Portion) -> GrainLike:

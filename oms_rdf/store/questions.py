@@ -15,7 +15,7 @@ from pyoxigraph import (
 )
 
 from ..backends.embedded import LocalBackend
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..codec.schema import BELIEF
 from ..errors import QueryError, SchemaError
 from ..rdf.limits import check_query
@@ -48,7 +48,7 @@ from .knowledge import (
 from .lookup import chain_rows, in_force, subject_rows
 from .rewrite import dataset_clause, dataset_start, grain_clause, rewrite
 from .search import SearchIndex, search_texts
-from .state import STATUSES, TimeLike, _to_millis, system_from
+from .state import STATUSES, TimeLike, millis_or_now
 
 # Beliefs another client added that a search looks up one by one (on a server, a
 # round trip each); more are read with every blob at once.
@@ -120,8 +120,8 @@ class Questions:
             bindings[Variable("statusNode")] = getattr(OMS, status)
             query = texts_query("beliefs_by_status", texts)
             return self._grains(self.core.backend.query(query, bindings))
-        known = _to_millis(as_of, self.core.clock)
-        valid = _to_millis(valid_at, self.core.clock)
+        known = millis_or_now(as_of, self.core.clock)
+        valid = millis_or_now(valid_at, self.core.clock)
         if subject is None:
             return self._beliefs_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
@@ -298,8 +298,8 @@ class Questions:
         point: tuple[Literal | None, Literal | None] = (None, None)
         if valid_at is not None or as_of is not None:
             clock = self.core.clock
-            point = (millis_literal(_to_millis(valid_at, clock)),
-                     millis_literal(_to_millis(as_of, clock)))  # fmt: skip
+            point = (millis_literal(millis_or_now(valid_at, clock)),
+                     millis_literal(millis_or_now(as_of, clock)))  # fmt: skip
         text = rewrite(sparql, grain_clause(*point, _namespaces(namespace)))
         if text is None:
             return None
@@ -371,8 +371,8 @@ class Questions:
             for ns in _namespaces(namespace):
                 grains += self._current_beliefs(ns)
         else:
-            known = _to_millis(as_of, self.core.clock)
-            valid = _to_millis(valid_at, self.core.clock)
+            known = millis_or_now(as_of, self.core.clock)
+            valid = millis_or_now(valid_at, self.core.clock)
             point = (valid, known)
             for ns in _namespaces(namespace):
                 grains += self._beliefs_query(None, None, ns, valid, known)
@@ -405,10 +405,10 @@ class Questions:
                 continue
             texts, bindings = _bound_texts(None, None, ns, self.core.settings)
             bindings[Variable("asOf")] = millis_literal(
-                _to_millis(as_of, self.core.clock)
+                millis_or_now(as_of, self.core.clock)
             )
             bindings[Variable("validAt")] = millis_literal(
-                _to_millis(valid_at, self.core.clock)
+                millis_or_now(valid_at, self.core.clock)
             )
             rows = self.core.backend.query(texts_query("snapshot", texts), bindings)
             default = ox.DefaultGraph()
@@ -462,8 +462,8 @@ class Questions:
         if valid_at is None and as_of is None and not held:
             valid_at = as_of = self.now_point()
         timed = valid_at is not None or as_of is not None
-        valid = _to_millis(valid_at, self.core.clock) if timed else 0
-        known = _to_millis(as_of, self.core.clock) if timed else 0
+        valid = millis_or_now(valid_at, self.core.clock) if timed else 0
+        known = millis_or_now(as_of, self.core.clock) if timed else 0
         wanted = None if namespace is None else set(_namespaces(namespace))
         index = self._search_index()
         found: list[Grain] = []
@@ -566,8 +566,8 @@ class Questions:
                 for name in ("grains_count", "closed_count")
             )
             return held - closed
-        known = _to_millis(as_of, self.core.clock)
-        valid = _to_millis(valid_at, self.core.clock)
+        known = millis_or_now(as_of, self.core.clock)
+        valid = millis_or_now(valid_at, self.core.clock)
         bindings = {
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),

@@ -18,7 +18,7 @@ from .core import Core
 from .invalidation import Invalidation
 from .policy import effective_mode
 from .revision import LOWER, UPPER, Entrenchment, SprtState
-from .state import GrainLike, TimeLike, _to_millis
+from .state import GrainLike, TimeLike, millis_or_now
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
 
@@ -98,7 +98,7 @@ class Revision:
             PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
                 contradicted.
         """
-        when = _to_millis(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock)
         with self.core.lock:
             address = self.core.resolve(address)
             grain = self.core.get(address)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Any
 
-from ..codec import DEFAULT_NAMESPACE
-from ..codec.grain import Grain
-from ..times import to_millis
+from .. import times
+from ..codec.grain import Grain, namespace_of
 
 GrainLike = Grain | Mapping[str, Any] | bytes
 
 
-TimeLike = int | datetime | date | str | None
+TimeLike = times.TimeLike | None  # a time argument; None is the store's now
 
 
 CACHE_SIZE = 65_536  # decoded grains kept by GrainStore.get
@@ -65,20 +63,22 @@ class Signature:
     did: str
 
 
-def _to_millis(value: TimeLike, clock: Callable[[], int]) -> int:
-    """A time argument as epoch ms; None means the store's now (see :mod:`oms_rdf.times`)."""
-    return clock() if value is None else to_millis(value)
+def millis_or_now(value: TimeLike, clock: Callable[[], int]) -> int:
+    """Return a time argument as epoch ms; None is ``clock()``, the store's now.
 
+    Raises:
+        SchemaError: ERR_SCHEMA for a value :func:`oms_rdf.times.to_millis` refuses.
 
-def system_from(grain: Grain) -> int:
-    value: int = grain.get("system_valid_from", grain.created_at)
-    return value
+    >>> millis_or_now(None, lambda: 7), millis_or_now("1970-01-01T00:00:01Z", lambda: 7)
+    (7, 1000)
+    """
+    return clock() if value is None else times.to_millis(value)
 
 
 def same_claim(a: Grain, b: Grain) -> bool:
+    """Return whether two grains make the same claim: subject, relation, namespace."""
     return bool(
         a.get("subject") == b.get("subject")
         and a.get("relation") == b.get("relation")
-        and a.get("namespace", DEFAULT_NAMESPACE)
-        == b.get("namespace", DEFAULT_NAMESPACE)
+        and namespace_of(a.fields) == namespace_of(b.fields)
     )
