@@ -20,9 +20,9 @@ from .header import (
     UNREADABLE,
     VERSION,
     Header,
-    _sensitivity,
     check_size,
     read_header,
+    required_sensitivity,
 )
 from .schema import (
     CORE_TABLE,
@@ -85,7 +85,7 @@ def _decode_full(blob: bytes, wire: Any = _UNPARSED) -> dict[str, Any]:
     fields = Walk(encoding=False).map(
         wire, gtype.table if gtype else CORE_TABLE, "$", 1
     )
-    required = _sensitivity(fields.get("structural_tags", ()))
+    required = required_sensitivity(fields.get("structural_tags", ()))
     if header.sensitivity < required:
         raise DecodeError(
             f"header sensitivity bits are {header.sensitivity:02b} but the structural "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -199,7 +199,12 @@ def _ns_hash(namespace: str) -> bytes:
     return hashlib.sha256(namespace.encode()).digest()[:2]
 
 
-def _sensitivity(tags: Any) -> int:
+def required_sensitivity(tags: Iterable[Any], /) -> int:
+    """Return the lowest sensitivity level (header bits 6-7) ``tags`` allow (spec §13).
+
+    >>> required_sensitivity(["pii:email", "reg:gdpr"]), required_sensitivity([])
+    (2, 0)
+    """
     level = 0
     for tag in tags:
         if isinstance(tag, str):
@@ -220,7 +225,7 @@ def header_for(
         flags |= FLAG_EMBEDDING_REFS
     tags = fields.get("structural_tags")
     if tags:
-        flags |= _sensitivity(tags) << 6
+        flags |= required_sensitivity(tags) << 6
     namespace = fields.get("namespace", DEFAULT_NAMESPACE)
     ns = _ns_hash(namespace if isinstance(namespace, str) else DEFAULT_NAMESPACE)
     seconds: int = fields["created_at"] // 1000
