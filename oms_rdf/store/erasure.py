@@ -137,7 +137,7 @@ def select(
         if not address or address not in store:
             continue
         grain = store.get(address)
-        if namespace is not None and grain.get("namespace", "shared") != namespace:
+        if namespace is not None and grain.namespace != namespace:
             continue
         if any(_names(grain, text) for text in names):
             found.append(address)

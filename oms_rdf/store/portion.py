@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..errors import TimeRangeError
 
 __all__ = ["Portion", "check_portion", "pieces", "valid_interval"]
@@ -38,11 +38,7 @@ _NOT_CARRIED = frozenset(
 def valid_interval(grain: Grain) -> Portion:
     """The valid interval of a grain: ``valid_from`` (default its system time) to
     ``valid_to`` (None: no end)."""
-    fields = grain.fields
-    start = fields.get(
-        "valid_from", fields.get("system_valid_from", fields["created_at"])
-    )
-    return start, fields.get("valid_to")
+    return grain.get("valid_from", system_from(grain)), grain.get("valid_to")
 
 
 def check_portion(grain: Grain, start: int, end: int | None) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
 
+from ..codec.grain import namespace_of, system_from
 from ..errors import ErrorCode, PolicyError, SchemaError
 
 __all__ = [
@@ -172,15 +173,11 @@ def conflicts(new: Mapping[str, Any], others: list[Mapping[str, Any]]) -> list[i
     different objects, and their valid intervals overlap (a past job that ended
     before the new one began is history, not a conflict).
     """
-    key = (new.get("subject"), new.get("relation"), new.get("namespace", "shared"))
+    key = (new.get("subject"), new.get("relation"), namespace_of(new))
     start, end = _valid(new)
     found = []
     for i, other in enumerate(others):
-        if (
-            other.get("subject"),
-            other.get("relation"),
-            other.get("namespace", "shared"),
-        ) != key:
+        if (other.get("subject"), other.get("relation"), namespace_of(other)) != key:
             continue
         if other.get("object") == new.get("object"):
             continue
@@ -191,7 +188,6 @@ def conflicts(new: Mapping[str, Any], others: list[Mapping[str, Any]]) -> list[i
 
 
 def _valid(fields: Mapping[str, Any]) -> tuple[float, float]:
-    created = fields.get("system_valid_from", fields.get("created_at", 0))
-    start = fields.get("valid_from", created)
+    start = fields.get("valid_from", system_from(fields))
     end = fields.get("valid_to", math.inf)
     return float(start), float(end)
