@@ -22,7 +22,6 @@ from ..errors import ErrorCode, PolicyError
 __all__ = ["MAX_HOPS", "Protector", "check", "effective_mode", "is_protected"]
 
 MAX_HOPS = 16  # spec §8.4: the derivation walk for subtree scope and chain injection
-OPERATIONS = ("supersede", "retract", "contradict")
 _SIGNATURE_MODES = ("quorum", "delegated")
 
 
