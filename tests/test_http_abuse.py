@@ -582,7 +582,7 @@ def test_the_server_process_is_still_alive(served: Served) -> None:
 def test_a_lane_keeps_its_threads_and_refuses_past_its_backlog() -> None:
     import queue
 
-    from oms_rdf.rdf.limits import Cancelled, Job, Lane
+    from oms_rdf.http.lanes import Cancelled, Job, Lane
 
     lane = Lane("test", workers=1, backlog=1)
     release = threading.Event()

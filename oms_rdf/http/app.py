@@ -45,7 +45,6 @@ names, against DNS rebinding). Starlette and uvicorn come with the ``[server]`` 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import io
 import json
@@ -76,11 +75,12 @@ from ..errors import (
     QueryError,
     SchemaError,
 )
-from ..rdf.limits import Job, Lane, check_query
+from ..rdf.limits import check_query
 from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
 from ..store import GrainStore, Solutions
 from ..times import to_millis
 from .facts import body_text, error_response, fact_routes
+from .lanes import Job, Lane, runner_on, wait_on
 
 __all__ = [
     "MAX_BODY",
@@ -296,7 +296,7 @@ def create_app(
             Route("/sparql", sparql, methods=["GET", "POST"]),
             Route("/store", graph_store, methods=["GET", "HEAD"]),
             Route("/", page, methods=["GET"]),
-            *fact_routes(store, authorize, run=_calls_runner(calls)),
+            *fact_routes(store, authorize, run=runner_on(calls)),
         ],
         middleware=[
             *(
@@ -318,16 +318,6 @@ def create_app(
     )
     app.state.lanes = (queries, calls)
     return app
-
-
-def _calls_runner(lane: Lane) -> Callable[[Callable[[], _T]], Any]:
-    """Return how the facts API runs its store calls: on ``lane``, off the event
-    loop, without a time limit (a write finishes, committed or refused)."""
-
-    async def run(work: Callable[[], _T]) -> _T:
-        return await _on(lane, lambda job: work(), None)
-
-    return run
 
 
 async def _update(
@@ -511,29 +501,12 @@ def _point(params: dict[str, list[str]]) -> tuple[int | None, int | None]:
     return valid, known
 
 
-async def _on(lane: Lane, work: Callable[[Job], _T], timeout: float | None) -> _T:
-    """Run ``work`` on ``lane`` and wait for it, at most ``timeout`` seconds; at the
-    limit (or when the request is cancelled) the job is told to stop.
-
-    Raises:
-        TimeoutError: past ``timeout``.
-        queue.Full: when the lane's backlog is full.
-    """
-    job, future = lane.submit(work)
-    try:
-        return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-    except BaseException:
-        job.cancel()
-        future.cancel()
-        raise
-
-
 async def _run(
     lane: Lane, answer: Callable[[Job], tuple[bytes, str]], timeout: float | None
 ) -> Response:
     """Evaluate on a lane, within the time limit; map errors to statuses."""
     try:
-        body, media = await _on(lane, answer, timeout)
+        body, media = await wait_on(lane, answer, timeout)
     except TimeoutError:
         return error_response(503, ErrorCode.QUERY,
             f"the query ran over the server's limit of {timeout:g} s and was cancelled",

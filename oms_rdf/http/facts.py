@@ -23,7 +23,7 @@ import math
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 from xml.sax.saxutils import escape
@@ -47,6 +47,7 @@ from ..io import dumps_jsonl, loads_json_grain
 from ..rdf.mapping import TIME_FIELDS
 from ..store import GrainStore
 from ..times import iso, iso_fields, to_millis
+from .lanes import Runner
 
 __all__ = [
     "GRAIN_TYPE",
@@ -62,7 +63,6 @@ PAGE = 100  # facts per page when no limit is given
 LISTINGS_KEPT = 8  # listings whose order is kept for their next pages
 Authorize = Callable[[Request], Any]  # -> Token, or a Response refusing
 _T = TypeVar("_T")
-Runner = Callable[[Callable[[], Any]], Awaitable[Any]]  # runs a store call off the loop
 
 
 async def _threadpool(work: Callable[[], _T]) -> _T:

@@ -29,11 +29,12 @@ from ...errors import (
     QueryError,
     SchemaError,
 )
-from ...rdf.limits import Cancelled, Job, Lane, check_query
+from ...rdf.limits import check_query
 from ...rdf.results import write_solutions
 from ...store import GrainStore, Solutions
 from ...times import to_millis
 from ..facts import fact_json
+from ..lanes import Cancelled, Job, Lane
 from .arguments import (
     MAX_ROWS,
     Address,
