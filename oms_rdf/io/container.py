@@ -37,7 +37,6 @@ or a window over :data:`WINDOW_LIMIT` is refused before it inflates.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
 import tempfile
 from array import array
@@ -65,7 +64,6 @@ MAGIC = b"MG\x01"
 HEADER_SIZE = 16
 FOOTER_SIZE = 32
 FIELD_MAP_VERSION = 0x01
-FLAG_SORTED = 0x01
 FLAG_DEDUPLICATED = 0x02
 FLAG_COMPRESSED = 0x04
 FLAG_FIELD_MAP = 0x08
@@ -751,8 +749,3 @@ def read_frames(source: IO[bytes]) -> Iterator[bytes]:
             )
         offset += 4 + size
         yield blob
-
-
-def copy_stream(source: IO[bytes], out: IO[bytes]) -> None:
-    """Copy one binary stream into another in chunks."""
-    shutil.copyfileobj(source, out, _CHUNK)
