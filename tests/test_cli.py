@@ -619,3 +619,23 @@ def test_a_refused_first_write_leaves_no_store_behind(tmp_path: Path) -> None:
     assert (
         len(json.loads(run("--store", str(existing), "beliefs", "--json").output)) == 1
     )
+
+
+def test_mcp_makes_a_store_only_where_nothing_is_and_says_so(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    stranger = tmp_path / "photos"
+    stranger.mkdir()
+    (stranger / "cat.jpg").write_bytes(b"\xff\xd8")
+    for args in (["mcp", "--store", str(stranger)], ["--store", str(stranger), "mcp"]):
+        said = _refused(args, "ERR_NOT_FOUND", str(stranger), "not a store")
+        assert "MCP" not in said
+    assert sorted(p.name for p in stranger.iterdir()) == ["cat.jpg"]
+    for place, args in (("new", ["mcp", "--store"]), ("other", ["--store"])):
+        path = tmp_path / place
+        args = [*args, str(path)] if place == "new" else [*args, str(path), "mcp"]
+        made = CliRunner().invoke(cli, args, input="")  # stdio: ends at end of input
+        assert made.exit_code == 0, made.output
+        assert made.stderr == f"note: no store at {path}: making a new, empty one\n"
+        assert (path / "CURRENT").is_file()
+        again = CliRunner().invoke(cli, args, input="")
+        assert again.exit_code == 0 and again.stderr == ""

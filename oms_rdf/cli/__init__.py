@@ -59,6 +59,7 @@ class _Group(click.Group):
 
 
 _NEW_STORE = "oms_rdf.new_store"  # ctx.meta: the store this command made, if any
+_KEPT_STORE = "oms_rdf.kept_store"  # ctx.meta: the same, kept whatever happens
 
 
 def _undo_new_store(ctx: click.Context) -> None:
@@ -159,10 +160,13 @@ def _virtuoso(url: str) -> Any:
 
 
 def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
-           path: str | None = None) -> GrainStore:  # fmt: skip
+           path: str | None = None, keep_new: bool = False) -> GrainStore:  # fmt: skip
     """The store of --store (or ``path``); a read command opens it read-only when
     another holds it. Only a command that writes grains in (``create``) may make a
-    new on-disk store: every other one refuses a path that holds none."""
+    new on-disk store: every other one refuses a path that holds none. A new store
+    is taken away when the command is refused, unless ``keep_new`` (a session's
+    store, such as an agent's memory): then ``ctx.meta`` notes where it was made,
+    for the command to say so."""
     if path is None:
         path = ctx.find_root().obj
     if path == "":
@@ -190,7 +194,7 @@ def _store(ctx: click.Context, *, read: bool = False, create: bool = False,
         return _closing(ctx, GrainStore(backend=backend))
     if _check_store_path(path, create=create):
         folder = Path(path)
-        ctx.meta[_NEW_STORE] = (folder, folder.is_dir())
+        ctx.meta[_KEPT_STORE if keep_new else _NEW_STORE] = (folder, folder.is_dir())
     try:
         return _closing(ctx, GrainStore(path))
     except StoreError as exc:
@@ -1062,8 +1066,14 @@ def mcp_cmd(ctx: click.Context, store_path: str | None, namespaces: tuple[str, .
         )
     if http:
         _check_bindable(host, port)
-    store = GrainStore(store_path) if store_path else _store(ctx)
+    store = _store(ctx, path=store_path, create=True, keep_new=True)
     line = f"MCP on http://{host}:{port}/mcp (no authentication; Ctrl-C to stop)"
+    if _KEPT_STORE in ctx.meta:  # a typo in --store is no silent new memory
+        note = f"note: no store at {ctx.meta[_KEPT_STORE][0]}: making a new, empty one"
+        if http:
+            line = f"{line}\n{note}"  # after the line a client waits for
+        else:
+            click.echo(note, err=True)
     with (
         _announced_when_listening(host, port, line)
         if http
