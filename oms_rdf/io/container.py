@@ -135,10 +135,13 @@ def write_mg(
         if last > 0xFFFFFFFF or (compress and position > REGION_LIMIT):
             raise EncodeError(
                 f"{count} grains of {position} bytes do not fit one container: "
-                + (f"a compressed region holds at most {REGION_LIMIT} bytes"
-                   if compress else "its u32 offsets reach 4 GiB at most"),
+                + (
+                    f"a compressed region holds at most {REGION_LIMIT} bytes"
+                    if compress
+                    else "its u32 offsets reach 4 GiB at most"
+                ),
                 code=ErrorCode.RANGE,
-            )  # fmt: skip
+            )
         flags = FLAG_DEDUPLICATED if deduplicated else 0
         codec = CODEC_NONE
         if compress:
@@ -442,8 +445,9 @@ class _Rest:
         """The last grain: its 9-byte header and one map."""
         where = f"grain[{index}] at offset {offset}"
         data, self.buffer = self.buffer, bytearray()
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
-                                    max_buffer_size=MAX_BLOB + _CHUNK)  # fmt: skip
+        unpacker = msgpack.Unpacker(
+            raw=False, strict_map_key=False, max_buffer_size=MAX_BLOB + _CHUNK
+        )
         fed = 0
         while True:
             if len(data) > 9 + fed:
@@ -460,8 +464,9 @@ class _Rest:
                     ) from exc
             chunk = self.stream.read(_CHUNK)
             if not chunk:
-                raise DecodeError(f"grain {index} is truncated",
-                                  code=ErrorCode.TOO_SHORT, path=where)  # fmt: skip
+                raise DecodeError(
+                    f"grain {index} is truncated", code=ErrorCode.TOO_SHORT, path=where
+                )
             if len(data) > MAX_BLOB:
                 raise DecodeError(
                     f"grain {index} runs past {MAX_BLOB} bytes, the most a grain "
@@ -503,8 +508,11 @@ class _Rest:
             except msgpack.OutOfData:
                 chunk = self.stream.read(_CHUNK)
                 if not chunk:
-                    raise DecodeError("index manifest is truncated",
-                                      code=ErrorCode.TOO_SHORT, path=where) from None  # fmt: skip
+                    raise DecodeError(
+                        "index manifest is truncated",
+                        code=ErrorCode.TOO_SHORT,
+                        path=where,
+                    ) from None
                 try:
                     self.unpacker.feed(chunk)
                 except msgpack.BufferFull:
@@ -689,8 +697,11 @@ def _split_grain(data: bytes, index: int, offset: int) -> bytes:
     try:
         unpacker.skip()
     except msgpack.OutOfData:
-        raise DecodeError(f"grain {index} is truncated", code=ErrorCode.TOO_SHORT,
-                          path=f"grain[{index}] at offset {offset}") from None  # fmt: skip
+        raise DecodeError(
+            f"grain {index} is truncated",
+            code=ErrorCode.TOO_SHORT,
+            path=f"grain[{index}] at offset {offset}",
+        ) from None
     except (ValueError, msgpack.UnpackException) as exc:
         raise DecodeError(
             f"grain {index} is not MessagePack: {exc}",
