@@ -28,12 +28,12 @@ import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
 from ..backends.embedded import Backend
-from ..errors import ErrorCode, IntegrityError
+from ..errors import IntegrityError
 from ..rdf.mapping import (
     Row,
     grain_iri,
@@ -92,8 +92,7 @@ def current_head(backend: Backend) -> Head | None:
         if row["chain"] == chain and row["head"] is not None
     ]
     if not heads:
-        raise IntegrityError(f"the audit chain {chain} has no head",
-                             code=ErrorCode.INTEGRITY)  # fmt: skip
+        raise IntegrityError(f"the audit chain {chain} has no head")
     sequence, digest = max(heads)
     return Head(str(chain.value), sequence, digest)
 
@@ -190,12 +189,42 @@ def verify(backend: Backend) -> AuditReport:
     events: dict[Any, list[ox.Quad]] = {}
     for quad in backend.quads(None, None, None, OMS.audit):
         events.setdefault(quad.subject, []).append(quad)
-    chains: dict[str, list[tuple[int, str, dict[str, list[Any]], Any]]] = {}
+    try:
+        chains, heads = _chains(events)
+    except IntegrityError as fault:
+        return AuditReport(len(events), {}, fault.message)
+    total = sum(len(c) for c in chains.values())
+    found: dict[str, str] = {}
+    for chain, chained in sorted(chains.items()):
+        try:
+            found[chain] = _check_chain(chain, chained, heads.get(chain, []))
+        except IntegrityError as fault:
+            return AuditReport(total, found, fault.message)
+    return AuditReport(total, found)
+
+
+class _Event(NamedTuple):
+    """One chained event, as :func:`verify` reads it."""
+
+    sequence: int
+    hash: str
+    content: dict[str, list[Any]]
+    node: Any
+
+
+def _chains(
+    events: dict[Any, list[ox.Quad]],
+) -> tuple[dict[str, list[_Event]], dict[str, list[tuple[int, str]]]]:
+    """The events of each chain, and each chain's heads (sequence, hash).
+
+    Raises:
+        IntegrityError: naming the first event that cannot be read or placed.
+    """
+    chains: dict[str, list[_Event]] = {}
     heads: dict[str, list[tuple[int, str]]] = {}
     for node, quads in events.items():
-        kinds = {q.predicate for q in quads}
         try:
-            if OMS.auditHead in kinds:
+            if any(q.predicate == OMS.auditHead for q in quads):
                 heads[_text(node)] = [
                     _parse_head(q.object) for q in quads if q.predicate == OMS.auditHead
                 ]
@@ -203,66 +232,70 @@ def verify(backend: Backend) -> AuditReport:
             content = _content(quads)
             hashes = [_text(q.object) for q in quads if q.predicate == OMS.hash]
         except IntegrityError as exc:
-            return AuditReport(len(events), {}, f"event {node.value}: {exc.message}")
-        chain_of, numbers = (
-            content.get(OMS.chain.value, []),
-            content.get(OMS.sequence.value, []),
-        )
+            raise IntegrityError(f"event {node.value}: {exc.message}") from None
+        chain_of = content.get(OMS.chain.value, [])
+        numbers = content.get(OMS.sequence.value, [])
         if len(chain_of) != 1 or len(numbers) != 1 or len(hashes) != 1:
-            return AuditReport(len(events), {}, f"event {node.value} is not chained")
+            raise IntegrityError(f"event {node.value} is not chained")
         if not isinstance(chain_of[0], str):
-            return AuditReport(len(events), {}, f"event {node.value} names its chain "
-                               f"as {chain_of[0]!r}, not an IRI")  # fmt: skip
+            raise IntegrityError(
+                f"event {node.value} names its chain as {chain_of[0]!r}, not an IRI"
+            )
         if type(numbers[0]) is not int:
-            return AuditReport(len(events), {}, f"event {node.value} has sequence "
-                               f"{numbers[0]!r}, not an xsd:integer")  # fmt: skip
-        chains.setdefault(chain_of[0], []).append(
-            (numbers[0], hashes[0], content, node)
-        )
-    total = sum(len(c) for c in chains.values())
-    found: dict[str, str] = {}
-    for chain, chained in sorted(chains.items()):
-        chained.sort(key=lambda e: e[0])
-        previous = ""
-        for expected, (sequence, stored, content, node) in enumerate(chained, 1):
-            where = f"event {sequence} of chain {chain} ({node.value})"
-            if sequence != expected:
-                why = "is missing" if sequence > expected else "appears twice"
-                return AuditReport(
-                    total, found, f"event {expected} of chain {chain} {why}"
-                )
-            if content.get(OMS.previous.value) != [previous]:
-                return AuditReport(
-                    total, found, f"{where} does not follow the event before it"
-                )
-            if digest(content) != stored:
-                return AuditReport(
-                    total, found, f"{where} was changed: its hash does not match"
-                )
-            previous = stored
-        last = len(chained)
-        for sequence, hash_ in heads.get(chain, []):
-            if sequence < 1:
-                return AuditReport(total, found, f"the head of chain {chain} names "
-                                   f"event {sequence}; events count from 1")  # fmt: skip
-            if sequence > last:
-                return AuditReport(total, found, f"chain {chain} ends at event {last}, "
-                                   f"but its head says {sequence}: events were removed")  # fmt: skip
-            if chained[sequence - 1][1] != hash_:
-                return AuditReport(total, found, f"event {sequence} of chain {chain} does not "
-                                   "match the head recorded for it")  # fmt: skip
-        if not heads.get(chain):
-            return AuditReport(total, found, f"chain {chain} has no head")
-        found[chain] = f"{last} {previous}"
-    return AuditReport(total, found)
+            raise IntegrityError(
+                f"event {node.value} has sequence {numbers[0]!r}, not an xsd:integer"
+            )
+        event = _Event(numbers[0], hashes[0], content, node)
+        chains.setdefault(chain_of[0], []).append(event)
+    return chains, heads
+
+
+def _check_chain(
+    chain: str, chained: list[_Event], heads: list[tuple[int, str]]
+) -> str:
+    """Check one chain's links, hashes and heads; return its head as verify gives it.
+
+    Raises:
+        IntegrityError: naming the first bad event of the chain.
+    """
+    chained.sort(key=lambda e: e.sequence)
+    previous = ""
+    for expected, event in enumerate(chained, 1):
+        where = f"event {event.sequence} of chain {chain} ({event.node.value})"
+        if event.sequence != expected:
+            why = "is missing" if event.sequence > expected else "appears twice"
+            raise IntegrityError(f"event {expected} of chain {chain} {why}")
+        if event.content.get(OMS.previous.value) != [previous]:
+            raise IntegrityError(f"{where} does not follow the event before it")
+        if digest(event.content) != event.hash:
+            raise IntegrityError(f"{where} was changed: its hash does not match")
+        previous = event.hash
+    last = len(chained)
+    for sequence, hash_ in heads:
+        if sequence < 1:
+            raise IntegrityError(
+                f"the head of chain {chain} names event {sequence}; events count from 1"
+            )
+        if sequence > last:
+            raise IntegrityError(
+                f"chain {chain} ends at event {last}, but its head says {sequence}: "
+                "events were removed"
+            )
+        if chained[sequence - 1].hash != hash_:
+            raise IntegrityError(
+                f"event {sequence} of chain {chain} does not match the head recorded "
+                "for it"
+            )
+    if not heads:
+        raise IntegrityError(f"chain {chain} has no head")
+    return f"{last} {previous}"
 
 
 def check(backend: Backend) -> None:
     """Raise IntegrityError (ERR_INTEGRITY) naming the first bad event, if any."""
     report = verify(backend)
     if not report.ok:
-        raise IntegrityError(f"the audit log fails its hash chain: {report.problem}",
-                             code=ErrorCode.INTEGRITY)  # fmt: skip
+        raise IntegrityError(f"the audit log fails its hash chain: {report.problem}")
 
 
 def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
@@ -274,13 +307,13 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
             try:
                 plain: Any = literal_value(value)
             except (TypeError, ValueError):
-                raise IntegrityError(f"an audit value is not valid for its type: {value}",
-                                     code=ErrorCode.INTEGRITY) from None  # fmt: skip
+                raise IntegrityError(
+                    f"an audit value is not valid for its type: {value}"
+                ) from None
             except RecursionError:
                 raise IntegrityError(
                     f"an audit value of <{quad.predicate.value}> is JSON nested too "
-                    "deeply to read; the log writes only text, integers and times",
-                    code=ErrorCode.INTEGRITY,
+                    "deeply to read; the log writes only text, integers and times"
                 ) from None
             if not isinstance(plain, _LOGGED):
                 # The log writes text, IRIs, integers and times; anything else
@@ -288,8 +321,7 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
                 raise IntegrityError(
                     f"an audit value of <{quad.predicate.value}> is a "
                     f"{type(plain).__name__} ({_short(value)}); the log writes only "
-                    "text, integers and times",
-                    code=ErrorCode.INTEGRITY,
+                    "text, integers and times"
                 )
         else:
             plain = _text(value)
@@ -316,14 +348,14 @@ def _text(term: Any) -> str:
     """The text of an IRI, a blank node or a literal of the log."""
     value = getattr(term, "value", None)
     if not isinstance(value, str):  # an RDF 1.2 triple term, written by hand
-        raise IntegrityError(f"an audit value is a triple term: {term}",
-                             code=ErrorCode.INTEGRITY)  # fmt: skip
+        raise IntegrityError(f"an audit value is a triple term: {term}")
     return value
 
 
 def _parse_head(term: Any) -> tuple[int, str]:
     sequence, _, hash_ = _text(term).partition(" ")
     if not sequence.isdigit() or len(hash_) != 64:
-        raise IntegrityError(f"an audit head must be '<sequence> <sha-256>', not {term}",
-                             code=ErrorCode.INTEGRITY)  # fmt: skip
+        raise IntegrityError(
+            f"an audit head must be '<sequence> <sha-256>', not {term}"
+        )
     return int(sequence), hash_
