@@ -7,7 +7,7 @@ or on disk (RocksDB) with a path.
 A reader in another process opens an on-disk store read-only, as of the opening.
 A bulk write (an import, a bulk load) is not one transaction: RocksDB's bulk
 loader publishes it in pieces, which such a reader would see in part. So the
-writer marks the store first (:func:`bulk_writing`, a small file in the store's
+writer marks the store first (:meth:`LocalBackend.bulk_writing`, a small file in the store's
 folder, replaced atomically) and clears the mark once the write is committed and
 compacted; a read-only opening that meets the mark, or a journal left open, is
 refused with ERR_CONFLICT instead of showing part of the write.
@@ -26,60 +26,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import pyoxigraph as ox
 
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.vocab import OMS, RDF
+from .base import Backend, grains_query
 
-__all__ = ["BULK_MARK", "Backend", "LocalBackend", "bulk_writing"]
+# Backend is re-exported for the modules that still import it from here.
+__all__ = ["BULK_MARK", "Backend", "LocalBackend", "finish_vacuum"]
 
 BULK_MARK = "oms-rdf-bulk.json"  # in the store's folder: see bulk_writing()
-
-
-class Backend(Protocol):
-    """What the store needs from storage."""
-
-    def add(self, quads: Iterable[ox.Quad]) -> None:
-        """Add quads atomically: all or nothing."""
-
-    def update(self, sparql: str) -> None:
-        """Run a SPARQL 1.1 update atomically."""
-
-    def query(
-        self,
-        sparql: str,
-        substitutions: Mapping[ox.Variable, Any] | None = None,
-        **dataset: Any,
-    ) -> Any:
-        """Run a SPARQL query; variables bound through ``substitutions``.
-
-        ``dataset`` takes pyoxigraph's ``default_graph``, ``named_graphs`` and
-        ``prefixes``.
-        """
-
-    def named_graphs(self) -> Iterator[Any]:
-        """Return the names of the graphs that hold quads."""
-
-    def quads(
-        self, s: Any = None, p: Any = None, o: Any = None, g: Any = None
-    ) -> Iterator[ox.Quad]:
-        """Return the quads matching a pattern (None matches anything)."""
-
-    def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
-        """Serialise the store (or one graph) to ``output``."""
-
-    def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
-        """Load serialised quads atomically: bytes, a binary stream or a file."""
-
-    def __len__(self) -> int:
-        """Return the number of quads."""
-
-    # Two optional attributes, default False: ``shared`` (other processes write to
-    # this storage too: every write then re-checks, inside itself, what the store
-    # checked before it) and ``remote`` (every call is a network round trip: the
-    # store then asks one query where it would make several lookups).
 
 
 class LocalBackend:
@@ -89,10 +47,13 @@ class LocalBackend:
     allows one writer): a view as of the opening, which may lag that writer.
     """
 
+    shared: bool = False  # this process is the store's only writer
+    remote: bool = False  # lookups are calls in process: cheap
+
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False
     ) -> None:
-        self.path = None if path is None else Path(path)
+        self.path: Path | None = None if path is None else Path(path)
         self.read_only = read_only
         self._bulk_depth = 0  # nested bulk_writing() blocks of this process
         if path is not None and not read_only:
@@ -121,7 +82,8 @@ class LocalBackend:
 
         Set before the block's first write, cleared after it (once the write is
         committed, or undone, and compacted); read-only openings in other
-        processes refuse a marked store (see :func:`bulk_writing`).
+        processes refuse a marked store (see the module docstring). The store
+        takes it around every bulk write (``Core.bulk``).
         """
         if self.path is None or self.read_only:
             yield
@@ -170,6 +132,20 @@ class LocalBackend:
             )
         except (OSError, SyntaxError, ValueError, RuntimeError) as exc:
             raise StoreError(f"SPARQL query failed: {exc}") from exc
+
+    def quads_of(
+        self, sparql: str, substitutions: Mapping[ox.Variable, Any] | None = None
+    ) -> list[ox.Quad]:
+        """The quads named by a query's ``?g ?p ?o ?graph`` (see Backend)."""
+        rows = self.query(sparql, substitutions)
+        return [
+            ox.Quad(r["g"], r["p"], r["o"], r["graph"] or ox.DefaultGraph())
+            for r in rows
+        ]
+
+    def grains_query(self, nodes: list[str]) -> str:
+        """The standard query (:func:`oms_rdf.backends.base.grains_query`)."""
+        return grains_query(nodes)
 
     def named_graphs(self) -> Iterator[Any]:
         return iter(self.store.named_graphs())
@@ -350,23 +326,6 @@ def _counted(
         if progress is not None and n % 100_000 == 0:
             progress(n)
         yield quad
-
-
-@contextmanager
-def bulk_writing(backend: Backend) -> Iterator[None]:
-    """Hold a backend's bulk-write mark for the block, if it keeps one.
-
-    The store takes it around every bulk write (``Core.bulk``): an embedded
-    on-disk store then refuses read-only openings until the write is committed
-    and compacted. Other backends keep no mark: a SPARQL server's readers see its
-    own transactions.
-    """
-    mark = getattr(backend, "bulk_writing", None)
-    if mark is None:
-        yield
-        return
-    with mark():
-        yield
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 store in an Oxigraph server, or in any server that speaks the three standard
 protocols (``SparqlBackend(query_url, update_url, store_url)``). The store's logic
 is the same: it reaches storage only through the narrow interface of
-:class:`oms_rdf.backends.embedded.Backend`, and this class implements it over HTTP with
+:class:`oms_rdf.backends.base.Backend`, and this class implements it over HTTP with
 pooled connections (httpx):
 
 - ``query`` sends the query with the dataset as protocol parameters and parses the
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +35,7 @@ import pyoxigraph as ox
 
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.sparql import update_request
+from .base import grains_query
 
 __all__ = ["SparqlBackend"]
 
@@ -53,9 +55,9 @@ _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
 class SparqlBackend:
     """The store's backend over a SPARQL 1.1 server; see the module docstring."""
 
-    path = None  # not a local directory: no bulk loader, no vacuum
-    shared = True  # other processes write here too: writes re-check inside themselves
-    remote = True  # every call is a round trip: the store prefers one query to lookups
+    path: Path | None = None  # not a local directory: no bulk loader, no compaction
+    shared: bool = True  # other processes write here too: writes re-check themselves
+    remote: bool = True  # every call is a round trip: one query rather than lookups
 
     def __init__(
         self,
@@ -106,7 +108,37 @@ class SparqlBackend:
         self._send("load", self.store_url, content=body,
                    headers={"content-type": _MEDIA.get(fmt, _NQUADS)})  # fmt: skip
 
+    def bulk_load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
+        """The same as :meth:`load`: a server has no faster, non-atomic loader."""
+        self.load(data, fmt)
+
+    def bulk_writing(self) -> AbstractContextManager[None]:
+        """No mark: a server's readers see only its committed transactions."""
+        return nullcontext()
+
+    def optimize(self) -> None:
+        """Nothing to do: the server compacts its storage itself."""
+
+    def flush(self) -> None:
+        """Nothing to do: each request is committed when it is answered."""
+
+    def vacuum(self, progress: Callable[[int], object] | None = None) -> None:
+        """Refuse: a server's files are the server's to rewrite.
+
+        Raises:
+            StoreError: ERR_STORE always.
+        """
+        raise StoreError(
+            f"this backend cannot be vacuumed: the store at {self.query_url} is a "
+            "server's, which rewrites its own files",
+            code=ErrorCode.STORE,
+        )
+
     # --- reads ------------------------------------------------------------------
+
+    def grains_query(self, nodes: list[str]) -> str:
+        """The standard query (:func:`oms_rdf.backends.base.grains_query`)."""
+        return grains_query(nodes)
 
     def query(
         self,

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends.embedded import Backend, LocalBackend
+from ..backends import Backend, LocalBackend
 from ..codec.grain import Grain
-from ..errors import ErrorCode, PolicyError, StoreError
+from ..errors import ErrorCode, PolicyError
 from ..rdf.limits import check_query
 from ..rdf.mapping import MappingSettings
 from ..rdf.sparql import update_request
@@ -439,11 +439,8 @@ class GrainStore:
         Atomic and crash-safe: a kill at any point leaves the old store or the new
         one (see :meth:`oms_rdf.backends.embedded.LocalBackend.vacuum`).
         """
-        vacuum = getattr(self.backend, "vacuum", None)
-        if vacuum is None:
-            raise StoreError("this backend cannot be vacuumed", code=ErrorCode.STORE)
         with self.core.lock:
-            vacuum(progress)
+            self.backend.vacuum(progress)
             self.core.forget()
             self.core.write([], self.audit_rows("vacuum"))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
-from ..backends.embedded import Backend, bulk_writing
+from ..backends.base import Backend
 from ..codec import check_address
 from ..codec.grain import Grain, now_ms
 from ..codec.schema import BELIEF
@@ -171,7 +171,7 @@ class Core:
         """
         # Where other processes write too, another may have erased the grain: the
         # store is asked every time, and the cache only spares decoding.
-        shared = getattr(self.backend, "shared", False)
+        shared = self.backend.shared
         with self.lock:  # the cache is shared with writers and other readers
             cached = self._cache.get(address)
             if cached is not None:
@@ -361,7 +361,7 @@ class Core:
         if self.pending is not None:  # inside a transaction: written at its end
             self.pending.add(delete, insert, before, current)
             return
-        if getattr(self.backend, "shared", False):
+        if self.backend.shared:
             self._write_guarded(delete, insert, before, current)
             return
         rows = as_rows(insert)
@@ -459,9 +459,7 @@ class Core:
     def _seal_final(self, rows: list[Row]) -> tuple[list[Row], list[Row]]:
         """Chain a bulk write's closing audit event; on a shared backend, under the
         write lock, which the closing request releases (see writelock.py)."""
-        holder = (
-            acquire(self.backend) if getattr(self.backend, "shared", False) else None
-        )
+        holder = acquire(self.backend) if self.backend.shared else None
         unchain, chain, _head = seal(rows, current_head(self.backend))
         return ([*unchain, *as_rows([holder])] if holder else unchain), chain
 
@@ -515,7 +513,7 @@ class Core:
                              "make it before or after", code=ErrorCode.STORE)  # fmt: skip
         # Marked from before the journal opens until after the compaction: a
         # reader in another process refuses the store meanwhile (backends.py).
-        with self.lock, bulk_writing(self.backend):
+        with self.lock, self.backend.bulk_writing():
             journal = Journal.begin(self.backend)
             journal.seal = self._seal_final
             journal.stage = stage
@@ -529,7 +527,7 @@ class Core:
                 raise
             finally:
                 self.forget()  # grains, and perhaps an audit chain, came in as quads
-            on_disk = getattr(self.backend, "path", None) is not None
+            on_disk = self.backend.path is not None
             if journal.written >= COMPACT_AFTER and on_disk:
                 if stage is not None:
                     stage("compacting", None)
@@ -537,10 +535,8 @@ class Core:
 
     def optimize(self) -> None:
         """Compact an on-disk store; bulk writes of ``COMPACT_AFTER`` rows do it."""
-        optimize = getattr(self.backend, "optimize", None)
-        if optimize is not None:
-            with self.lock:
-                optimize()
+        with self.lock:
+            self.backend.optimize()
 
     def audit_rows(
         self,
@@ -569,13 +565,9 @@ class Core:
     def close(self) -> None:
         """Make every write durable and release the store; later calls raise StoreError."""
         with self.lock:
-            close = getattr(self.backend, "close", None)
-            if close is not None:
-                close()
+            self.backend.close()
             self._cache.clear()
 
     def flush(self) -> None:
         """Make every write of an on-disk store durable."""
-        flush = getattr(self.backend, "flush", None)
-        if flush is not None:
-            flush()
+        self.backend.flush()

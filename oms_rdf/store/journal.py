@@ -36,7 +36,7 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..errors import StoreError
 from ..rdf.mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..rdf.sparql import data_block, load_query, quad_row, update_request
@@ -89,7 +89,7 @@ class Journal:
     @classmethod
     def begin(cls, backend: Backend) -> Journal:
         """Open the journal (one atomic write) and return it."""
-        empty = not getattr(backend, "shared", False) and (
+        empty = not backend.shared and (
             next(backend.quads(None, OMS.blob, None, OMS.blobs), None) is None
         )
         marks = [ox.Quad(JOURNAL, RDF.type, OMS.Journal, _INDEX)]
@@ -146,8 +146,8 @@ class Journal:
         if tick is not None:  # a grain has one blob
             tick(sum(1 for row in rows if row[1] == _P_BLOB))
         if self.empty:
-            bulk = getattr(self.backend, "bulk_load", None)
-            if bulk is not None and getattr(self.backend, "path", None) is not None:
+            bulk = self.backend.bulk_load
+            if self.backend.path is not None:
                 data = rows_to_nquads(rows).encode()
                 if loading is not None:
                     loading.result()  # one load at a time, in order
@@ -164,9 +164,8 @@ class Journal:
         """
         if not self.empty:
             raise ValueError("a native load needs a store that held no grain")
-        bulk = getattr(self.backend, "bulk_load", None)
-        if bulk is not None and getattr(self.backend, "path", None) is not None:
-            bulk(data, fmt)
+        if self.backend.path is not None:
+            self.backend.bulk_load(data, fmt)
         else:
             self.backend.load(data, fmt)
 

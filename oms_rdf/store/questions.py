@@ -76,7 +76,7 @@ class Questions:
         """
         core = self.core
         now = core.clock()
-        if getattr(core.backend, "shared", False):
+        if core.backend.shared:
             head = current_head(core.backend)
             if head != self._head_seen:
                 core.now_watch.forget()
@@ -142,12 +142,12 @@ class Questions:
         read, brought in one request (a round trip per lookup would cost more
         than the general query); None in process."""
         remote = self.core.backend
-        if not getattr(remote, "remote", False):
+        if not remote.remote:
             return None
         by, term = subject_pattern(subject)
         bindings = {Variable("by"): by, Variable("term"): term}
         copy = LocalBackend()
-        copy.add(remote.quads_of(QUERIES["subject_grains"], bindings))  # type: ignore[attr-defined]
+        copy.add(remote.quads_of(QUERIES["subject_grains"], bindings))
         return copy
 
     def _beliefs_query(
@@ -522,7 +522,7 @@ class Questions:
         core = self.core
         with core.lock:
             index = core.search_index
-            shared = getattr(core.backend, "shared", False)
+            shared = core.backend.shared
             head = current_head(core.backend) if shared else None
             if index is None or (shared and index.head != head):
                 index = index or SearchIndex()
