@@ -89,11 +89,18 @@ class SubjectReport:
         ]
 
     def to_json(self) -> str:
+        """Return the report as JSON text (bytes as {"$base64": ...})."""
         return json.dumps(
-            {"subject": self.subject, "complete": self.complete, "notes": self.notes,
-             "grains": self.grains},
-            ensure_ascii=False, indent=2, default=_json_default,
-        )  # fmt: skip
+            {
+                "subject": self.subject,
+                "complete": self.complete,
+                "notes": self.notes,
+                "grains": self.grains,
+            },
+            ensure_ascii=False,
+            indent=2,
+            default=_json_default,
+        )
 
     def frame(self) -> Any:
         import pandas
@@ -201,8 +208,9 @@ def erase(
         for grain in targets:
             node = grain_iri(grain.address)
             insert.append(ox.Quad(node, OMS.erasedAt, millis_literal(now), OMS.index))
-            insert += store.audit_rows("erase", target=grain.address, actor=by,
-                                       reason=reason, at=now)  # fmt: skip
+            insert += store.audit_rows(
+                "erase", target=grain.address, actor=by, reason=reason, at=now
+            )
         store.core.write([], insert, before=" ;\n".join(ops))
         store.core.forget(g.address for g in targets)
         report.erased = [g.address for g in targets]
@@ -289,16 +297,23 @@ def report(
     for address in select(store, name, namespace=namespace, user_id=user_id):
         grain = store.get(address)
         state = store.status(address)
-        grains.append({
-            "address": address,
-            "type": grain.get("type"),
-            "status": state.status,
-            "verification": state.verification,
-            "superseded_by": state.superseded_by,
-            "system_to": None if state.system_to is None else iso(state.system_to),
-            "history": [g.address for g in store.history(address)] if grain.type_byte == BELIEF.byte else [address],
-            "fields": _plain(dict(grain.fields)),
-        })  # fmt: skip
+        history = (
+            [g.address for g in store.history(address)]
+            if grain.type_byte == BELIEF.byte
+            else [address]
+        )
+        grains.append(
+            {
+                "address": address,
+                "type": grain.get("type"),
+                "status": state.status,
+                "verification": state.verification,
+                "superseded_by": state.superseded_by,
+                "system_to": None if state.system_to is None else iso(state.system_to),
+                "history": history,
+                "fields": _plain(dict(grain.fields)),
+            }
+        )
     notes = [
         "every grain of this store was examined: subject, object, user_id, and text "
         "values in context and provenance_chain, in "
@@ -306,8 +321,10 @@ def report(
     ]
     complete = not store.read_only
     if not complete:  # a view beside the writing process, as of its opening
-        notes.append("the store was opened read-only beside a writer: grains written "
-                     "since are not in this report")  # fmt: skip
+        notes.append(
+            "the store was opened read-only beside a writer: grains written since "
+            "are not in this report"
+        )
     return SubjectReport(name, grains, complete=complete, notes=notes)
 
 

@@ -29,10 +29,15 @@ Portion = tuple[int, int | None]  # [valid_from, valid_to); None: no end
 # its own, and it is derived from that grain alone, not superseding anything.
 _NOT_CARRIED = frozenset(
     {
-        "valid_from", "valid_to", "system_valid_from", "created_at", "derived_from",
-        "supersession_justification", "supersession_auth",
+        "valid_from",
+        "valid_to",
+        "system_valid_from",
+        "created_at",
+        "derived_from",
+        "supersession_justification",
+        "supersession_auth",
     }
-)  # fmt: skip
+)
 
 
 def valid_interval(grain: Grain) -> Portion:
