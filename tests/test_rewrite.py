@@ -339,3 +339,15 @@ def test_path_multiplicities_are_those_of_plain_sparql(query: str) -> None:
         assert Counter(str(list(r)) for r in answer) == Counter(
             str(list(r)) for r in expected
         ), point
+
+
+def test_a_namespace_is_matched_exactly_at_a_point() -> None:
+    # Its name goes into the rewritten query as a literal, every space kept.
+    store = oms.GrainStore()
+    for ns in ("my  work", "my work"):
+        obj = f"{EX}{len(ns)}"
+        store.put(oms.Belief(f"{EX}a", f"{EX}p", obj, 0.9, namespace=ns, created_at=T0))
+    query = f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"
+    for ns in ("my  work", "my work"):
+        rows = store.query(query, valid_at=T0, as_of=T0, namespace=ns)
+        assert [r["o"].value for r in rows] == [f"{EX}{len(ns)}"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -80,60 +79,21 @@ def as_rows(items: Iterable[Quad | Row]) -> list[Row]:
     return [item if isinstance(item, tuple) else quad_row(item) for item in items]
 
 
-_TEXTS = {
-    "subject": "?g oms:subjectText ?subject .",
-    "subjectTerm": "?g rdf:subject ?subjectTerm .",
-    "relation": "?g rdf:predicate ?relation .",
-    "namespace": "?g oms:namespace ?namespace .",
-}
-
-
+# The fixed queries (queries/*.rq). Those that ask whether a belief is in force
+# or held are built from that definition, in inforce.py.
 QUERIES = {
     name: load_query(name)
     for name in (
-        "beliefs",
-        "beliefs_by_status",
-        "beliefs_count",
         "history",
         "derived",
-        "shared_claim",
         "rebuild_current",
         "consent_dependents",
-        "current_beliefs",
         "subject_grains",
         "now_ahead",
-        "now_ended",
         "grains_count",
         "closed_count",
     )
 }
-
-
-def _knowledge_of(beliefs: str) -> str:
-    """The beliefs query, projecting each belief's knowledge quad instead of its grain.
-
-    Derived from ``beliefs.rq`` rather than written again, so that time-travel
-    SPARQL and ``beliefs()`` cannot drift apart: same patterns, same filters.
-    """
-    head, body = beliefs.split(" WHERE {", 1)
-    select = (
-        "SELECT ?s ?p ?o ?kg ?asOf ?validAt ?subject ?subjectTerm ?relation ?namespace"
-    )
-    body = body.replace(
-        "rdf:subject ?entity .",
-        "rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o .\n  OPTIONAL { ?g oms:graph ?kg }",
-    )
-    body = body.split("  # Ranked by", 1)[0] + "}\n"  # no rank, no blob: no ORDER BY
-    return head.rsplit("SELECT", 1)[0] + select + " WHERE {" + body
-
-
-QUERIES["snapshot"] = _knowledge_of(QUERIES["beliefs"])
-
-
-@lru_cache(maxsize=16)
-def texts_query(name: str, texts: tuple[str, ...]) -> str:
-    """Return query ``name`` with the patterns of the bound texts, in this order."""
-    return QUERIES[name].replace("#TEXTS", "\n  ".join(_TEXTS[t] for t in texts))
 
 
 def term_for(value: Any) -> Any:

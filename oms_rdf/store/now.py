@@ -3,7 +3,7 @@
 What SPARQL sees by default is the knowledge in force now on both axes (design
 §3): the beliefs held now whose valid time holds now. ``oms:current`` holds every
 belief not closed, whatever its valid time; the two differ only where a belief's
-times reach past now (``queries/now_ahead.rq``, ``now_ended.rq``). Where they do not, a query of
+times reach past now (``queries/now_ahead.rq``, :data:`.inforce.NOW_ENDED`). Where they do not, a query of
 ``oms:current`` is the query of now, at the cost of a plain query; where they do,
 the store asks the query at the point (now, now) instead.
 
@@ -25,6 +25,7 @@ from pyoxigraph import Literal, Variable
 
 from ..backends.embedded import Backend
 from ..codec import EPOCH, MS
+from ..rdf.inforce import NOW_ENDED
 from ..rdf.mapping import Row, millis_literal
 from ..rdf.sparql import QUERIES
 from ..rdf.vocab import OMS, XSD
@@ -91,7 +92,7 @@ def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
         row = next(iter(backend.query(QUERIES["now_ahead"], bound)), None)
         if row is not None and isinstance(row["next"], Literal):
             ahead[prop] = _term_millis(row["next"])
-    ended = list(backend.query(QUERIES["now_ended"], {Variable("now"): at}))
+    ended = list(backend.query(NOW_ENDED, {Variable("now"): at}))
     until = min([*ahead.values(), END_OF_TIME])
     # A valid_to ahead of now only ends a belief later; every other time ahead,
     # and a held belief whose valid time has ended, makes the two differ now.

@@ -18,6 +18,13 @@ from ..backends.embedded import LocalBackend
 from ..codec.grain import Grain, system_from
 from ..codec.schema import BELIEF
 from ..errors import QueryError, SchemaError
+from ..rdf.inforce import (
+    BELIEFS_COUNT,
+    beliefs_by_status_query,
+    beliefs_query,
+    current_beliefs_query,
+    snapshot_query,
+)
 from ..rdf.limits import check_query
 from ..rdf.mapping import (
     DEFAULT_SETTINGS,
@@ -30,7 +37,7 @@ from ..rdf.mapping import (
     relation_pattern,
     subject_pattern,
 )
-from ..rdf.sparql import QUERIES, term_for, texts_query
+from ..rdf.sparql import QUERIES, term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS, RDF
@@ -118,7 +125,7 @@ class Questions:
                 subject, relation, namespace, self.core.settings
             )
             bindings[Variable("statusNode")] = getattr(OMS, status)
-            query = texts_query("beliefs_by_status", texts)
+            query = beliefs_by_status_query(texts)
             return self._grains(self.core.backend.query(query, bindings))
         known = millis_or_now(as_of, self.core.clock)
         valid = millis_or_now(valid_at, self.core.clock)
@@ -158,11 +165,11 @@ class Questions:
         valid: int,
         known: int,
     ) -> GrainList:
-        """:meth:`beliefs` by the general query ``beliefs.rq``."""
+        """:meth:`beliefs` by the general query (:func:`.inforce.beliefs_query`)."""
         texts, bindings = _bound_texts(subject, relation, namespace, self.core.settings)
         bindings[Variable("asOf")] = millis_literal(known)
         bindings[Variable("validAt")] = millis_literal(valid)
-        query = texts_query("beliefs", texts)
+        query = beliefs_query(texts)
         return self._grains(self.core.backend.query(query, bindings))
 
     # --- SPARQL over the knowledge ------------------------------------------------
@@ -410,7 +417,7 @@ class Questions:
             bindings[Variable("validAt")] = millis_literal(
                 millis_or_now(valid_at, self.core.clock)
             )
-            rows = self.core.backend.query(texts_query("snapshot", texts), bindings)
+            rows = self.core.backend.query(snapshot_query(texts), bindings)
             default = ox.DefaultGraph()
             view.extend(
                 ox.Quad(r["s"], r["p"], r["o"], r["kg"] or default) for r in rows
@@ -426,7 +433,7 @@ class Questions:
 
     def _current_beliefs(self, namespace: str | None) -> GrainList:
         texts, bindings = _bound_texts(None, None, namespace)
-        query = texts_query("current_beliefs", texts)
+        query = current_beliefs_query(texts)
         return self._grains(self.core.backend.query(query, bindings))
 
     # --- recall ---------------------------------------------------------------------
@@ -572,7 +579,7 @@ class Questions:
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),
         }
-        rows = list(self.core.backend.query(QUERIES["beliefs_count"], bindings))
+        rows = list(self.core.backend.query(BELIEFS_COUNT, bindings))
         return int(rows[0]["count"].value) if rows else 0
 
     def history(self, address: str | Grain) -> GrainList:

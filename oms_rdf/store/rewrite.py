@@ -39,16 +39,13 @@ from urllib.parse import urljoin
 
 from pyoxigraph import Literal
 
-from ..rdf.sparql import QUERIES
+from ..rdf.inforce import held, in_force, node_block
+from ..rdf.vocab import OMS, RDF
 
-__all__ = ["dataset_clause", "dataset_start", "grain_clause", "rewrite"]
+__all__ = ["GrainClause", "dataset_clause", "dataset_start", "grain_clause", "rewrite"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-_OMS = "https://w3id.org/oms-rdf/ns#"
 _TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
-_GRAPH = f"<{_OMS}graph>"
-# Where a triple's terms go in a grain clause (no SPARQL text holds them).
-_S, _P, _O, _G = "\x01S", "\x01P", "\x01O", "\x01G"
 
 # Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
 # reads as a comparison; what none of them matches makes the reader give up.
@@ -171,45 +168,57 @@ def _iri_of(token: _Token, prefixes: Mapping[str, str], base: str) -> str | None
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class GrainClause:
+    """What a grain node holding a triple of the knowledge matches: in force at
+    a point (``valid_at``, ``as_of``: ``xsd:dateTime`` literals), or held now
+    when there is no point; of some namespaces (none: every one)."""
+
+    point: tuple[Literal, Literal] | None
+    namespaces: tuple[str, ...]
+
+    def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
+        """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
+        the query's terms) in ``graph`` (None: the default graph). Its own
+        variables end with ``_{atom}``, so that those of two atoms never meet."""
+
+        def var(name: str) -> str:
+            return f"?_oms{name}_{atom}"
+
+        g = var("g")
+        triple = [(RDF.subject, s), (RDF.predicate, p), (RDF.object, o)]
+        if self.point is None:
+            blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
+            parts = [node_block(g, triple), held(g, var=var), blob]
+        else:
+            valid_at, as_of = (str(t) for t in self.point)
+            first = [(OMS.confidence, var("confidence"))]
+            parts = [in_force(g, valid_at, as_of, var=var, first=first, then=triple)]
+        if self.namespaces:
+            values = " ".join(str(Literal(n)) for n in self.namespaces)
+            ns = var("ns")
+            parts.append(f"{g} {OMS.namespace} {ns} . VALUES {ns} {{ {values} }}")
+        if graph is None:
+            parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
+        else:
+            parts.append(f"{g} {OMS.graph} {graph} .")
+        return " ".join(parts)
+
+
 def grain_clause(
     valid_at: Literal | None, as_of: Literal | None, namespaces: Sequence[str | None]
-) -> str:
-    """The pattern a grain node ``?_omsg`` matches when its triple ($S $P $O, in
-    graph $GRAPH) is in the knowledge: at (``valid_at``, ``as_of``) as
-    ``beliefs.rq`` has it, or now when both are None; of these namespaces (None
-    is every one). Written from the store's own queries, so the three cannot
+) -> GrainClause:
+    """The clause of the knowledge at (``valid_at``, ``as_of``), or of now when
+    both are None, in these namespaces (None is every one): the definitions of
+    :mod:`oms_rdf.rdf.inforce`, so that the rewrite and ``beliefs()`` cannot
     drift apart."""
-    if valid_at is None and as_of is None:
-        template, bound = QUERIES["current_beliefs"], {}
-        triple = "?g rdf:subject ?s ."
-    else:
-        template = QUERIES["snapshot"]
-        bound = {"validAt": str(valid_at), "asOf": str(as_of)}
-        triple = "rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o ."
-    body = template.split("#TEXTS", 1)[1].rsplit("}", 1)[0]
-    body = re.sub(r"#[^\n]*", "", body)  # comments (they name variables)
-    body = body.replace("OPTIONAL { ?g oms:graph ?kg }", "")
-    if triple.startswith("?g"):
-        body = body.replace(
-            triple, f"?g rdf:subject {_S} ; rdf:predicate {_P} ; rdf:object {_O} ."
-        )
-    else:
-        body = body.replace(
-            triple, f"rdf:subject {_S} ; rdf:predicate {_P} ; rdf:object {_O} ."
-        )
-    body = re.sub(
-        r"\?(\w+)", lambda m: bound.get(m.group(1), f"?_oms{m.group(1)}"), body
-    )
-    body = re.sub(r"\boms:(\w+)", rf"<{_OMS}\1>", body)
-    body = re.sub(r"\brdf:(\w+)", rf"<{_RDF}\1>", body)
-    wanted = [n for n in namespaces if n is not None]
-    if wanted:
-        values = " ".join(str(Literal(n)) for n in wanted)
-        body += f" ?_omsg <{_OMS}namespace> ?_omsns . VALUES ?_omsns {{ {values} }}"
-    return " ".join(body.split()) + f" {_G}"
+    wanted = tuple(n for n in namespaces if n is not None)
+    if valid_at is None or as_of is None:
+        return GrainClause(None, wanted)
+    return GrainClause((valid_at, as_of), wanted)
 
 
-def rewrite(query: str, clause: str) -> str | None:
+def rewrite(query: str, clause: GrainClause) -> str | None:
     """``query`` over the grain layer, each of its triples matched where ``clause``
     holds (:func:`grain_clause`); None where SPARQL cannot say it."""
     if "_oms" in query:  # the names this rewrite gives its own variables
@@ -226,7 +235,7 @@ _Path = tuple[Any, ...]
 
 
 class _Rewriter:
-    def __init__(self, query: str, clause: str) -> None:
+    def __init__(self, query: str, clause: GrainClause) -> None:
         self.text = query
         self.clause = clause
         self.tokens = _tokens(query)
@@ -721,12 +730,7 @@ class _Rewriter:
         how often does not count and a subquery would not see the outer
         bindings, a group; with variables of its own, so that two never meet."""
         self.atoms += 1
-        if graph is None:
-            where = f"FILTER NOT EXISTS {{ ?_omsg {_GRAPH} ?_omsanyg }}"
-        else:
-            where = f"?_omsg {_GRAPH} {graph} ."
-        own = re.sub(r"\?_oms(\w+)", rf"?_oms\g<1>_{self.atoms}", self.clause + where)
-        inner = own.replace(_S, s).replace(_P, p).replace(_O, o).replace(_G, "")
+        inner = self.clause.pattern(s, p, o, graph, self.atoms)
         if extra:
             inner += " " + extra
         shown = [t for t in dict.fromkeys((s, p, o, graph or ""))
