@@ -115,53 +115,21 @@ class Walk:
                 f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
             )
         out: dict[str, Any] = {}
-        encoding = self.encoding
-        previous = ""
         # Encoding takes full names, decoding short keys; the other map catches a
         # key given in the wrong form.
         names = other = None
         if table is not None:
             names, other = (
                 (table.by_full, table.by_short)
-                if encoding
+                if self.encoding
                 else (table.by_short, table.by_full)
             )
-        for key, value in src.items():
-            if type(key) is not str:
-                raise self.fail(
-                    f"map keys are text; found {type(key).__name__} {key!r}",
-                    path,
-                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
-                )
-            if not encoding:
-                if key < previous:
-                    raise self.fail(
-                        f"map keys not in canonical order: {key!r} after {previous!r} "
-                        "(keys sort by their UTF-8 bytes, spec §4.1)",
-                        path,
-                        ErrorCode.CORRUPT,
-                    )
-                previous = key
-            if value is None:
-                if encoding:
-                    continue  # spec §4.5: null entries are omitted
-                raise self.fail(
-                    "null map value: canonical form omits nulls",
-                    f"{path}.{key}",
-                    ErrorCode.CORRUPT,
-                )
-            if not key.isascii():
-                key = self.text(key, path)
-                # Only NFC can make two keys one: the source's keys are distinct,
-                # and the field map is a bijection.
-                if key in out or (
-                    names is not None and key in names and names[key].full in out
-                ):
-                    raise self.fail(
-                        f"key {key!r} appears twice (after NFC normalisation)",
-                        path,
-                        ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
-                    )
+        previous = ""
+        for raw, value in src.items():
+            key = self.key(raw, value, previous, names, out, path)
+            if key is None:
+                continue  # spec §4.5: null entries are omitted
+            previous = key
             f: Field | None = None
             name = key
             if names is not None and other is not None:
@@ -171,32 +139,81 @@ class Walk:
                         raise self._wrong_form(key, other[key], path)
                 else:
                     name = f.full
-            # Fast paths for the common, valid cases; anything else takes the full
-            # check, which builds the path and raises with it.
-            t = type(value)
-            if f is not None:
-                kind = f.kind
-                if kind is Kind.STR and t is str and value.isascii():
-                    out[name] = value
-                    continue
-                if kind is Kind.UNIT and t is float and 0.0 <= value <= 1.0:
-                    out[name] = value
-                    continue
-                if kind is Kind.TIME and t is int and _TIME_LOW <= value <= TIME_HIGH:
-                    out[name] = value  # within u32 seconds: valid for created_at too
-                    continue
-                out[name] = self.kind(f, value, f"{path}.{name}", depth)
-            elif t is str and value.isascii():
-                out[name] = value
-            else:
-                out[name] = self.value(value, f"{path}.{name}", depth)
+            out[name] = self.entry(f, value, path, name, depth)
         if table is not None:
             self.table_rules(out, table, path)
-        elif encoding:
+        elif self.encoding:
             # Maps without a field map keep their keys; sort them here (code-point
             # order of str is the UTF-8 byte order the spec asks for).
             return dict(sorted(out.items()))
         return out
+
+    def key(
+        self,
+        key: Any,
+        value: Any,
+        previous: str,
+        names: Mapping[str, Field] | None,
+        out: Mapping[str, Any],
+        path: str,
+    ) -> str | None:
+        """Check one key of a map; return it (NFC), or None for a null to drop."""
+        encoding = self.encoding
+        if type(key) is not str:
+            raise self.fail(
+                f"map keys are text; found {type(key).__name__} {key!r}",
+                path,
+                ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+            )
+        if not encoding and key < previous:
+            raise self.fail(
+                f"map keys not in canonical order: {key!r} after {previous!r} "
+                "(keys sort by their UTF-8 bytes, spec §4.1)",
+                path,
+                ErrorCode.CORRUPT,
+            )
+        if value is None:
+            if encoding:
+                return None
+            raise self.fail(
+                "null map value: canonical form omits nulls",
+                f"{path}.{key}",
+                ErrorCode.CORRUPT,
+            )
+        if not key.isascii():
+            key = self.text(key, path)
+            # Only NFC can make two keys one: the source's keys are distinct,
+            # and the field map is a bijection.
+            if key in out or (
+                names is not None and key in names and names[key].full in out
+            ):
+                raise self.fail(
+                    f"key {key!r} appears twice (after NFC normalisation)",
+                    path,
+                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+                )
+        text: str = key
+        return text
+
+    def entry(
+        self, f: Field | None, value: Any, path: str, name: str, depth: int
+    ) -> Any:
+        """Check (and when encoding, convert) the value of map entry ``name``."""
+        # Fast paths for the common, valid cases; anything else takes the full
+        # check, which builds the path and raises with it.
+        t = type(value)
+        if f is not None:
+            kind = f.kind
+            if kind is Kind.STR and t is str and value.isascii():
+                return value
+            if kind is Kind.UNIT and t is float and 0.0 <= value <= 1.0:
+                return value
+            if kind is Kind.TIME and t is int and _TIME_LOW <= value <= TIME_HIGH:
+                return value  # within u32 seconds: valid for created_at too
+            return self.kind(f, value, f"{path}.{name}", depth)
+        if t is str and value.isascii():
+            return value
+        return self.value(value, f"{path}.{name}", depth)
 
     def _wrong_form(self, key: str, f: Field, path: str) -> OmsError:
         if self.encoding:
@@ -316,6 +333,7 @@ class Walk:
         raise self.fail(f"expected a number, found {t.__name__}", path)
 
     def kind(self, f: Field, value: Any, path: str, depth: int) -> Any:
+        """Check (and when encoding, convert) a value of field ``f`` by its kind."""
         kind = f.kind
         t = type(value)
         if kind is Kind.STR:
@@ -323,38 +341,11 @@ class Walk:
                 raise self.fail(f"expected text, found {t.__name__}", path)
             return self.text(value, path)
         if kind is Kind.UNIT or kind is Kind.FLOAT or kind is Kind.NONNEG:
-            number = self.number(value, path)
-            if kind is Kind.UNIT and not 0.0 <= number <= 1.0:
-                raise self.fail(f"{number} outside [0.0, 1.0]", path, ErrorCode.RANGE)
-            if kind is Kind.NONNEG and number < 0.0:
-                raise self.fail(f"{number} is negative", path, ErrorCode.RANGE)
-            return number
+            return self.float_kind(kind, value, path)
         if kind is Kind.TIME:
-            if self.encoding and isinstance(value, datetime):
-                if value.tzinfo is None:
-                    raise self.fail(
-                        "a naive datetime has no time zone; give an aware one", path
-                    )
-                value = (value - EPOCH) // MS
-            elif t is not int:
-                raise self.fail(
-                    f"expected epoch milliseconds (int), found {t.__name__}", path
-                )
-            if f.full == "created_at" and not 0 <= value // 1000 <= _U32_MAX:
-                raise self.fail(
-                    f"created_at {value} ms is outside the header's u32 seconds (1970-2106)",
-                    path,
-                    ErrorCode.RANGE,
-                )
-            return self.integer(value, path, INT_MIN, UINT_MAX)
+            return self.time(f, value, path)
         if kind is Kind.INT or kind is Kind.COUNT or kind is Kind.BYTE:
-            if t is not int:
-                raise self.fail(f"expected an integer, found {t.__name__}", path)
-            if kind is Kind.COUNT and value < 0:
-                raise self.fail(f"count {value} is negative", path, ErrorCode.RANGE)
-            if kind is Kind.BYTE:
-                return self.integer(value, path, 0, 255)
-            return self.integer(value, path, INT_MIN, UINT_MAX)
+            return self.int_kind(kind, value, path)
         if kind is Kind.BOOL:
             if t is not bool:
                 raise self.fail(f"expected a boolean, found {t.__name__}", path)
@@ -378,17 +369,60 @@ class Walk:
             return self.map(value, f.nested, path, depth + 1)
         if kind is Kind.ANY:
             return self.value(value, path, depth)
-        # The array kinds.
+        return self.array_kind(f, value, path, depth)
+
+    def float_kind(self, kind: Kind, value: Any, path: str) -> float:
+        """A float64 field: finite, and for UNIT in [0, 1], for NONNEG >= 0."""
+        number = self.number(value, path)
+        if kind is Kind.UNIT and not 0.0 <= number <= 1.0:
+            raise self.fail(f"{number} outside [0.0, 1.0]", path, ErrorCode.RANGE)
+        if kind is Kind.NONNEG and number < 0.0:
+            raise self.fail(f"{number} is negative", path, ErrorCode.RANGE)
+        return number
+
+    def time(self, f: Field, value: Any, path: str) -> int:
+        """A time field: epoch ms (an aware datetime is converted when encoding)."""
+        if self.encoding and isinstance(value, datetime):
+            if value.tzinfo is None:
+                raise self.fail(
+                    "a naive datetime has no time zone; give an aware one", path
+                )
+            value = (value - EPOCH) // MS
+        elif type(value) is not int:
+            raise self.fail(
+                f"expected epoch milliseconds (int), found {type(value).__name__}", path
+            )
+        if f.full == "created_at" and not 0 <= value // 1000 <= _U32_MAX:
+            raise self.fail(
+                f"created_at {value} ms is outside the header's u32 seconds (1970-2106)",
+                path,
+                ErrorCode.RANGE,
+            )
+        return self.integer(value, path, INT_MIN, UINT_MAX)
+
+    def int_kind(self, kind: Kind, value: Any, path: str) -> int:
+        """An integer field: COUNT is >= 0, BYTE in [0, 255], INT any int64/uint64."""
+        if type(value) is not int:
+            raise self.fail(f"expected an integer, found {type(value).__name__}", path)
+        if kind is Kind.COUNT and value < 0:
+            raise self.fail(f"count {value} is negative", path, ErrorCode.RANGE)
+        if kind is Kind.BYTE:
+            return self.integer(value, path, 0, 255)
+        return self.integer(value, path, INT_MIN, UINT_MAX)
+
+    def array_kind(self, f: Field, value: Any, path: str, depth: int) -> list[Any]:
+        """A field of one of the array kinds (STRS, ADDRS, BYTES_LIST, MAPS, LIST)."""
+        t = type(value)
         if not (t is list or (self.encoding and t is tuple)):
             raise self.fail(f"expected an array, found {t.__name__}", path)
         if depth + 1 > MAX_DEPTH:
             raise self.fail(
                 f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
             )
-        element = _ELEMENT[kind]
+        element = _ELEMENT[f.kind]
         if element is None:  # LIST
             return self.array(value, path, depth)
-        if kind is Kind.MAPS:
+        if f.kind is Kind.MAPS:
             out = []
             for i, item in enumerate(value):
                 if not isinstance(item, Mapping):
