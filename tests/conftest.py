@@ -47,7 +47,16 @@ def pytest_collection_modifyitems(
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip a test whose system package is missing, naming it; under CI=true (CI
-    installs every package, in .ci/run) a missing package fails the test."""
+    installs every package, in .ci/run) a missing package fails the test. The
+    same holds for the W3C test files of the w3c tier."""
+    if item.get_closest_marker("w3c") is not None:
+        from tests import w3c
+
+        if w3c.root() is None:
+            reason = f"needs the W3C SPARQL test files: {w3c.FETCH_HINT}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI=true and {reason}", pytrace=False)
+            pytest.skip(reason)
     for mark in item.iter_markers("servers"):
         for package in mark.args:
             missing = [
