@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyoxigraph import (
     Literal,
-    NamedNode,
     Quad,
 )
 
@@ -29,10 +27,11 @@ from ..rdf.mapping import (
     nt_literal,
     truthy_triple,
 )
-from ..rdf.sparql import ACTIVE, DEFAULT, G_INDEX, P_STATUS
-from ..rdf.vocab import OMS, RDF
+from ..rdf.sparql import ACTIVE, G_INDEX, P_STATUS
+from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
+from .lookup import believers
 from .policy import MAX_HOPS, Protector, check
 from .portion import Portion, check_portion, pieces, valid_interval
 from .questions import Questions
@@ -137,29 +136,10 @@ class Invalidation:
         quad = truthy_triple(grain, self.core.settings)
         if quad is None:
             return []
-        s, p, o, graph = quad.subject, quad.predicate, quad.object, quad.graph_name
         me = grain_iri(grain.address)
-        # Another current belief asserting the same quad keeps it (pattern lookups
-        # from the subject: a handful of beliefs, not a query).
-        for q in self.core.backend.quads(None, RDF.subject, s, DEFAULT):
-            other = q.subject
-            if other == me or (
-                isinstance(other, NamedNode) and address_of(other) in leaving
-            ):
-                continue
-            same = (
-                next(self.core.backend.quads(other, RDF.predicate, p, DEFAULT), None)
-                and next(self.core.backend.quads(other, RDF.object, o, DEFAULT), None)
-                and _graph_of(self.core.backend, other) == graph
-            )
-            if (
-                same
-                and next(
-                    self.core.backend.quads(other, OMS.systemTo, None, OMS.index), None
-                )
-                is None
-            ):
-                return []
+        for other in believers(self.core.backend, quad):
+            if other != me and address_of(other) not in leaving:
+                return []  # another belief held asserts it: the triple stays
         return [quad]
 
     def supersede(
@@ -634,12 +614,6 @@ def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:
         except SignatureError:
             continue  # an invalid entry counts for nothing; the threshold decides
     return frozenset(valid)
-
-
-def _graph_of(backend: Any, node: Any) -> Any:
-    """The knowledge graph of a belief node: its ``oms:graph``, else ``oms:current``."""
-    named = next(backend.quads(node, OMS.graph, None, DEFAULT), None)
-    return OMS.current if named is None else named.object
 
 
 def _portion(

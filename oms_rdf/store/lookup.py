@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from itertools import product
 from typing import Any, NamedTuple
 
-from pyoxigraph import DefaultGraph, Literal, NamedNode
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
 
 from ..backends.embedded import Backend
 from ..rdf.mapping import (
@@ -143,6 +143,39 @@ def _system_ends(
                 if system_to is None or _or(_lt(as_of, _time(system_to)), later):
                     kept += 1
     return kept
+
+
+def believers(backend: Backend, knowledge: Quad) -> Iterator[NamedNode]:
+    """The beliefs held now (:func:`oms_rdf.rdf.inforce.held`) whose triple is
+    this knowledge quad, in its graph (``oms:current`` or a named graph): what
+    keeps the triple in the knowledge while one of them leaves it.
+
+    Pattern lookups from the subject: a handful of grains, not a query.
+    """
+    s, p, o = knowledge.subject, knowledge.predicate, knowledge.object
+    for quad in backend.quads(None, RDF.subject, s, _DEFAULT):
+        node = quad.subject
+        if not isinstance(node, NamedNode):
+            continue
+        asserts = (
+            _has(backend, node, RDF.predicate, p, _DEFAULT)
+            and _has(backend, node, RDF.object, o, _DEFAULT)
+            and _graph_of(backend, node) == knowledge.graph_name
+        )
+        if asserts and not _has(backend, node, OMS.systemTo, None, OMS.index):
+            yield node
+
+
+def _has(backend: Backend, s: Any, p: Any, o: Any, graph: Any) -> bool:
+    # (No local keeps the lookup's iterator: pyoxigraph refuses to drop one on the
+    # thread the garbage collector runs, should an error hold it in a cycle.)
+    return next(backend.quads(s, p, o, graph), None) is not None
+
+
+def _graph_of(backend: Backend, node: NamedNode) -> Any:
+    """The knowledge graph of a belief node: its ``oms:graph``, else ``oms:current``."""
+    named = next(backend.quads(node, OMS.graph, None, _DEFAULT), None)
+    return OMS.current if named is None else named.object
 
 
 def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]]:
