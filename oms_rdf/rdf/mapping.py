@@ -25,7 +25,6 @@ import base64
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -39,10 +38,12 @@ from ..codec.grain import Grain
 from ..codec.schema import BELIEF, type_for_byte
 from ..errors import DecodeError, ErrorCode
 from .terms import (
+    DEFAULT_SETTINGS,
     GENID,
     PREDICATE_KIND,
     RESERVED,
     SUBJECT_KIND,
+    MappingSettings,
     Term,
     entity,
     escaped_term,
@@ -55,7 +56,6 @@ from .terms import (
 )
 from .vocab import (
     CLASS_BY_BYTE,
-    DEFAULT_BASE,
     FIELD_NS,
     OMS,
     PROV,
@@ -65,7 +65,8 @@ from .vocab import (
 )
 
 __all__ = [
-    "MappingSettings",
+    "DEFAULT_SETTINGS",  # defined in terms, where texts become terms
+    "MappingSettings",  # likewise
     "belief_terms",
     "entity_iri",
     "grain_iri",
@@ -108,23 +109,6 @@ EFFECTIVE = frozenset({"valid_from", "system_valid_from", "namespace"})
 _SKIPPED = frozenset({"derived_from", "structural_tags"})
 # A belief's terms: written as rdf:subject/predicate/object.
 _BELIEF_TERMS = frozenset({"subject", "relation", "object"})
-
-
-@dataclass(frozen=True, slots=True)
-class MappingSettings:
-    """What the mapping depends on besides the blob.
-
-    Attributes:
-        base_iri: prefix of entity and relation IRIs.
-        entity_relations: relations whose text objects are entities (IRIs), not
-            literals.
-    """
-
-    base_iri: str = DEFAULT_BASE
-    entity_relations: frozenset[str] = field(default_factory=frozenset)
-
-
-DEFAULT_SETTINGS = MappingSettings()
 
 
 def pct(text: str) -> str:
@@ -516,13 +500,12 @@ def quads_to_grain(quads: Iterable[Quad]) -> Grain:
     return Grain.from_blob(data, address=address_of(node))
 
 
-TIME_FIELDS = frozenset(
-    {
-        "created_at", "valid_from", "valid_to", "system_valid_from", "system_valid_to",
-        "last_accessed_at", "timestamp_ms", "deadline", "delegation_expiry",
-        "last_practiced_at", "at_ms",
-    }
-)  # fmt: skip
+# Fields that hold epoch milliseconds, written as xsd:dateTime.
+_TIME_NAMES = """
+    created_at valid_from valid_to system_valid_from system_valid_to last_accessed_at
+    timestamp_ms deadline delegation_expiry last_practiced_at at_ms
+"""
+TIME_FIELDS = frozenset(_TIME_NAMES.split())
 
 
 _EPOCH_NAIVE = datetime(1970, 1, 1)

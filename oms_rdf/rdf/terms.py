@@ -25,7 +25,6 @@ Design §3, the rules:
 Adoption (:func:`object_fields` and friends) writes exactly what these rules need to
 give the source term back, so ``object_term(*object_fields(t)) == t`` for every term.
 
->>> from oms_rdf.rdf.mapping import MappingSettings
 >>> s = MappingSettings()
 >>> subject_term("http://example.org/alice", "shared", s)
 <NamedNode value=http://example.org/alice>
@@ -38,8 +37,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, unquote
 
 from pyoxigraph import (
@@ -53,13 +53,11 @@ from pyoxigraph import (
 )
 
 from ..errors import ErrorCode, SchemaError
-from .vocab import OMS, XSD
-
-if TYPE_CHECKING:
-    from .mapping import MappingSettings
+from .vocab import DEFAULT_BASE, OMS, XSD
 
 __all__ = [
     "DATATYPE",
+    "DEFAULT_SETTINGS",
     "DIRECTION",
     "GENID",
     "GRAPH",
@@ -68,6 +66,7 @@ __all__ = [
     "PREDICATE_KIND",
     "RESERVED",
     "SUBJECT_KIND",
+    "MappingSettings",
     "Term",
     "blank_text",
     "graph_term",
@@ -102,14 +101,29 @@ GENID = "https://w3id.org/oms-rdf/.well-known/genid/"
 
 Term = NamedNode | BlankNode | Literal
 
+
+@dataclass(frozen=True, slots=True)
+class MappingSettings:
+    """What the mapping of texts to terms depends on besides the grain.
+
+    Attributes:
+        base_iri: prefix of entity and relation IRIs.
+        entity_relations: relations whose text objects are entities (IRIs), not
+            literals.
+    """
+
+    base_iri: str = DEFAULT_BASE
+    entity_relations: frozenset[str] = field(default_factory=frozenset)
+
+
+DEFAULT_SETTINGS = MappingSettings()
+
 # The IRIs the store keeps its own state under: its graphs (design §3, "Reserved
 # graphs") and the nodes of its settings, journal and write lock.
 RESERVED = frozenset(
     getattr(OMS, name).value
-    for name in (
-        "blobs", "index", "current", "audit", "grains", "settings", "journal", "writer",
-    )
-)  # fmt: skip
+    for name in "blobs index current audit grains settings journal writer".split()
+)
 
 # RFC 3987 absolute IRI, as far as a store needs it: a scheme, a colon, and no
 # character the IRI grammar excludes (controls, space, <>"{}|\^`).
@@ -323,8 +337,7 @@ def _minted(iri: str, prefix: str) -> str | None:
 def minted_namespace(term: Any, settings: MappingSettings) -> str | None:
     """Return the namespace an entity IRI of this store's base was minted in, or None.
 
-    >>> from oms_rdf.rdf.mapping import MappingSettings, entity_iri
-    >>> minted_namespace(entity_iri("alice", "work"), MappingSettings())
+    >>> minted_namespace(entity("alice", "work", DEFAULT_SETTINGS), DEFAULT_SETTINGS)
     'work'
     """
     if not isinstance(term, NamedNode):

@@ -53,49 +53,65 @@ PROV = Namespace(
     ),
 )
 
+
+def names(text: str) -> tuple[str, ...]:
+    """Return the names a table lists, separated by whitespace, in order.
+
+    >>> names("Belief Event")
+    ('Belief', 'Event')
+    """
+    return tuple(text.split())
+
+
+# The grain classes in the order of their type bytes, 0x01 to 0x0D (spec type table).
+GRAIN_CLASSES = names("""
+    Belief Event State Workflow Action Observation Goal Reasoning Consensus Consent
+    Skill Recommendation Trigger
+""")
 CLASSES = (
-    "Grain", "Belief", "Event", "State", "Workflow", "Action", "Observation", "Goal",
-    "Reasoning", "Consensus", "Consent", "Skill", "Recommendation", "Trigger",
-    "AuditEvent", "Status", "VerificationStatus", "Evidence", "Journal",
-)  # fmt: skip
+    "Grain",  # an application type's grain
+    *GRAIN_CLASSES,
+    *names("AuditEvent Status VerificationStatus Evidence Journal"),
+)
 # Properties of the grain projection (default graph).
-GRAIN_PROPERTIES = (
-    "typeString", "subjectText", "relationText",
-    "objectText", "objectValue", "confidence", "importance", "sourceType", "createdAt",
-    "validFrom", "validTo", "systemFrom",
-    "namespace", "authorDid", "invalidationPolicy",
-    "provenanceChain", "context", "tag", "relatedTo", "userId",
-    "temporalType", "supersessionJustification", "epistemicStatus", "graph",
-)  # fmt: skip
+GRAIN_PROPERTIES = names("""
+    typeString subjectText relationText objectText objectValue confidence importance
+    sourceType createdAt validFrom validTo systemFrom namespace authorDid
+    invalidationPolicy provenanceChain context tag relatedTo userId temporalType
+    supersessionJustification epistemicStatus graph
+""")
 # related_to links as typed properties (the closed vocabulary of spec §14.3).
 RELATED_PROPERTIES = {
-    "similar": "similarTo", "contradicts": "contradicts", "elaborates": "elaborates",
-    "generalizes": "generalizes", "temporal_next": "temporalNext",
-    "temporal_prev": "temporalPrev", "causal": "causes", "supports": "supports",
-    "refutes": "refutes", "replaces": "replaces", "depends_on": "dependsOn",
-}  # fmt: skip
-# Index layer, audit log and store settings.
-INDEX_PROPERTIES = (
-    "status", "verificationStatus", "supersededBy", "systemTo", "voidedAt",
-    "invalidationType", "invalidationReason", "invalidationInitiator", "needsReview",
-    "operation", "at", "actor", "target", "result", "reason", "count",
-    "baseIri", "entityRelation", "blob", "envelope", "signedBy", "pendingErasure",
-    "evidenceFor", "evidenceKind", "strength", "note", "logRatio", "sprtStatus", "sprtEntered",
-    "effectiveConfidence", "conflictsWith",
-    "erasedAt",  # a tombstone: in oms:index, so a flattened grain layer puts it back there
-)  # fmt: skip
+    "similar": "similarTo",
+    "contradicts": "contradicts",
+    "elaborates": "elaborates",
+    "generalizes": "generalizes",
+    "temporal_next": "temporalNext",
+    "temporal_prev": "temporalPrev",
+    "causal": "causes",
+    "supports": "supports",
+    "refutes": "refutes",
+    "replaces": "replaces",
+    "depends_on": "dependsOn",
+}
+# Index layer, audit log and store settings. erasedAt marks a tombstone: it is in
+# oms:index, so a flattened grain layer puts it back there.
+INDEX_PROPERTIES = names("""
+    status verificationStatus supersededBy systemTo voidedAt invalidationType
+    invalidationReason invalidationInitiator needsReview operation at actor target
+    result reason count baseIri entityRelation blob envelope signedBy pendingErasure
+    evidenceFor evidenceKind strength note logRatio sprtStatus sprtEntered
+    effectiveConfidence conflictsWith erasedAt
+""")
 # The journal of a write in progress (store/journal.py); never exported.
 JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
-# The audit log's hash chain (store/audit.py).
-AUDIT_PROPERTIES = (
-    "chain", "sequence", "previous", "hash", "auditHead", "auditChain",
-    "holder",  # the write lock of a shared store (store/writelock.py)
-)  # fmt: skip
-INDIVIDUALS = (
-    "active", "superseded", "retracted",
-    "unverified", "verified", "contradicted", "disputed",
-    "blobs", "index", "current", "audit", "grains", "settings", "journal", "writer", "statusScheme", "msgpack",
-)  # fmt: skip
+# The audit log's hash chain (store/audit.py); holder is the write lock of a
+# shared store (store/writelock.py).
+AUDIT_PROPERTIES = names("chain sequence previous hash auditHead auditChain holder")
+INDIVIDUALS = names("""
+    active superseded retracted unverified verified contradicted disputed
+    blobs index current audit grains settings journal writer statusScheme msgpack
+""")
 
 OMS = Namespace(
     OMS_NS,
@@ -110,8 +126,5 @@ OMS = Namespace(
 
 # Grain class by type byte (spec type table); unknown bytes map to oms:Grain.
 CLASS_BY_BYTE = {
-    0x01: OMS.Belief, 0x02: OMS.Event, 0x03: OMS.State, 0x04: OMS.Workflow,
-    0x05: OMS.Action, 0x06: OMS.Observation, 0x07: OMS.Goal, 0x08: OMS.Reasoning,
-    0x09: OMS.Consensus, 0x0A: OMS.Consent, 0x0B: OMS.Skill, 0x0C: OMS.Recommendation,
-    0x0D: OMS.Trigger,
-}  # fmt: skip
+    byte: getattr(OMS, name) for byte, name in enumerate(GRAIN_CLASSES, start=1)
+}
