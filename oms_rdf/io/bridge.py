@@ -1,42 +1,21 @@
-"""The rdflib bridge: a store as an rdflib.Dataset and back."""
+"""A store as an rdflib.Dataset and back (the conversion itself: :mod:`oms_rdf.rdf.bridge`)."""
 
 from __future__ import annotations
 
 import io as _io
 import warnings
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import pyoxigraph as ox
-
+from ..rdf.bridge import rdflib_dataset, rdflib_graph
 from ..store import GrainStore
+from .importing import import_
 
 if TYPE_CHECKING:
     import rdflib
-from .importing import import_
 
-
-def rdflib_dataset(quads: Iterable[ox.Quad]) -> rdflib.Dataset:
-    """Return quads as an ``rdflib.Dataset`` (a copy), through N-Quads."""
-    import rdflib
-
-    buffer = _io.BytesIO()
-    ox.serialize(quads, buffer, format=ox.RdfFormat.N_QUADS)
-    dataset = rdflib.Dataset()
-    with warnings.catch_warnings():
-        # rdflib 7's own N-Quads parser calls Dataset APIs rdflib deprecates.
-        warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)
-        dataset.parse(data=buffer.getvalue(), format="nquads")
-    return dataset
-
-
-def rdflib_graph(triples: Iterable[ox.Triple]) -> rdflib.Graph:
-    """Return triples as an ``rdflib.Graph`` (a copy), through N-Triples."""
-    import rdflib
-
-    buffer = _io.BytesIO()
-    ox.serialize(triples, buffer, format=ox.RdfFormat.N_TRIPLES)
-    return rdflib.Graph().parse(data=buffer.getvalue(), format="nt")
+# rdflib_dataset and rdflib_graph are named here too while the store's results
+# still import them from io (they now live in oms_rdf.rdf.bridge).
+__all__ = ["from_rdflib", "rdflib_dataset", "rdflib_graph", "to_rdflib"]
 
 
 def to_rdflib(store: GrainStore, *, grains: bool = False) -> rdflib.Dataset:
