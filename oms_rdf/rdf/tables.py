@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
 import pyoxigraph as ox
 
+from ..codec import DEFAULT_NAMESPACE
 from ..codec.grain import Grain
 from ..times import moment
 
@@ -51,14 +52,11 @@ __all__ = [
 ]
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
-_INTEGERS = frozenset(
-    _XSD + name
-    for name in (
-        "integer", "int", "long", "short", "byte", "nonNegativeInteger",
-        "positiveInteger", "negativeInteger", "nonPositiveInteger", "unsignedLong",
-        "unsignedInt", "unsignedShort", "unsignedByte",
-    )
-)  # fmt: skip
+_INTEGER_NAMES = """
+    integer int long short byte nonNegativeInteger positiveInteger negativeInteger
+    nonPositiveInteger unsignedLong unsignedInt unsignedShort unsignedByte
+"""
+_INTEGERS = frozenset(_XSD + name for name in _INTEGER_NAMES.split())
 _FLOATS = frozenset({_XSD + "double", _XSD + "float", _XSD + "decimal"})
 _LOCAL = re.compile(r"[A-Za-z_][\w\-]*(?:\.[\w\-]+)*")
 _PREFIX_DECLARATION = re.compile(r"PREFIX\s+([\w\-.]*):\s*<([^>]*)>", re.IGNORECASE)
@@ -163,11 +161,13 @@ def _pandas() -> Any:
 
 # --- grains as rows ---------------------------------------------------------------
 
-_GRAIN_COLUMNS = (
-    "address", "type", "subject", "relation", "object", "confidence",
-    "valid_from", "valid_to", "system_from", "namespace", "source_type",
-)  # fmt: skip
-_STATE_COLUMNS = ("status", "verification", "system_to", "superseded_by", "effective_confidence")  # fmt: skip
+_GRAIN_COLUMNS = tuple(
+    "address type subject relation object confidence valid_from valid_to "
+    "system_from namespace source_type".split()
+)
+_STATE_COLUMNS = tuple(
+    "status verification system_to superseded_by effective_confidence".split()
+)
 _TIMES = ("valid_from", "valid_to", "system_from", "system_to")
 
 
@@ -188,7 +188,7 @@ def grain_records(
             "valid_from": grain.get("valid_from"),
             "valid_to": grain.get("valid_to"),
             "system_from": grain.get("system_valid_from", grain.created_at),
-            "namespace": grain.get("namespace", "shared"),
+            "namespace": grain.get("namespace", DEFAULT_NAMESPACE),
             "source_type": grain.get("source_type"),
         }
         if status is not None:
@@ -199,8 +199,10 @@ def grain_records(
                 "verification": state.verification,
                 "system_to": state.system_to,
                 "superseded_by": state.superseded_by,
-                "effective_confidence": record["confidence"] if effective is None else effective,
-            }  # fmt: skip
+                "effective_confidence": (
+                    record["confidence"] if effective is None else effective
+                ),
+            }
         for name in _TIMES:
             if isinstance(record.get(name), int):
                 record[name] = moment(record[name])
