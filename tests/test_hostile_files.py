@@ -316,13 +316,13 @@ class Trickle(io.RawIOBase):
 
 @pytest.mark.parametrize("size", [1, 7, 64 << 10])
 def test_references_are_counted_across_reads(size: int) -> None:
-    from oms_rdf.io.sources import _EntityGuard
+    from oms_rdf.io.entity_guard import EntityGuard
 
     source = rdfxml(
         '<!DOCTYPE rdf:RDF [<!ENTITY long-name "12345"><!ENTITY b "xy">]>',
         "<ex:p>" + "&long-name;&b;" * 300 + "</ex:p>",
     )
-    guard = _EntityGuard(Trickle(source, size))
+    guard = EntityGuard(Trickle(source, size))
     assert io.BufferedReader(guard).read() == source
     assert guard.expanded == 300 * 5 + 300 * 2
 

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from ..codec.grain import Grain
+from ..codec.grain import DEFAULT_NAMESPACE, Grain
 from ..errors import ErrorCode, OmsError, SchemaError, StoreError
 from ..rdf.mapping import Row, address_of, belief_terms
 from ..rdf.terms import (
@@ -35,8 +35,7 @@ from ..rdf.terms import (
     subject_fields,
 )
 from ..rdf.vocab import OMS, RDF
-from ..store import GrainStore
-from ..store.knowledge import RESERVED_GRAPHS
+from ..store import RESERVED_GRAPHS, BulkImport, GrainStore
 from .records import ImportReport, fail_or_skip
 from .sources import Progress, line_of, parse_source
 
@@ -126,7 +125,7 @@ def adopted_grain(
         # An entity minted by an oms_rdf store (its Turtle, say) comes back as the
         # label and namespace it was minted from.
         namespace = minted_namespace(quad.subject, settings)
-    ns = namespace if namespace is not None else "shared"
+    ns = namespace if namespace is not None else DEFAULT_NAMESPACE
     subject_part = subject_fields(quad.subject, ns, settings)
     relation_part = relation_fields(quad.predicate, settings)
     relation = None if relation_part is None else relation_part[0]
@@ -155,7 +154,7 @@ def adopted_grain(
         "confidence": confidence,
         "source_type": "imported",
         "created_at": created,
-        "namespace": None if namespace == "shared" else namespace,
+        "namespace": None if namespace == DEFAULT_NAMESPACE else namespace,
         "context": context or None,
     }
     grain = Grain.from_dict(fields)
@@ -174,7 +173,7 @@ def adopted_grain(
 
 @contextmanager
 def plan_adoption(
-    store: GrainStore,
+    target: BulkImport,
     reopen: Callable[[], IO[bytes]],
     fmt: ox.RdfFormat,
     source: SourceInfo,
@@ -187,30 +186,16 @@ def plan_adoption(
     base_iri: str | None,
 ) -> Iterator[Callable[[], Iterator[Row]]]:
     """Check every triple of a foreign source, then yield the rows of the new beliefs."""
-    created = store.clock()  # adoption happens at the store's now
-
-    def grains(check: bool) -> Iterator[Grain]:
-        labels = _Labels(source.digest)
-        with reopen() as raw:
-            for quad in parse_source(raw, fmt, base_iri, progress if check else None):
-                quad = ox.Quad(
-                    _relabel(quad.subject, labels),
-                    quad.predicate,
-                    _relabel(quad.object, labels),
-                    _relabel(quad.graph_name, labels),
-                )
-                try:
-                    grain = adopted_grain(
-                        quad, store, namespace=namespace, confidence=confidence,
-                        created=created,
-                    )  # fmt: skip
-                except OmsError as exc:
-                    if check:
-                        where = line_of(reopen, quad)
-                        fail_or_skip(report, skip, where, exc)
-                    continue
-                yield grain
-
+    store = target.store
+    read = _Adoption(
+        store,
+        reopen,
+        fmt,
+        source.digest,
+        base_iri,
+        namespace=namespace,
+        confidence=confidence,
+    )
     # Within one adoption every belief shares its confidence, namespace and time, so
     # equal claims are equal grains: the address tells repeats apart.
     empty = store.is_empty()  # then nothing is believed yet: no lookups
@@ -218,7 +203,7 @@ def plan_adoption(
     seen: set[str] = set()
     new: set[str] = set()
     kept: list[Grain] | None = []  # the new grains, while they fit the cache
-    for grain in grains(check=True):
+    for grain in read.grains(report, skip, progress):
         if grain.address in seen:
             continue
         seen.add(grain.address)
@@ -237,7 +222,7 @@ def plan_adoption(
             yield from kept
             return
         done: set[str] = set()
-        for grain in grains(check=False):
+        for grain in read.grains():
             if grain.address in new and grain.address not in done:
                 done.add(grain.address)
                 yield grain
@@ -247,6 +232,58 @@ def plan_adoption(
             yield from store.rows_for(grain)
 
     yield rows
+
+
+class _Adoption:
+    """The beliefs of a foreign source, one per quad, read as often as needed."""
+
+    def __init__(
+        self,
+        store: GrainStore,
+        reopen: Callable[[], IO[bytes]],
+        fmt: ox.RdfFormat,
+        digest: str,
+        base_iri: str | None,
+        *,
+        namespace: str | None,
+        confidence: float,
+    ) -> None:
+        self.store, self.reopen, self.fmt = store, reopen, fmt
+        self.digest, self.base_iri = digest, base_iri
+        self.namespace, self.confidence = namespace, confidence
+        self.created = store.clock()  # adoption happens at the store's now
+
+    def grains(
+        self,
+        report: ImportReport | None = None,
+        skip: bool = False,
+        progress: Progress = None,
+    ) -> Iterator[Grain]:
+        """The source's beliefs in its order; with ``report`` (the checking
+        read), a quad no belief can hold is reported, or stops the import."""
+        labels = _Labels(self.digest)
+        with self.reopen() as raw:
+            quads = parse_source(raw, self.fmt, self.base_iri, progress)
+            for quad in quads:
+                quad = ox.Quad(
+                    _relabel(quad.subject, labels),
+                    quad.predicate,
+                    _relabel(quad.object, labels),
+                    _relabel(quad.graph_name, labels),
+                )
+                try:
+                    grain = adopted_grain(
+                        quad,
+                        self.store,
+                        namespace=self.namespace,
+                        confidence=self.confidence,
+                        created=self.created,
+                    )
+                except OmsError as exc:
+                    if report is not None:
+                        fail_or_skip(report, skip, line_of(self.reopen, quad), exc)
+                    continue
+                yield grain
 
 
 def _claim(grain: Grain) -> str:
@@ -273,7 +310,7 @@ class _Believed:
         backend = self.store.backend
         if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
             return False  # nobody asserts it now: the common case, one lookup
-        namespace = grain.get("namespace", "shared")
+        namespace = grain.namespace
         claims = self.claims.get((s, namespace))
         if claims is None:
             claims = self.claims[(s, namespace)] = set()
@@ -284,7 +321,7 @@ class _Believed:
                 ):
                     continue
                 other = self.store.get(address_of(node))
-                if other.get("namespace", "shared") == namespace:
+                if other.namespace == namespace:
                     claims.add(_claim(other))
         return _claim(grain) in claims
 

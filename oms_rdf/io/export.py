@@ -15,15 +15,15 @@ from ..codec.grain import Grain
 from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
 from ..rdf.mapping import NIH_PREFIX, literal_value
 from ..rdf.vocab import OMS
-from ..store import GrainStore, IndexState
-from ..store.knowledge import PREFIXES as STORE_PREFIXES
-from ..store.state import TimeLike
+from ..store import PREFIXES as STORE_PREFIXES
+from ..store import GrainStore
+from ..times import TimeLike
 from .container import tombstone_entry, write_mg
 from .formats import PREFIXES, RDF_FORMATS, TURTLE_PREFIXES, format_for
 from .jsonl import dumps_jsonl, dumps_tombstone
-from .manifest import VERIFICATION_OUT, VOIDED_KEY
-from .records import _text
-from .sources import Source, _open
+from .manifest import manifest_entry
+from .records import term_text
+from .sources import Source, open_output
 
 
 def export(
@@ -31,8 +31,8 @@ def export(
     dest: Source,
     *,
     format: str | None = None,
-    valid_at: TimeLike = None,
-    as_of: TimeLike = None,
+    valid_at: TimeLike | None = None,
+    as_of: TimeLike | None = None,
     namespace: str | None = None,
     grains: bool | None = None,
 ) -> int:
@@ -68,47 +68,50 @@ def export(
         )
     with _writing(dest) as out:
         if fmt == "mg":
-            return write_mg(
-                _blobs(store), out, manifest=_manifest(store, envelopes=True),
-                deduplicated=True,
-            )  # fmt: skip
+            manifest = _manifest(store, envelopes=True)
+            return write_mg(_blobs(store), out, manifest=manifest, deduplicated=True)
         if fmt == "jsonl":
-            count = 0
-            indexed = _indexed(store)
-            for blob in _blobs(store):
-                grain = Grain.from_blob(blob)
-                state = (
-                    _entry(store, grain.address) if grain.address in indexed else None
-                )
-                line = dumps_jsonl(grain, state or None, _envelope(store, grain))
-                out.write(line.encode() + b"\n")
-                count += 1
-            # The tombstones last: an import honours them whatever their place.
-            for address, erased_at in _tombstones(store):
-                out.write(dumps_tombstone(address, erased_at).encode() + b"\n")
-            return count
-        rdf = RDF_FORMATS[fmt]
-        triples: Iterable[Any]
-        if fmt in PLAIN_FORMATS:
-            triples = _grain_layer(store)
-        elif fmt == "turtle12":
-            quads = store.backend.quads(None, None, None, ox.DefaultGraph())
-            triples = _with_reifiers(
-                store, (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
-            )
-        elif fmt == "trig12":
-            triples = _with_reifiers(store, store.backend.quads(), quads=True)
-        else:
-            triples = store.backend.quads()
-        ox.serialize(
-            triples,
-            out,
-            format=rdf,
-            prefixes=PREFIXES
-            if rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG)
-            else None,
-        )
+            return _write_jsonl(store, out)
+        _write_rdf(store, out, fmt)
     return len(store)
+
+
+def _write_jsonl(store: GrainStore, out: IO[bytes]) -> int:
+    """Write every grain as a JSON line with its state, then the tombstones;
+    return the number of grains."""
+    count = 0
+    indexed = _indexed(store)
+    for blob in _blobs(store):
+        grain = Grain.from_blob(blob)
+        state = (
+            manifest_entry(store, grain.address) if grain.address in indexed else None
+        )
+        line = dumps_jsonl(grain, state or None, _envelope(store, grain))
+        out.write(line.encode() + b"\n")
+        count += 1
+    # The tombstones last: an import honours them whatever their place.
+    for address, erased_at in _tombstones(store):
+        out.write(dumps_tombstone(address, erased_at).encode() + b"\n")
+    return count
+
+
+def _write_rdf(store: GrainStore, out: IO[bytes], fmt: str) -> None:
+    """Write the grains in an RDF format: every graph, or the grain layer."""
+    rdf = RDF_FORMATS[fmt]
+    triples: Iterable[Any]
+    if fmt in PLAIN_FORMATS:
+        triples = _grain_layer(store)
+    elif fmt == "turtle12":
+        quads = store.backend.quads(None, None, None, ox.DefaultGraph())
+        triples = _with_reifiers(
+            store, (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
+        )
+    elif fmt == "trig12":
+        triples = _with_reifiers(store, store.backend.quads(), quads=True)
+    else:
+        triples = store.backend.quads()
+    declared = rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG)
+    ox.serialize(triples, out, format=rdf, prefixes=PREFIXES if declared else None)
 
 
 PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
@@ -140,7 +143,7 @@ def _writing(dest: Source) -> Iterator[IO[bytes]]:
         StoreError: ERR_STORE when ``dest`` is a folder or cannot be written.
     """
     if hasattr(dest, "write"):
-        with _open(dest, "wb") as out:
+        with open_output(dest, "wb") as out:
             yield out
         return
     path = Path(dest)
@@ -156,7 +159,7 @@ def _writing(dest: Source) -> Iterator[IO[bytes]]:
             path=str(dest),
         )
     try:
-        with _open(dest, "wb") as out:
+        with open_output(dest, "wb") as out:
             yield out
     except OSError as exc:
         raise StoreError(
@@ -209,12 +212,12 @@ def _envelope(store: GrainStore, grain: Grain) -> bytes | None:
         return None
     node = ox.NamedNode(NIH_PREFIX + grain.address)
     quad = next(store.backend.quads(node, OMS.envelope, None, OMS.blobs), None)
-    return None if quad is None else base64.b64decode(_text(quad.object))
+    return None if quad is None else base64.b64decode(term_text(quad.object))
 
 
 def _blobs(store: GrainStore) -> Iterator[bytes]:
     for q in store.backend.quads(None, OMS.blob, None, OMS.blobs):
-        yield base64.b64decode(_text(q.object))
+        yield base64.b64decode(term_text(q.object))
 
 
 def _manifest(
@@ -230,7 +233,7 @@ def _manifest(
     """
     signed = (
         {
-            _text(q.subject).removeprefix(NIH_PREFIX)
+            term_text(q.subject).removeprefix(NIH_PREFIX)
             for q in store.backend.quads(None, OMS.envelope, None, OMS.blobs)
         }
         if envelopes
@@ -242,12 +245,12 @@ def _manifest(
         if address in erased:  # a tombstone: no grain, no other state
             yield address, tombstone_entry(erased[address])
             continue
-        entry = _entry(store, address) if address in indexed else {}
+        entry = manifest_entry(store, address) if address in indexed else {}
         if address in signed:
             node = ox.NamedNode(NIH_PREFIX + address)
             envelope = next(store.backend.quads(node, OMS.envelope, None, OMS.blobs))
             entry = {
-                "oms_rdf:envelope": base64.b64decode(_text(envelope.object)),
+                "oms_rdf:envelope": base64.b64decode(term_text(envelope.object)),
                 **entry,
             }
         if entry:
@@ -258,7 +261,7 @@ def _tombstones(store: GrainStore) -> list[tuple[str, int]]:
     """Every erased grain's address and erasure time, in address order."""
     pairs = []
     for quad in store.backend.quads(None, OMS.erasedAt, None, OMS.index):
-        node = _text(quad.subject)
+        node = term_text(quad.subject)
         if node.startswith(NIH_PREFIX):
             when: int = literal_value(quad.object)  # type: ignore[arg-type]
             pairs.append((node.removeprefix(NIH_PREFIX), when))
@@ -268,79 +271,11 @@ def _tombstones(store: GrainStore) -> list[tuple[str, int]]:
 def _indexed(store: GrainStore) -> set[str]:
     """The addresses of the grains held here that have index state."""
     subjects = (
-        _text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
+        term_text(q.subject) for q in store.backend.quads(None, None, None, OMS.index)
     )
     erased = {
-        _text(q.subject)
+        term_text(q.subject)
         for q in store.backend.quads(None, OMS.erasedAt, None, OMS.index)
     }
     nodes = {s for s in subjects if s.startswith(NIH_PREFIX)} - erased
     return {node.removeprefix(NIH_PREFIX) for node in nodes}
-
-
-def _entry(store: GrainStore, address: str) -> dict[str, Any]:
-    """One grain's manifest entry: its index state, compacted (empty: the default)."""
-    state = store.status(address)
-    entry: dict[str, Any] = {}
-    if state.superseded_by is not None:
-        entry["sb"] = state.superseded_by
-    if state.system_to is not None:
-        entry["svt"] = state.system_to
-    if state.status == "retracted":
-        entry["vstatus"] = "retracted"
-    elif state.verification != "unverified":
-        entry["vstatus"] = VERIFICATION_OUT[state.verification]
-    if state.voided_at is not None:
-        entry[VOIDED_KEY] = state.voided_at
-        if state.status == "retracted" and state.verification == "contradicted":
-            entry["oms_rdf:contradicted"] = True
-    for key, value in (
-        ("itype", state.invalidation_type),
-        ("ireason", state.reason),
-        ("iinit", state.initiator),
-    ):
-        if value is not None:
-            entry[key] = value
-    entry.update(_evidence_entry(store, state))
-    return entry
-
-
-def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
-    """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure marks.
-
-    Spec §11.3 lets an exporter add local fields; these keep what the store has
-    learnt about a grain when it travels as ``.mg`` or JSON Lines.
-    """
-    entry: dict[str, Any] = {}
-    if state.log_ratio:
-        entry["oms_rdf:lr"] = state.log_ratio
-    if state.sprt_status != "accumulating":
-        entry["oms_rdf:sprt"] = state.sprt_status
-    if state.sprt_entered:
-        entry["oms_rdf:entered"] = sorted(state.sprt_entered)
-    if state.effective_confidence is not None:
-        entry["oms_rdf:ec"] = state.effective_confidence
-    if state.conflicts_with:
-        entry["oms_rdf:conflicts"] = list(state.conflicts_with)
-    if state.pending_erasure is not None:
-        entry["oms_rdf:pe"] = state.pending_erasure
-    events = []
-    node = ox.NamedNode(NIH_PREFIX + state.address)
-    for quad in store.backend.quads(None, OMS.evidenceFor, node, OMS.index):
-        event: dict[str, Any] = {"id": _text(quad.subject)}
-        for q in store.backend.quads(quad.subject, None, None, OMS.index):
-            key = _EVIDENCE_KEYS.get(q.predicate.value)
-            if key is not None:
-                event[key] = literal_value(q.object)  # type: ignore[arg-type]
-        events.append(event)
-    if events:
-        entry["oms_rdf:evidence"] = sorted(
-            events, key=lambda e: (e.get("at", 0), e["id"])
-        )
-    return entry
-
-
-_EVIDENCE_KEYS = {
-    OMS.evidenceKind.value: "kind", OMS.strength.value: "strength", OMS.at.value: "at",
-    OMS.logRatio.value: "lr", OMS.note.value: "note", OMS.actor.value: "by",
-}  # fmt: skip

@@ -28,18 +28,31 @@ FORMATS: tuple[str, ...] = get_args(Format)
 
 
 _BY_SUFFIX = {
-    ".trig": "trig", ".nq": "nquads", ".nquads": "nquads", ".ttl": "turtle", ".nt": "ntriples",
-    ".jsonld": "jsonld", ".mg": "mg", ".jsonl": "jsonl", ".ndjson": "jsonl",
-    ".rdf": "rdfxml", ".owl": "rdfxml", ".xml": "rdfxml",
-}  # fmt: skip
+    ".trig": "trig",
+    ".nq": "nquads",
+    ".nquads": "nquads",
+    ".ttl": "turtle",
+    ".nt": "ntriples",
+    ".jsonld": "jsonld",
+    ".mg": "mg",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".rdf": "rdfxml",
+    ".owl": "rdfxml",
+    ".xml": "rdfxml",
+}
 
 
 RDF_FORMATS = {
-    "trig": ox.RdfFormat.TRIG, "nquads": ox.RdfFormat.N_QUADS, "turtle": ox.RdfFormat.TURTLE,
-    "ntriples": ox.RdfFormat.N_TRIPLES, "jsonld": ox.RdfFormat.JSON_LD,
+    "trig": ox.RdfFormat.TRIG,
+    "nquads": ox.RdfFormat.N_QUADS,
+    "turtle": ox.RdfFormat.TURTLE,
+    "ntriples": ox.RdfFormat.N_TRIPLES,
+    "jsonld": ox.RdfFormat.JSON_LD,
     "rdfxml": ox.RdfFormat.RDF_XML,
-    "turtle12": ox.RdfFormat.TURTLE, "trig12": ox.RdfFormat.TRIG,
-}  # fmt: skip
+    "turtle12": ox.RdfFormat.TURTLE,
+    "trig12": ox.RdfFormat.TRIG,
+}
 
 
 PREFIXES = {

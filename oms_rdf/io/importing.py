@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
-from ..store import GrainStore
-from ..store.audit import check as check_audit
-from ..store.progress import Stage
+from ..store import BulkImport, GrainStore, Stage
 from .adopt import file_base, plan_adoption, scan
+from .dataset_plan import plan_dataset
 from .formats import RDF_FORMATS, format_for
-from .manifest import Tombstones
-from .plans import TwoPassError, plan_dataset, plan_jsonl, plan_mg
+from .jsonl_plan import plan_jsonl
+from .mg_plan import plan_mg
+from .plans import Plan, TwoPassError
 from .records import ImportReport
 from .restore import FAST_RESTORE_LIMIT, restore_into_empty
-from .sources import Progress, Source, _reopenable
+from .sources import Progress, Source, reopenable
+from .tombstones import Tombstones
 
 
 def import_(
@@ -61,52 +64,84 @@ def import_(
     )
     report = ImportReport()
     base = base_iri if base_iri is not None else file_base(src)
-    with store.bulk(stage=stage) as journal, _reopenable(src) as (reopen, size):
-        plan: Any
-        rebuild = False  # grain rows carry their knowledge triples; a dataset's do not
+    with (
+        BulkImport.open(store, stage=stage) as target,
+        reopenable(src) as (reopen, size),
+    ):
         # A backup's tombstones go first: none of its grains, or a later import's,
         # comes back once erased (TriG, N-Quads, JSON-LD carry them as quads).
         tombstones = Tombstones.read(fmt, reopen, report, skip_invalid)
-        tombstones.bury(store, journal)
+        tombstones.bury(target)
         reopen = tombstones.without_lines(reopen)
+        run = _Import(target, reopen, report, skip_invalid, progress, tombstones)
+        if fmt in ("mg", "jsonl"):
+            run.write(run.grain_plan(fmt), rebuild=False)
+            return report
+        rdf = RDF_FORMATS[fmt]
+        source = scan(reopen, rdf, base)
+        plan: Plan
+        if not source.ours:
+            plan = plan_adoption(
+                target,
+                reopen,
+                rdf,
+                source,
+                report,
+                skip_invalid,
+                progress,
+                namespace=namespace,
+                confidence=confidence,
+                base_iri=base,
+            )
+            run.write(plan, rebuild=False)  # beliefs' rows carry their knowledge
+        elif not (
+            target.empty
+            and not source.journal
+            and rdf.supports_datasets
+            and size <= FAST_RESTORE_LIMIT
+            and restore_into_empty(
+                target, reopen, rdf, report, progress, path=_path_of(src)
+            )
+        ):
+            plan = plan_dataset(target, reopen, rdf, report, skip_invalid, progress)
+            run.write(plan, rebuild=True)  # a dataset's knowledge is rebuilt
+    return report
+
+
+@dataclass
+class _Import:
+    """One import's writing, once its plan has checked the source."""
+
+    target: BulkImport
+    reopen: Callable[[], IO[bytes]]
+    report: ImportReport
+    skip: bool
+    progress: Progress
+    tombstones: Tombstones
+
+    def grain_plan(self, fmt: str) -> Plan:
+        """The plan of a ``.mg`` or JSON Lines source, whose rows carry the
+        knowledge triples of their grains."""
+        args = (self.target, self.reopen, self.report, self.skip, self.progress)
         if fmt == "mg":
-            plan = plan_mg(store, reopen, report, skip_invalid, progress)
-        elif fmt == "jsonl":
-            # Into a store without grains, one pass: the journal undoes a refusal.
-            plan = plan_jsonl(store, reopen, report, skip_invalid, progress,
-                               at_once=journal.empty and not skip_invalid)  # fmt: skip
-        else:
-            rdf = RDF_FORMATS[fmt]
-            source = scan(reopen, rdf, base)
-            if not source.ours:
-                plan = plan_adoption(store, reopen, rdf, source, report, skip_invalid,
-                                     progress, namespace=namespace, confidence=confidence,
-                                     base_iri=base)  # fmt: skip
-            elif (
-                journal.empty
-                and not source.journal
-                and rdf.supports_datasets
-                and size <= FAST_RESTORE_LIMIT
-                and restore_into_empty(
-                    store, journal, reopen, rdf, report, progress, path=_path_of(src)
-                )
-            ):
-                return report
-            else:
-                plan = plan_dataset(store, reopen, rdf, report, skip_invalid, progress)
-                rebuild = True
+            return plan_mg(*args)
+        # Into a store without grains, one pass: the journal undoes a refusal.
+        return plan_jsonl(*args, at_once=self.target.empty and not self.skip)
+
+    def write(self, plan: Plan, *, rebuild: bool) -> None:
+        """Write the plan's rows and end the import (its audit chain checked)."""
+        target, report = self.target, self.report
         try:
             with plan as rows:
-                journal.write(rows(), grains=report.added)
+                target.write(rows(), grains=report.added)
         except TwoPassError:  # a one-pass plan met a grain on two lines
-            journal.rewind()
-            tombstones.bury(store, journal)
-            with plan_jsonl(store, reopen, report, skip_invalid, progress) as rows:
-                journal.write(rows(), grains=report.added)
-        report.quads = journal.written
-        check_audit(store.backend)  # an imported chain is verified before it is kept
-        journal.finish(store.audit_rows("import", count=report.added), rebuild=rebuild)
-    return report
+            target.rewind()
+            self.tombstones.bury(target)
+            again = plan_jsonl(target, self.reopen, report, self.skip, self.progress)
+            with again as rows:
+                target.write(rows(), grains=report.added)
+        report.quads = target.written
+        target.finish(report.added, rebuild=rebuild)  # the imported chain verified
 
 
 def _path_of(src: Source) -> Path | None:

@@ -1,155 +1,257 @@
-"""The shape of index state in a `.mg` manifest and a JSON line's ``$index`` (spec §11.3),
-and the tombstones both formats carry."""
+"""Index state in a `.mg` manifest entry and a JSON line's ``$index`` (spec §11.3).
+
+One home for the entry's shape, both ways: :func:`manifest_entry` makes a stored
+grain's entry for an export, :func:`state_from_manifest` the index rows an import
+writes from one. Besides the spec's keys (``sb``, ``svt``, ``vstatus``, ``itype``,
+``ireason``, ``iinit``), an entry carries local ``oms_rdf:`` fields for what the
+store has learnt: evidence, disputes, erasure marks, when a grain was voided.
+"""
 
 from __future__ import annotations
 
-import io as _io
-from collections.abc import Callable
-from typing import IO, Any, cast
+import uuid
+from collections.abc import Mapping
+from typing import Any
 
 import pyoxigraph as ox
 
-from ..errors import OmsError
-from ..rdf.mapping import grain_iri, millis_literal
-from ..rdf.vocab import OMS
-from ..store import GrainStore
-from ..store.erasure import erased_addresses
-from ..store.journal import Journal
-from ..store.presence import stored_addresses
-from .container import read_mg
-from .jsonl import TOMBSTONE_MARK, loads_tombstone
-from .records import ImportReport, fail_or_skip
-from .sources import bounded_lines
-
-# A blanked source is read a piece of a line at a time, never a whole long line.
-_PIECE = 1 << 16
+from ..codec import check_address
+from ..errors import DecodeError, OmsError
+from ..rdf.mapping import (
+    NIH_PREFIX,
+    Row,
+    grain_iri,
+    literal_value,
+    millis_literal,
+    nt_literal,
+)
+from ..rdf.vocab import OMS, RDF, XSD
+from ..store import GrainStore, IndexState
+from .records import row_of, term_text
 
 VERIFICATION_OUT = {
     "verified": "verified",
     "disputed": "disputed",
     "contradicted": "contested",
 }
-
-
-VERIFICATION_IN = {"verified": "verified", "disputed": "disputed", "contested": "contradicted",
-                    "contradicted": "contradicted", "unverified": "unverified"}  # fmt: skip
-
-
+VERIFICATION_IN = {
+    "verified": "verified",
+    "disputed": "disputed",
+    "contested": "contradicted",
+    "contradicted": "contradicted",
+    "unverified": "unverified",
+}
 VOIDED_KEY = (
     "oms_rdf:voided"  # our extension: when a grain was retracted or contradicted
 )
 
+# The index terms of the states an entry names; the defaults (active,
+# unverified) are the absence of index rows, as the store writes them.
+_STATUS_TERMS = {"superseded": OMS.superseded, "retracted": OMS.retracted}
+_VERIFICATION_TERMS = {
+    "verified": OMS.verified,
+    "disputed": OMS.disputed,
+    "contradicted": OMS.contradicted,
+}
+_TEXT_KEYS = (
+    ("itype", OMS.invalidationType),
+    ("ireason", OMS.invalidationReason),
+    ("iinit", OMS.invalidationInitiator),
+)
+XSD_DOUBLE = XSD.double.value
 
-class Tombstones:
-    """The tombstones a ``.mg`` or JSON Lines backup carries, read before its grains.
 
-    An erased grain leaves a tombstone (its address and the time) so that no
-    import brings it back; a backup made after an erasure carries it (a ``.mg``
-    manifest entry ``{"oms_rdf:erased": T}``, a JSON line ``{"$erased": ..., "at":
-    T}``), and restoring the backup writes it, so that an older backup imported
-    next skips the grain. They are written first, in the import's journal (undone
-    with it), so the grains of the same import are checked against them too. A
-    tombstone for a grain the store holds is not written: an import never erases
-    (as with TriG and N-Quads).
+def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
+    """Index rows for one manifest entry (status and verification replace the defaults).
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a value of the wrong type or an address
+            that is not one (nothing is pasted into N-Quads unchecked).
     """
-
-    def __init__(self) -> None:
-        self.erased: dict[str, int] = {}  # address -> epoch ms
-        self.lines: set[int] = set()  # JSON Lines: the tombstones' line numbers
-
-    @classmethod
-    def read(
-        cls,
-        fmt: str,
-        reopen: Callable[[], IO[bytes]],
-        report: ImportReport,
-        skip: bool,
-    ) -> Tombstones:
-        """The tombstones of a source (none unless ``fmt`` is mg or jsonl)."""
-        found = cls()
-        if fmt == "mg":
-            with reopen() as raw:
-                if len(head := raw.read(4)) == 4 and head[3] & 0x10:  # a manifest
-                    with reopen() as again:
-                        reader = read_mg(again, check=False)
-                        for _ in reader.items():
-                            pass
-                        found.erased = reader.tombstones
-        elif fmt == "jsonl":
-            with reopen() as raw, _buffered(raw) as lines:
-                for number, line in enumerate(bounded_lines(lines), 1):
-                    if TOMBSTONE_MARK not in line:
-                        continue
-                    try:
-                        tombstone = loads_tombstone(line.decode("utf-8", "replace"))
-                    except OmsError as exc:
-                        found.lines.add(number)  # skipped, or the import stops
-                        fail_or_skip(report, skip, f"line {number}", exc)
-                        continue
-                    if tombstone is not None:
-                        found.lines.add(number)
-                        address, at = tombstone
-                        found.erased[address] = max(at, found.erased.get(address, at))
-        return found
-
-    def bury(self, store: GrainStore, journal: Journal) -> None:
-        """Write the tombstones the store has not, for grains it does not hold."""
-        if not self.erased:
-            return
-        new = set(self.erased) - erased_addresses(store.backend)
-        held = stored_addresses(store.backend, new)
-        journal.write(
-            ox.Quad(
-                grain_iri(address),
-                OMS.erasedAt,
-                millis_literal(self.erased[address]),
-                OMS.index,
+    node = f"<{NIH_PREFIX}{address}>"
+    idx = str(OMS.index)
+    rows: list[Row] = []
+    vstatus = entry.get("vstatus")
+    if vstatus == "retracted":
+        status = "retracted"
+        contradicted = entry.get("oms_rdf:contradicted")
+        verification = "contradicted" if contradicted else "unverified"
+    else:
+        status = "superseded" if "sb" in entry else "active"
+        verification = VERIFICATION_IN.get(str(vstatus), "unverified")
+    if status in _STATUS_TERMS:
+        rows.append((node, str(OMS.status), str(_STATUS_TERMS[status]), idx))
+    if verification in _VERIFICATION_TERMS:
+        term = _VERIFICATION_TERMS[verification]
+        rows.append((node, str(OMS.verificationStatus), str(term), idx))
+    if "sb" in entry:
+        successor = entry["sb"]
+        if not isinstance(successor, str):
+            raise DecodeError(
+                f"sb of {address[:12]}… must be an address, not {successor!r}"
             )
-            for address in sorted(new - held)
+        check_address(successor)  # never text pasted into N-Quads unchecked
+        rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{successor}>", idx))
+    for key, prop in (("svt", OMS.systemTo), (VOIDED_KEY, OMS.voidedAt)):
+        if isinstance(entry.get(key), int):
+            rows.append((node, str(prop), str(millis_literal(entry[key])), idx))
+    for key, prop in _TEXT_KEYS:
+        if isinstance(entry.get(key), str):
+            rows.append((node, str(prop), nt_literal(entry[key]), idx))
+    return rows + _evidence_rows(address, entry)
+
+
+def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
+    """Index rows for the local ``oms_rdf:`` fields an export adds (see export.py).
+
+    Each value is checked for its type and written as a typed term, never pasted.
+    """
+    node, idx = grain_iri(address), OMS.index
+    quads: list[ox.Quad] = []
+
+    def field(key: str, kinds: type | tuple[type, ...]) -> Any:
+        value = entry.get(key)
+        if value is not None and (
+            not isinstance(value, kinds) or isinstance(value, bool)
+        ):
+            raise DecodeError(
+                f"{key} of {address[:12]}… must be {kinds}, not {value!r}",
+                path=f"manifest {address[:12]}… {key}",
+            )
+        return value
+
+    for key, prop in (
+        ("oms_rdf:lr", OMS.logRatio),
+        ("oms_rdf:ec", OMS.effectiveConfidence),
+    ):
+        if (value := field(key, (int, float))) is not None:
+            quads.append(ox.Quad(node, prop, _double(value), idx))
+    if (status := field("oms_rdf:sprt", str)) is not None:
+        quads.append(
+            ox.Quad(node, OMS.sprtStatus, ox.Literal(_one_of(status, _SPRT)), idx)
         )
-
-    def without_lines(self, reopen: Callable[[], IO[bytes]]) -> Callable[[], IO[bytes]]:
-        """``reopen`` with the tombstone lines blanked (JSON Lines: the grain
-        reader skips blank lines, and every other line keeps its number)."""
-        if not self.lines:
-            return reopen
-        lines = frozenset(self.lines)
-        return lambda: _Blanked(reopen(), lines)  # type: ignore[return-value]
-
-
-def _buffered(raw: IO[bytes]) -> _io.BufferedReader:
-    """A stream read through a buffer (a raw stream reads a line a byte at a
-    time); closing it closes ``raw``, and it must be closed while ``raw`` is open."""
-    return _io.BufferedReader(cast(Any, raw))
+    for status in field("oms_rdf:entered", list) or ():
+        quads.append(
+            ox.Quad(node, OMS.sprtEntered, ox.Literal(_one_of(status, _SPRT)), idx)
+        )
+    for rival in field("oms_rdf:conflicts", list) or ():
+        rival = check_address(rival if isinstance(rival, str) else repr(rival))
+        quads.append(ox.Quad(node, OMS.conflictsWith, grain_iri(rival), idx))
+    if (marked := field("oms_rdf:pe", int)) is not None:
+        quads.append(ox.Quad(node, OMS.pendingErasure, millis_literal(marked), idx))
+    for event in field("oms_rdf:evidence", list) or ():
+        quads += _evidence_event(node, event, address)
+    return [row_of(q) for q in quads]
 
 
-class _Blanked(_io.RawIOBase):
-    """A JSON Lines source with some lines blanked: spaces, the same length."""
+_SPRT = ("accumulating", "promoted", "demoted")
+_EVIDENCE_KINDS = ("supporting", "refuting")
 
-    def __init__(self, raw: IO[bytes], lines: frozenset[int]) -> None:
-        self.source = _buffered(raw)
-        self.lines, self.number, self.pending = lines, 0, b""
-        self.starts = True  # whether the next piece read starts a line
 
-    def readable(self) -> bool:
-        return True
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise DecodeError(f"expected one of {list(allowed)}, found {value!r}")
+    return str(value)
 
-    def readinto(self, buffer: Any) -> int:
-        while not self.pending:
-            line = self.source.readline(_PIECE)
-            if not line:
-                return 0
-            whole = line.endswith(b"\n")
-            self.number += self.starts
-            self.starts = whole  # the next piece starts a line when this ends one
-            if self.number in self.lines:
-                end = b"\n" if line.endswith(b"\n") else b""
-                line = b" " * (len(line) - len(end)) + end
-            self.pending = line
-        data, self.pending = self.pending[: len(buffer)], self.pending[len(buffer) :]
-        buffer[: len(data)] = data
-        return len(data)
 
-    def close(self) -> None:
-        self.source.close()  # and the source with it
-        super().close()
+def _double(value: float) -> ox.Literal:
+    return ox.Literal(repr(float(value)), datatype=ox.NamedNode(XSD_DOUBLE))
+
+
+def _evidence_event(node: ox.NamedNode, event: Any, address: str) -> list[ox.Quad]:
+    """The quads of one recorded observation, from its manifest map."""
+    where = f"manifest {address[:12]}… oms_rdf:evidence"
+    if not isinstance(event, Mapping) or not isinstance(event.get("id"), str):
+        raise DecodeError("an evidence event must be a map with an id", path=where)
+    try:
+        iri = f"urn:uuid:{uuid.UUID(event['id'].removeprefix('urn:uuid:'))}"
+        kind = _one_of(event.get("kind"), _EVIDENCE_KINDS)
+        strength, at = float(event["strength"]), int(event["at"])
+        log_ratio = float(event["lr"])
+    except (KeyError, TypeError, ValueError, OmsError) as exc:
+        raise DecodeError(f"a malformed evidence event: {exc}", path=where) from None
+    subject, idx = ox.NamedNode(iri), OMS.index
+    quads = [
+        ox.Quad(subject, RDF.type, OMS.Evidence, idx),
+        ox.Quad(subject, OMS.evidenceFor, node, idx),
+        ox.Quad(subject, OMS.evidenceKind, ox.Literal(kind), idx),
+        ox.Quad(subject, OMS.strength, _double(strength), idx),
+        ox.Quad(subject, OMS.at, millis_literal(at), idx),
+        ox.Quad(subject, OMS.logRatio, _double(log_ratio), idx),
+    ]
+    for key, prop in (("note", OMS.note), ("by", OMS.actor)):
+        if isinstance(event.get(key), str):
+            quads.append(ox.Quad(subject, prop, ox.Literal(event[key]), idx))
+    return quads
+
+
+def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
+    """One grain's manifest entry: its index state, compacted (empty: the default)."""
+    state = store.status(address)
+    entry: dict[str, Any] = {}
+    if state.superseded_by is not None:
+        entry["sb"] = state.superseded_by
+    if state.system_to is not None:
+        entry["svt"] = state.system_to
+    if state.status == "retracted":
+        entry["vstatus"] = "retracted"
+    elif state.verification != "unverified":
+        entry["vstatus"] = VERIFICATION_OUT[state.verification]
+    if state.voided_at is not None:
+        entry[VOIDED_KEY] = state.voided_at
+        if state.status == "retracted" and state.verification == "contradicted":
+            entry["oms_rdf:contradicted"] = True
+    for key, value in (
+        ("itype", state.invalidation_type),
+        ("ireason", state.reason),
+        ("iinit", state.initiator),
+    ):
+        if value is not None:
+            entry[key] = value
+    entry.update(_evidence_entry(store, state))
+    return entry
+
+
+def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
+    """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure marks.
+
+    Spec §11.3 lets an exporter add local fields; these keep what the store has
+    learnt about a grain when it travels as ``.mg`` or JSON Lines.
+    """
+    entry: dict[str, Any] = {}
+    if state.log_ratio:
+        entry["oms_rdf:lr"] = state.log_ratio
+    if state.sprt_status != "accumulating":
+        entry["oms_rdf:sprt"] = state.sprt_status
+    if state.sprt_entered:
+        entry["oms_rdf:entered"] = sorted(state.sprt_entered)
+    if state.effective_confidence is not None:
+        entry["oms_rdf:ec"] = state.effective_confidence
+    if state.conflicts_with:
+        entry["oms_rdf:conflicts"] = list(state.conflicts_with)
+    if state.pending_erasure is not None:
+        entry["oms_rdf:pe"] = state.pending_erasure
+    events = []
+    node = ox.NamedNode(NIH_PREFIX + state.address)
+    for quad in store.backend.quads(None, OMS.evidenceFor, node, OMS.index):
+        event: dict[str, Any] = {"id": term_text(quad.subject)}
+        for q in store.backend.quads(quad.subject, None, None, OMS.index):
+            key = _EVIDENCE_KEYS.get(q.predicate.value)
+            if key is not None:
+                event[key] = literal_value(q.object)  # type: ignore[arg-type]
+        events.append(event)
+    if events:
+        entry["oms_rdf:evidence"] = sorted(
+            events, key=lambda e: (e.get("at", 0), e["id"])
+        )
+    return entry
+
+
+_EVIDENCE_KEYS = {
+    OMS.evidenceKind.value: "kind",
+    OMS.strength.value: "strength",
+    OMS.at.value: "at",
+    OMS.logRatio.value: "lr",
+    OMS.note.value: "note",
+    OMS.actor.value: "by",
+}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyoxigraph as ox
 
@@ -39,14 +38,13 @@ def fail_or_skip(report: ImportReport, skip: bool, where: str, exc: OmsError) ->
     report.skipped.append((where, str(exc)))
 
 
-def _text(term: Any) -> str:
+def term_text(term: object) -> str:
     """The lexical value of an IRI, blank node or literal term.
 
     Raises:
         DecodeError: for a term that has none (an RDF 1.2 triple term).
     """
-    value = getattr(term, "value", None)
-    if not isinstance(value, str):
-        found = f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)
-        raise DecodeError(f"expected an IRI, a blank node or a literal, found {found}")
-    return value
+    if isinstance(term, ox.NamedNode | ox.BlankNode | ox.Literal):
+        return term.value
+    found = f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)
+    raise DecodeError(f"expected an IRI, a blank node or a literal, found {found}")

@@ -1,15 +1,16 @@
 """The fast restore: a whole-store export into a store that holds no grain yet.
 
 One native load writes the source (RocksDB's bulk loader on disk) on a thread of
-its own, while this thread reads the source again and checks it: every blob must
-verify, every grain node must have its blob and only what an export holds may sit
-in the reserved graphs, the settings must agree, and put's policy check holds.
-The loader releases the GIL, so the two run side by side. When a check fails, the
-journal puts the store back as it was (it held no grain) and the general two-pass
-import runs instead, to report the bad record with its place.
+its own (:meth:`~oms_rdf.store.BulkImport.restore`), while this thread reads the
+source again and checks it: every blob must verify, every grain node must have
+its blob and only what an export holds may sit in the reserved graphs, the
+settings must agree, and put's policy check holds. The loader releases the GIL,
+so the two run side by side. When a check fails, the store is put back as it was
+(it held no grain) and the general two-pass import runs instead, to report the
+bad record with its place.
 
 The export's knowledge is kept when it is what the rebuild would make of its
-grains (:class:`~oms_rdf.store.rebuild.KnowledgeCheck`), and rebuilt otherwise.
+grains (:class:`~oms_rdf.store.KnowledgeCheck`), and rebuilt otherwise.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import base64
 import io as _io
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
@@ -28,16 +28,11 @@ from ..codec.grain import Grain
 from ..errors import DecodeError, OmsError, StoreError
 from ..rdf.mapping import NIH_PREFIX
 from ..rdf.vocab import OMS
-from ..store import GrainStore
-from ..store.audit import check as check_audit
-from ..store.erasure import erased_addresses
-from ..store.journal import Journal
-from ..store.rebuild import KnowledgeCheck
-from ..store.writelock import WRITER
+from ..store import BulkImport, KnowledgeCheck
 from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
-from .plans import Policies, SourceSettings, holds_blank
-from .records import ImportReport, _text
+from .plans import SourceSettings, holds_blank
+from .records import ImportReport, term_text
 from .sources import Counting, Progress, parse_source
 
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
@@ -48,70 +43,58 @@ _OURS = frozenset({_DEFAULT, OMS.blobs, OMS.index, OMS.audit})
 _READ_SIZE = 1 << 22
 
 
-def restore_into_empty(store: GrainStore, journal: Journal, reopen: Callable[[], IO[bytes]],
-                       fmt: ox.RdfFormat, report: ImportReport, progress: Progress,
-                       path: Path | None = None) -> bool:  # fmt: skip
-    """Restore ``reopen``'s export into ``store``, which holds no grain; return
-    whether it was restored (if not, the store is as it was).
+def restore_into_empty(
+    target: BulkImport,
+    reopen: Callable[[], IO[bytes]],
+    fmt: ox.RdfFormat,
+    report: ImportReport,
+    progress: Progress,
+    path: Path | None = None,
+) -> bool:
+    """Restore ``reopen``'s export into the import's store, which holds no grain;
+    return whether it was restored (if not, the store is as it was).
 
     ``path``: the source's file, if it is one; the store then reads it by itself,
     never waiting for the GIL that the checks hold. ``progress`` is told of the
     bytes the checks have read.
     """
-    before = len(store.backend)
-    check = _RestoreCheck(store)
-    with (
-        ExitStack() as files,
-        ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader,
-    ):
-        if path is None:
-            source = _io.BufferedReader(
-                Counting(files.enter_context(reopen()), None), _READ_SIZE
-            )
-            loading = loader.submit(journal.load, source, fmt)
-        else:
-            loading = loader.submit(journal.load, path, fmt)
+    check = _RestoreCheck(target)
+
+    def checked() -> tuple[int, bool] | None:
         try:
             with reopen() as again:
                 check.read(parse_source(again, fmt, None, progress))
-            grains: int | None = check.grains()
+            return check.grains(), check.knowledge.as_rebuilt()
         except (OmsError, ValueError):
-            grains = None  # the general path names the record
-        finally:
-            wait([loading])  # before the file it reads is closed
-        try:
-            loading.result()
-        except DecodeError:
-            grains = None  # a syntax error: the general path names its line
-    # A write lock caught in the export belongs to a writer of another store.
-    store.backend.update(f"DELETE WHERE {{ GRAPH {OMS.index} {{ {WRITER} ?p ?o }} }}")
-    if grains is not None:
-        try:
-            check_audit(store.backend)
-        except OmsError:
-            grains = None
+            return None  # the general path names the record
+
+    with ExitStack() as files:
+        source: IO[bytes] | Path
+        if path is None:
+            raw = files.enter_context(reopen())
+            source = _io.BufferedReader(Counting(raw, None), _READ_SIZE)
+        else:
+            source = path
+        grains = target.restore(source, fmt, checked)
     if grains is None:
-        journal.rewind()
         return False
     report.added = grains
-    report.quads = journal.written = len(store.backend) - before
-    journal.finish(store.audit_rows("import", count=grains),
-                   rebuild=not check.knowledge.as_rebuilt())  # fmt: skip
+    report.quads = target.written
     return True
 
 
 class _RestoreCheck:
     """What an export must hold to be restored as it is, checked as it streams past."""
 
-    def __init__(self, store: GrainStore) -> None:
-        self.store = store
-        self.policies = Policies(store)
+    def __init__(self, target: BulkImport) -> None:
+        self.store = store = target.store
+        self.policies = target.policies()
         self.knowledge = KnowledgeCheck()
         self.layer = LayerCheck(store.settings)
         self.evidence = EvidenceCheck()
         # A store without grains may hold tombstones: their grains stay out, which
         # the general path does (it skips and reports them).
-        self.tombstones = erased_addresses(store.backend)
+        self.tombstones = target.erased()
         self.blobs: set[ox.NamedNode] = set()  # grain nodes with their blob
         self.subjects: set[object] = set()  # subjects of the grain layer
         self.described: set[object] = set()  # ... with oms:systemFrom
@@ -121,6 +104,7 @@ class _RestoreCheck:
         self.settings = SourceSettings()
 
     def read(self, quads: Iterable[ox.Quad]) -> None:
+        """Take every quad of the source, refusing what may not be kept as it is."""
         knowledge = self.knowledge
         for quad in quads:
             s, p, graph = quad.subject, quad.predicate, quad.graph_name
@@ -167,7 +151,7 @@ class _RestoreCheck:
             raise DecodeError(f"grain {address[:12]}… has two blobs")
         if address in self.tombstones:
             raise StoreError(f"grain {address[:12]}… was erased here")
-        grain = Grain.from_blob(base64.b64decode(_text(blob)), address=address)
+        grain = Grain.from_blob(base64.b64decode(term_text(blob)), address=address)
         self.policies.see(grain)
         self.layer.grain(grain)
         self.blobs.add(node)
@@ -189,8 +173,11 @@ class _RestoreCheck:
         if not self.graphs <= self.knowledge.graphs:
             raise StoreError("a named graph that no belief names")
         self.settings.check(self.store)
-        closed = {n.value.removeprefix(NIH_PREFIX) for n in self.knowledge.closed
-                  if isinstance(n, ox.NamedNode)}  # fmt: skip
+        closed = {
+            n.value.removeprefix(NIH_PREFIX)
+            for n in self.knowledge.closed
+            if isinstance(n, ox.NamedNode)
+        }
         for _grain, error in self.policies.refused(closed.__contains__):
             raise error
         return len(self.blobs)

@@ -114,7 +114,9 @@ def _part(node: Any, key: str) -> Any:
 
 def _bgp_triples(node: Any) -> list[Any] | None:
     """The triples of a WHERE made only of basic graph patterns, else None."""
-    name = getattr(node, "name", None)
+    from rdflib.plugins.sparql.parserutils import CompValue
+
+    name = node.name if isinstance(node, CompValue) else None
     if name == "BGP":
         return list(_part(node, "triples") or ())
     if name == "Join":
@@ -205,11 +207,16 @@ class _Plan:
         """Adopt each triple as a belief unless one (new or stored) asserts it."""
         labels = _labels(quads)
         for quad in quads:
-            quad = ox.Quad(*(labels(t) for t in (quad.subject, quad.predicate,
-                                                 quad.object, quad.graph_name)))  # fmt: skip
-            grain = adopted_grain(quad, self.store, namespace=self.namespace,
-                                  confidence=self.confidence, created=self.created)  # fmt: skip
-            ns = grain.get("namespace", "shared")
+            terms = (quad.subject, quad.predicate, quad.object, quad.graph_name)
+            quad = ox.Quad(*(labels(t) for t in terms))
+            grain = adopted_grain(
+                quad,
+                self.store,
+                namespace=self.namespace,
+                confidence=self.confidence,
+                created=self.created,
+            )
+            ns = grain.namespace
             claim = _claim_of(quad)
             if grain.address in self.new or grain.address in self.store:
                 # The same bytes again: put is a no-op (believed, unless retracted).
@@ -246,8 +253,7 @@ class _Plan:
         return [
             address
             for address in self.claims.get(claim, ())
-            if namespace is None
-            or self.new[address].get("namespace", "shared") == namespace
+            if namespace is None or self.new[address].namespace == namespace
         ]
 
     def _stored(self, claim: _Claim, namespace: str | None) -> Iterator[str]:
@@ -273,16 +279,19 @@ class _Plan:
             if address in self.leaving:
                 continue
             grain = self.store.get(address)
-            if namespace is None or grain.get("namespace", "shared") == namespace:
+            if namespace is None or grain.namespace == namespace:
                 yield address
 
     def write(self, *, by: str | None, reason: str | None) -> None:
         """Check the retractions and the new beliefs, then write all in one write."""
         store = self.store
         change = store.invalidation.plan_void(
-            list(self.leaving), "retract", reason=reason or "SPARQL DELETE DATA",
-            justification=reason, by=by,
-        )  # fmt: skip
+            list(self.leaving),
+            "retract",
+            reason=reason or "SPARQL DELETE DATA",
+            justification=reason,
+            by=by,
+        )
         for grain in self.new.values():
             store.check_new(grain, self.new)
         if not self.new and not change.current:

@@ -35,6 +35,7 @@ from ..rdf.sparql import update_request
 from ..times import to_millis
 from .admission import accept, check_new
 from .audit import AuditReport
+from .bulk_import import BulkImport
 from .changes import Axis, Changes, changes
 from .core import Core
 from .delegate import Delegated
@@ -42,9 +43,10 @@ from .erasure import ErasureReport, SubjectReport, check_found, due, select
 from .erasure import erase as erase_grains
 from .erasure import report as subject_report
 from .invalidation import Invalidation
-from .knowledge import QueryRow, Snapshot, Solutions, Triples
+from .knowledge import PREFIXES, RESERVED_GRAPHS, QueryRow, Snapshot, Solutions, Triples
 from .progress import Stage
 from .questions import Questions
+from .rebuild import KnowledgeCheck
 from .revising import EvidenceEvent, EvidenceResult, Revision
 from .revision import Entrenchment
 from .state import IndexState, TimeLike
@@ -57,16 +59,21 @@ if TYPE_CHECKING:  # io builds on the store: its types only, for the signatures
     from ..io.update import UpdateReport
 
 __all__ = [
+    "PREFIXES",
+    "RESERVED_GRAPHS",
     "AuditReport",
+    "BulkImport",
     "Changes",
     "ErasureReport",
     "EvidenceEvent",
     "EvidenceResult",
     "GrainStore",
     "IndexState",
+    "KnowledgeCheck",
     "QueryRow",
     "Snapshot",
     "Solutions",
+    "Stage",
     "SubjectReport",
     "Triples",
     "update_request",
