@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.inforce import grain_clause
 from oms_rdf.rdf.mapping import millis_literal
 from oms_rdf.store.knowledge import run_query
-from oms_rdf.store.rewrite import grain_clause, rewrite
+from oms_rdf.store.rewrite import rewrite
 from tests.test_time_travel import WORKS_AT, build
 from tests.test_time_travel import steps as history_steps
 

@@ -34,9 +34,10 @@ FILTER NOT EXISTS { GRAPH <https://w3id.org/oms-rdf/ns#index> { ?g <https://w3id
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
-from pyoxigraph import NamedNode
+from pyoxigraph import Literal, NamedNode
 
 from .vocab import OMS, RDF
 
@@ -44,9 +45,11 @@ __all__ = [
     "BELIEFS_COUNT",
     "NOW_ENDED",
     "TEXTS",
+    "GrainClause",
     "beliefs_by_status_query",
     "beliefs_query",
     "current_beliefs_query",
+    "grain_clause",
     "held",
     "in_force",
     "node_block",
@@ -229,3 +232,56 @@ NOW_ENDED = f"""SELECT ?now ?g WHERE {{
   {held("?g")}
 }}
 LIMIT 1"""
+
+
+# --- the rewrite's clause (store/rewrite.py) -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GrainClause:
+    """What a grain node holding a triple of the knowledge matches: in force at
+    a point (``valid_at``, ``as_of``: ``xsd:dateTime`` literals), or held now
+    when there is no point; of some namespaces (none: every one)."""
+
+    point: tuple[Literal, Literal] | None
+    namespaces: tuple[str, ...]
+
+    def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
+        """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
+        the query's terms) in ``graph`` (None: the default graph). Its own
+        variables end with ``_{atom}``, so that those of two atoms never meet."""
+
+        def var(name: str) -> str:
+            return f"?_oms{name}_{atom}"
+
+        g = var("g")
+        triple = [(RDF.subject, s), (RDF.predicate, p), (RDF.object, o)]
+        if self.point is None:
+            blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
+            parts = [node_block(g, triple), held(g, var=var), blob]
+        else:
+            valid_at, as_of = (str(t) for t in self.point)
+            first = [(OMS.confidence, var("confidence"))]
+            parts = [in_force(g, valid_at, as_of, var=var, first=first, then=triple)]
+        if self.namespaces:
+            values = " ".join(str(Literal(n)) for n in self.namespaces)
+            ns = var("ns")
+            parts.append(f"{g} {OMS.namespace} {ns} . VALUES {ns} {{ {values} }}")
+        if graph is None:
+            parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
+        else:
+            parts.append(f"{g} {OMS.graph} {graph} .")
+        return " ".join(parts)
+
+
+def grain_clause(
+    valid_at: Literal | None, as_of: Literal | None, namespaces: Sequence[str | None]
+) -> GrainClause:
+    """The clause of the knowledge at (``valid_at``, ``as_of``), or of now when
+    both are None, in these namespaces (None is every one): the definitions of
+    :func:`in_force` and :func:`held`, so that the rewrite and ``beliefs()`` cannot
+    drift apart."""
+    wanted = tuple(n for n in namespaces if n is not None)
+    if valid_at is None or as_of is None:
+        return GrainClause(None, wanted)
+    return GrainClause((valid_at, as_of), wanted)

@@ -23,6 +23,7 @@ from ..rdf.inforce import (
     beliefs_by_status_query,
     beliefs_query,
     current_beliefs_query,
+    grain_clause,
     snapshot_query,
 )
 from ..rdf.limits import check_query
@@ -53,7 +54,8 @@ from .knowledge import (
     run_query,
 )
 from .lookup import chain_rows, in_force, subject_rows
-from .rewrite import dataset_clause, dataset_start, grain_clause, rewrite
+from .querytext import dataset_clause, dataset_start
+from .rewrite import rewrite
 from .search import SearchIndex, search_texts
 from .state import STATUSES, TimeLike, millis_or_now
 

@@ -2,7 +2,7 @@
 onto the grain layer so that the store (a SPARQL server too) answers it.
 
 The knowledge of a point is a set of triples, those of the beliefs in force there
-(``beliefs.rq``). Each triple pattern of the query becomes a subquery over the
+(:mod:`oms_rdf.rdf.inforce`). Each triple pattern of the query becomes a subquery over the
 grain nodes whose reified triple it matches and that are in force at the point
 (:func:`grain_clause`): ``SELECT DISTINCT``, so a triple that two grains hold is
 matched once, as in the knowledge. A property path is spelled out: a sequence
@@ -21,6 +21,7 @@ the pattern (Virtuoso 7 binds it without joining it to subqueries). The query is
 valid SPARQL when it comes here (the caller has parsed it): a form this reader
 does not know also gives None, never a different query.
 
+>>> from oms_rdf.rdf.inforce import grain_clause
 >>> clause = grain_clause(None, None, ("work",))
 >>> text = rewrite("SELECT ?o WHERE { <http://ex.org/a> <http://ex.org/p> ?o }", clause)
 >>> text.count("SELECT DISTINCT ?o WHERE")
@@ -32,190 +33,15 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin
 
-from pyoxigraph import Literal
+from ..rdf.inforce import GrainClause
+from .querytext import Token, UnreadableError, tokenize
 
-from ..rdf.inforce import held, in_force, node_block
-from ..rdf.vocab import OMS, RDF
-
-__all__ = ["GrainClause", "dataset_clause", "dataset_start", "grain_clause", "rewrite"]
+__all__ = ["rewrite"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
-
-# Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
-# reads as a comparison; what none of them matches makes the reader give up.
-_TOKEN = re.compile(
-    r"""(?P<space>\s+|\#[^\n]*)
-    |(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
-    |(?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
-        |"(?:[^"\\\n\r]|\\.)*"|'(?:[^'\\\n\r]|\\.)*')
-    |(?P<var>[?$][\w\u00b7\u0300-\u036f\u203f\u2040]+)
-    |(?P<bnode>_:[\w\u00b7\u0300-\u036f\u203f\u2040.\-]+)
-    |(?P<number>\d+\.\d*[eE][+-]?\d+|\.\d+[eE][+-]?\d+|\d+[eE][+-]?\d+|\d*\.\d+|\d+)
-    |(?P<pname>(?:[^\W\d_][\w\u00b7\u0300-\u036f\u203f\u2040.\-]*)?:
-        (?:[\w\u00b7\u0300-\u036f\u203f\u2040.\-:]|%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?\#@%])*)
-    |(?P<word>[A-Za-z_]\w*)
-    |(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
-    |(?P<punct>\^\^|&&|\|\||!=|<=|>=|<<|>>|[{}()\[\].,;*+?/|^!=<>\-])""",
-    re.VERBOSE,
-)
-# Tokens that may end with a dot that is not theirs (it ends the triple).
-_DOTTED = frozenset({"bnode", "pname"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
-
-
-class _RewriteError(Exception):
-    """What this reader cannot rewrite: the caller answers another way."""
-
-
-def _tokens(text: str) -> list[_Token]:
-    found: list[_Token] = []
-    at = 0
-    while at < len(text):
-        match = _TOKEN.match(text, at)
-        if match is None or match.lastgroup is None:
-            raise _RewriteError(f"no token at {at}")
-        kind, end = match.lastgroup, match.end()
-        if kind in _DOTTED:
-            while text[end - 1] == "." and end - 1 > at:
-                end -= 1
-        if kind != "space":
-            found.append(_Token(kind, text[at:end], at, end))
-        at = end
-    return found
-
-
-def dataset_clause(
-    query: str, prefixes: Mapping[str, str]
-) -> tuple[list[str], list[str]] | None:
-    """The IRIs of a query's ``FROM`` and ``FROM NAMED`` clauses, or None when it
-    has none (or cannot be read: then the query's own parser says what is wrong).
-
-    ``prefixes``: those a query may use undeclared; its own ``PREFIX`` lines win.
-    """
-    try:
-        tokens = _tokens(query)
-    except _RewriteError:
-        return None
-    declared, base = dict(prefixes), ""
-    default: list[str] = []
-    named: list[str] = []
-    depth, at = 0, 0
-    while at < len(tokens):
-        token = tokens[at]
-        at += 1
-        if token.text in ("{", "(", "["):
-            depth += 1
-        elif token.text in ("}", ")", "]"):
-            depth -= 1
-        elif depth == 0 and token.is_word("PREFIX") and at + 1 < len(tokens):
-            name, target = tokens[at].text, tokens[at + 1].text
-            declared[name.rstrip(":")] = urljoin(base, target[1:-1])
-            at += 2
-        elif depth == 0 and token.is_word("BASE") and at < len(tokens):
-            base = urljoin(base, tokens[at].text[1:-1])
-            at += 1
-        elif depth == 0 and token.is_word("FROM") and at < len(tokens):
-            into = default
-            if tokens[at].is_word("NAMED"):
-                into, at = named, at + 1
-            if at >= len(tokens):
-                return None
-            iri = _iri_of(tokens[at], declared, base)
-            if iri is None:
-                return None
-            into.append(iri)
-            at += 1
-    return (default, named) if default or named else None
-
-
-def dataset_start(query: str) -> int | None:
-    """Where a query's first ``FROM`` clause begins (a character offset), or None."""
-    try:
-        tokens = _tokens(query)
-    except _RewriteError:
-        return None
-    depth = 0
-    for token in tokens:
-        depth += (token.text in ("{", "(", "[")) - (token.text in ("}", ")", "]"))
-        if depth == 0 and token.is_word("FROM"):
-            return token.start
-    return None
-
-
-def _iri_of(token: _Token, prefixes: Mapping[str, str], base: str) -> str | None:
-    if token.kind == "iri":
-        return urljoin(base, token.text[1:-1])
-    if token.kind == "pname":
-        prefix, local = token.text.split(":", 1)
-        namespace = prefixes.get(prefix)
-        return None if namespace is None else namespace + local
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class GrainClause:
-    """What a grain node holding a triple of the knowledge matches: in force at
-    a point (``valid_at``, ``as_of``: ``xsd:dateTime`` literals), or held now
-    when there is no point; of some namespaces (none: every one)."""
-
-    point: tuple[Literal, Literal] | None
-    namespaces: tuple[str, ...]
-
-    def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
-        """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
-        the query's terms) in ``graph`` (None: the default graph). Its own
-        variables end with ``_{atom}``, so that those of two atoms never meet."""
-
-        def var(name: str) -> str:
-            return f"?_oms{name}_{atom}"
-
-        g = var("g")
-        triple = [(RDF.subject, s), (RDF.predicate, p), (RDF.object, o)]
-        if self.point is None:
-            blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
-            parts = [node_block(g, triple), held(g, var=var), blob]
-        else:
-            valid_at, as_of = (str(t) for t in self.point)
-            first = [(OMS.confidence, var("confidence"))]
-            parts = [in_force(g, valid_at, as_of, var=var, first=first, then=triple)]
-        if self.namespaces:
-            values = " ".join(str(Literal(n)) for n in self.namespaces)
-            ns = var("ns")
-            parts.append(f"{g} {OMS.namespace} {ns} . VALUES {ns} {{ {values} }}")
-        if graph is None:
-            parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
-        else:
-            parts.append(f"{g} {OMS.graph} {graph} .")
-        return " ".join(parts)
-
-
-def grain_clause(
-    valid_at: Literal | None, as_of: Literal | None, namespaces: Sequence[str | None]
-) -> GrainClause:
-    """The clause of the knowledge at (``valid_at``, ``as_of``), or of now when
-    both are None, in these namespaces (None is every one): the definitions of
-    :mod:`oms_rdf.rdf.inforce`, so that the rewrite and ``beliefs()`` cannot
-    drift apart."""
-    wanted = tuple(n for n in namespaces if n is not None)
-    if valid_at is None or as_of is None:
-        return GrainClause(None, wanted)
-    return GrainClause((valid_at, as_of), wanted)
 
 
 def rewrite(query: str, clause: GrainClause) -> str | None:
@@ -225,7 +51,7 @@ def rewrite(query: str, clause: GrainClause) -> str | None:
         return None
     try:
         return _Rewriter(query, clause).run()
-    except _RewriteError:
+    except UnreadableError:
         return None
 
 
@@ -238,7 +64,7 @@ class _Rewriter:
     def __init__(self, query: str, clause: GrainClause) -> None:
         self.text = query
         self.clause = clause
-        self.tokens = _tokens(query)
+        self.tokens = tokenize(query)
         self.at = 0
         self.edits: list[tuple[int, int, str]] = []
         self.fresh = 0
@@ -248,21 +74,21 @@ class _Rewriter:
 
     # --- reading tokens -------------------------------------------------------------
 
-    def peek(self, ahead: int = 0) -> _Token | None:
+    def peek(self, ahead: int = 0) -> Token | None:
         i = self.at + ahead
         return self.tokens[i] if i < len(self.tokens) else None
 
-    def next(self) -> _Token:
+    def next(self) -> Token:
         token = self.peek()
         if token is None:
-            raise _RewriteError("the query ended early")
+            raise UnreadableError("the query ended early")
         self.at += 1
         return token
 
-    def expect(self, text: str) -> _Token:
+    def expect(self, text: str) -> Token:
         token = self.next()
         if token.text != text:
-            raise _RewriteError(
+            raise UnreadableError(
                 f"expected {text!r} at {token.start}, found {token.text!r}"
             )
         return token
@@ -287,8 +113,8 @@ class _Rewriter:
                 self.next()
             self.next()
         form = self.next()
-        star: _Token | None = None
-        short: _Token | None = None
+        star: Token | None = None
+        short: Token | None = None
         if form.is_word("SELECT"):
             star, _ = self.projection()
         elif form.is_word("CONSTRUCT"):
@@ -297,13 +123,13 @@ class _Rewriter:
             else:
                 short = self.peek()
         elif not form.is_word("ASK"):
-            raise _RewriteError(f"a {form.text} query")
+            raise UnreadableError(f"a {form.text} query")
         if self.at_word("FROM"):
-            raise _RewriteError("a dataset of the query's own")
+            raise UnreadableError("a dataset of the query's own")
         if self.at_word("WHERE"):
             self.next()
         if not self.at_punct("{"):
-            raise _RewriteError("no pattern where one was expected")
+            raise UnreadableError("no pattern where one was expected")
         open_brace = self.tokens[self.at]
         if not self.tokens[self.at - 1].is_word("WHERE"):
             # The store binds variables at the first WHERE: it must be this one.
@@ -313,7 +139,7 @@ class _Rewriter:
         if short is not None:  # CONSTRUCT WHERE { … }: the template is the pattern
             inner = self.text[open_brace.end : self.tokens[self.at - 1].start]
             if re.search(r"_:|\[", inner):
-                raise _RewriteError("a blank node in a CONSTRUCT WHERE")
+                raise UnreadableError("a blank node in a CONSTRUCT WHERE")
             self.edits.append((short.start, short.start, f"{{ {inner} }} "))
         self.modifiers(None, to_end=True)
         if star is not None and self.fresh > before:
@@ -324,7 +150,7 @@ class _Rewriter:
         """What ``SELECT *`` stands for once blank nodes are variables: its
         variables, by name (as Oxigraph lists them)."""
         if not scope:
-            raise _RewriteError("SELECT * of blank nodes only")
+            raise UnreadableError("SELECT * of blank nodes only")
         return " ".join(sorted(scope, key=lambda v: v[1:]))
 
     def edited(self) -> str:
@@ -335,7 +161,7 @@ class _Rewriter:
             text = text[:start] + new + text[end:]
         return text
 
-    def projection(self) -> tuple[_Token | None, list[str]]:
+    def projection(self) -> tuple[Token | None, list[str]]:
         """After SELECT: the ``*`` token, or the variables projected."""
         if self.at_word("DISTINCT", "REDUCED"):
             self.next()
@@ -351,7 +177,7 @@ class _Rewriter:
             elif token.text == "(":
                 projected.append(self.parenthesised(None, bind=True) or "")
             else:
-                raise _RewriteError(f"{token.text!r} in a projection")
+                raise UnreadableError(f"{token.text!r} in a projection")
 
     def modifiers(self, graph: str | None, *, to_end: bool) -> None:
         """Solution modifiers: kept, but for an EXISTS in them. Up to the end of
@@ -363,7 +189,7 @@ class _Rewriter:
                 self.next()
                 self.exists(graph)
             elif token.is_word("VALUES"):  # Virtuoso 7 binds it without joining
-                raise _RewriteError("VALUES after the pattern")  # the subqueries
+                raise UnreadableError("VALUES after the pattern")  # the subqueries
             else:
                 self.next()
 
@@ -389,7 +215,7 @@ class _Rewriter:
         while not self.at_punct("}"):
             token = self.peek()
             if token is None:
-                raise _RewriteError("an unclosed group")
+                raise UnreadableError("an unclosed group")
             if token.text == "{":
                 scope += self.group(graph)
                 while self.at_word("UNION"):
@@ -408,11 +234,11 @@ class _Rewriter:
                 # matched in that graph (matched).
                 self.edits.append((token.start, name.end, ""))
                 if name.kind not in ("var", "iri", "pname"):
-                    raise _RewriteError(f"GRAPH {name.text}")
+                    raise UnreadableError(f"GRAPH {name.text}")
                 if name.kind == "var":
                     scope.append(name.text)
                 if not self.holds_triples():
-                    raise _RewriteError("a GRAPH pattern with no triple of its own")
+                    raise UnreadableError("a GRAPH pattern with no triple of its own")
                 scope += self.group(name.text)
             elif token.is_word("FILTER"):
                 self.next()
@@ -424,7 +250,7 @@ class _Rewriter:
                 self.next()
                 scope += self.values()
             elif token.is_word("SERVICE"):
-                raise _RewriteError("SERVICE")
+                raise UnreadableError("SERVICE")
             elif token.text == ".":
                 self.next()
             else:
@@ -440,7 +266,7 @@ class _Rewriter:
 
     def subselect(self, graph: str | None) -> list[str]:
         if self.inline:
-            raise _RewriteError("a subquery inside EXISTS")
+            raise UnreadableError("a subquery inside EXISTS")
         self.next()  # SELECT
         star, projected = self.projection()
         if self.at_word("WHERE"):
@@ -475,7 +301,7 @@ class _Rewriter:
         elif self.at_word("NOT"):
             self.next()
             if not self.next().is_word("EXISTS"):
-                raise _RewriteError("NOT without EXISTS")
+                raise UnreadableError("NOT without EXISTS")
             self.exists(graph)
         else:  # a function call: a name, then its arguments
             self.next()
@@ -491,7 +317,7 @@ class _Rewriter:
             if token.is_word("EXISTS"):
                 self.exists(graph)
             elif token.text in ("{", "}"):
-                raise _RewriteError(f"a brace in an expression at {token.start}")
+                raise UnreadableError(f"a brace in an expression at {token.start}")
             elif token.kind == "punct":
                 depth += (token.text == "(") - (token.text == ")")
             if depth == 1 and token.kind == "var":
@@ -517,7 +343,7 @@ class _Rewriter:
         return scope
 
     @staticmethod
-    def _starts_term(token: _Token) -> bool:
+    def _starts_term(token: Token) -> bool:
         if token.kind in ("var", "iri", "pname", "string", "number", "bnode"):
             return True
         if token.kind == "punct":
@@ -582,7 +408,7 @@ class _Rewriter:
         if kind == "punct" and token.text in ("+", "-"):
             number = self.next()
             if number.kind != "number":
-                raise _RewriteError(f"{token.text} before {number.text}")
+                raise UnreadableError(f"{token.text} before {number.text}")
             return token.text + number.text
         if kind == "bnode":
             return self.labels.setdefault(token.text, self.new_variable())
@@ -605,7 +431,7 @@ class _Rewriter:
                 self.emit(cell, ("iri", _FIRST), item, graph, out)
                 self.emit(cell, ("iri", _REST), rest, graph, out)
             return cells[0]
-        raise _RewriteError(f"{token.text!r} as a term")
+        raise UnreadableError(f"{token.text!r} as a term")
 
     # --- paths --------------------------------------------------------------------------
 
@@ -638,9 +464,9 @@ class _Rewriter:
         elif token.text == "!":
             primary = ("neg", self.negated())
         else:
-            raise _RewriteError(f"{token.text!r} in a path")
+            raise UnreadableError(f"{token.text!r} in a path")
         if self.at_punct("*", "+", "?"):
-            raise _RewriteError("a path that repeats")
+            raise UnreadableError("a path that repeats")
         return ("inv", primary) if inverse else primary
 
     def negated(self) -> list[tuple[bool, str]]:
@@ -652,7 +478,7 @@ class _Rewriter:
             if token.kind == "word" and token.text == "a":
                 return inverse, _TYPE
             if token.kind not in ("iri", "pname"):
-                raise _RewriteError(f"{token.text!r} in a negated property set")
+                raise UnreadableError(f"{token.text!r} in a negated property set")
             return inverse, token.text
 
         if not self.at_punct("("):
@@ -698,8 +524,8 @@ class _Rewriter:
                 # One solution per triple, as Oxigraph gives for a set one way;
                 # the predicate is kept apart by its name and not shown.
                 p = f"?_omsnp{self.fresh}" if len(sides) > 1 else f"?_omsnq{self.fresh}"
-                branches.append(self.matched(a, p, b, graph,
-                                             f"FILTER ({p} NOT IN ({', '.join(names)}))"))  # fmt: skip
+                unnamed = f"FILTER ({p} NOT IN ({', '.join(names)}))"
+                branches.append(self.matched(a, p, b, graph, unnamed))
             if len(branches) == 1:
                 out.append(branches[0])
             else:  # both ways: an alternative, once per pair of ends
@@ -733,8 +559,8 @@ class _Rewriter:
         inner = self.clause.pattern(s, p, o, graph, self.atoms)
         if extra:
             inner += " " + extra
-        shown = [t for t in dict.fromkeys((s, p, o, graph or ""))
-                 if t[:1] in ("?", "$") and not t.startswith("?_omsnp")]  # fmt: skip
+        ends = dict.fromkeys((s, p, o, graph or ""))
+        shown = [t for t in ends if t[:1] in ("?", "$") and not t.startswith("?_omsnp")]
         if self.inline:
             return f"{{ {inner} }}"
         if not shown:

@@ -1,0 +1,152 @@
+"""Reading SPARQL text: its tokens, and the dataset a query names.
+
+The store reads a caller's query for two things without parsing it fully: the
+graphs its ``FROM`` and ``FROM NAMED`` clauses name (:func:`dataset_clause`,
+:func:`dataset_start`), and its triple patterns, to rewrite them onto the grain
+layer (:mod:`.rewrite`). Both read tokens (:func:`tokenize`); what this reader
+cannot read gives up (:class:`UnreadableError`) and the caller answers another way.
+
+>>> [t.text for t in tokenize("SELECT ?s FROM <http://ex.org/g> { ?s ?p ?o }")][:3]
+['SELECT', '?s', 'FROM']
+>>> dataset_clause("SELECT * FROM NAMED <http://ex.org/g> { }", {})
+([], ['http://ex.org/g'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+__all__ = ["Token", "UnreadableError", "dataset_clause", "dataset_start", "tokenize"]
+
+# Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
+# reads as a comparison; what none of them matches makes the reader give up.
+_TOKEN = re.compile(
+    r"""(?P<space>\s+|\#[^\n]*)
+    |(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+    |(?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
+        |"(?:[^"\\\n\r]|\\.)*"|'(?:[^'\\\n\r]|\\.)*')
+    |(?P<var>[?$][\w\u00b7\u0300-\u036f\u203f\u2040]+)
+    |(?P<bnode>_:[\w\u00b7\u0300-\u036f\u203f\u2040.\-]+)
+    |(?P<number>\d+\.\d*[eE][+-]?\d+|\.\d+[eE][+-]?\d+|\d+[eE][+-]?\d+|\d*\.\d+|\d+)
+    |(?P<pname>(?:[^\W\d_][\w\u00b7\u0300-\u036f\u203f\u2040.\-]*)?:
+        (?:[\w\u00b7\u0300-\u036f\u203f\u2040.\-:]|%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?\#@%])*)
+    |(?P<word>[A-Za-z_]\w*)
+    |(?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
+    |(?P<punct>\^\^|&&|\|\||!=|<=|>=|<<|>>|[{}()\[\].,;*+?/|^!=<>\-])""",
+    re.VERBOSE,
+)
+# Tokens that may end with a dot that is not theirs (it ends the triple).
+_DOTTED = frozenset({"bnode", "pname"})
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token of SPARQL text: its kind (a group name of the pattern above),
+    its text and where it lies (character offsets)."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+    def is_word(self, *words: str) -> bool:
+        """Whether the token is one of these keywords (given in upper case)."""
+        return self.kind == "word" and self.text.upper() in words
+
+
+class UnreadableError(Exception):
+    """Text this reader cannot read, or a query it cannot rewrite: the caller
+    answers another way (the query's own parser says what is wrong with it)."""
+
+
+def tokenize(text: str) -> list[Token]:
+    """The tokens of SPARQL text, spaces and comments left out.
+
+    Raises:
+        UnreadableError: where no token starts.
+    """
+    found: list[Token] = []
+    at = 0
+    while at < len(text):
+        match = _TOKEN.match(text, at)
+        if match is None or match.lastgroup is None:
+            raise UnreadableError(f"no token at {at}")
+        kind, end = match.lastgroup, match.end()
+        if kind in _DOTTED:
+            while text[end - 1] == "." and end - 1 > at:
+                end -= 1
+        if kind != "space":
+            found.append(Token(kind, text[at:end], at, end))
+        at = end
+    return found
+
+
+def dataset_clause(
+    query: str, prefixes: Mapping[str, str]
+) -> tuple[list[str], list[str]] | None:
+    """The IRIs of a query's ``FROM`` and ``FROM NAMED`` clauses, or None when it
+    has none (or cannot be read: then the query's own parser says what is wrong).
+
+    ``prefixes``: those a query may use undeclared; its own ``PREFIX`` lines win.
+    """
+    try:
+        tokens = tokenize(query)
+    except UnreadableError:
+        return None
+    declared, base = dict(prefixes), ""
+    default: list[str] = []
+    named: list[str] = []
+    depth, at = 0, 0
+    while at < len(tokens):
+        token = tokens[at]
+        at += 1
+        if token.text in ("{", "(", "["):
+            depth += 1
+        elif token.text in ("}", ")", "]"):
+            depth -= 1
+        elif depth == 0 and token.is_word("PREFIX") and at + 1 < len(tokens):
+            name, target = tokens[at].text, tokens[at + 1].text
+            declared[name.rstrip(":")] = urljoin(base, target[1:-1])
+            at += 2
+        elif depth == 0 and token.is_word("BASE") and at < len(tokens):
+            base = urljoin(base, tokens[at].text[1:-1])
+            at += 1
+        elif depth == 0 and token.is_word("FROM") and at < len(tokens):
+            into = default
+            if tokens[at].is_word("NAMED"):
+                into, at = named, at + 1
+            if at >= len(tokens):
+                return None
+            iri = _iri_of(tokens[at], declared, base)
+            if iri is None:
+                return None
+            into.append(iri)
+            at += 1
+    return (default, named) if default or named else None
+
+
+def dataset_start(query: str) -> int | None:
+    """Where a query's first ``FROM`` clause begins (a character offset), or None."""
+    try:
+        tokens = tokenize(query)
+    except UnreadableError:
+        return None
+    depth = 0
+    for token in tokens:
+        depth += (token.text in ("{", "(", "[")) - (token.text in ("}", ")", "]"))
+        if depth == 0 and token.is_word("FROM"):
+            return token.start
+    return None
+
+
+def _iri_of(token: Token, prefixes: Mapping[str, str], base: str) -> str | None:
+    if token.kind == "iri":
+        return urljoin(base, token.text[1:-1])
+    if token.kind == "pname":
+        prefix, local = token.text.split(":", 1)
+        namespace = prefixes.get(prefix)
+        return None if namespace is None else namespace + local
+    return None
