@@ -14,6 +14,7 @@ from ..errors import (
     SchemaError,
 )
 from .fast import pack, plan_for, run_plan
+from .fieldmap import CORE_TABLE
 from .header import (
     HEADER_SIZE,
     MIN_BLOB,
@@ -24,12 +25,7 @@ from .header import (
     read_header,
     required_sensitivity,
 )
-from .schema import (
-    CORE_TABLE,
-    GrainType,
-    type_for_byte,
-    type_for_name,
-)
+from .schema import GrainType, type_for_byte, type_for_name
 from .walk import Walk, check_grain
 
 _UNREADABLE_FLAGS = sum(UNREADABLE)

@@ -12,16 +12,9 @@ from ..errors import (
     SchemaError,
 )
 from .fast import pack, plan_for, run_plan
+from .fieldmap import CORE_TABLE, INDEX_FIELDS, Kind, Table
 from .header import HEADER_SIZE, MAX_BLOB, header_for
-from .schema import (
-    CORE_TABLE,
-    INDEX_FIELDS,
-    TRIGGER,
-    GrainType,
-    Kind,
-    Table,
-    type_for_name,
-)
+from .schema import TRIGGER, GrainType, type_for_name
 from .walk import Walk, check_grain
 
 

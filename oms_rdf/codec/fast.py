@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from .schema import INDEX_FIELDS, GrainType, Kind, Table
+from .fieldmap import INDEX_FIELDS, Kind, Table
+from .schema import GrainType
 from .walk import INT_MIN, TIME_HIGH, UINT_MAX
 
 _MAX_PLANS = 1024  # key sets remembered per type and direction; agents use a few

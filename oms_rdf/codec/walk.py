@@ -16,13 +16,9 @@ from ..errors import (
     OmsError,
     SchemaError,
 )
+from .fieldmap import Field, Kind, Table
 from .header import check_address
-from .schema import (
-    Field,
-    GrainType,
-    Kind,
-    Table,
-)
+from .schema import GrainType
 
 MAX_DEPTH = 32  # spec §4: the "extended" profile's nesting limit
 
