@@ -479,8 +479,10 @@ class Core:
         """
         with self.lock:
             if self.pending is not None:
-                raise StoreError("a transaction is open already: transactions do "
-                                 "not nest", code=ErrorCode.CONFLICT)  # fmt: skip
+                raise StoreError(
+                    "a transaction is open already: transactions do not nest",
+                    code=ErrorCode.CONFLICT,
+                )
             clock, at = self.clock, self.clock()
             self.pending, self.clock = Pending(), lambda: at
             try:
@@ -489,8 +491,12 @@ class Core:
             finally:
                 self.pending, self.clock = None, clock
             if pending.operations or pending.insert or pending.delete:
-                event = self.audit_rows("transaction", at=at, count=len(pending.operations),
-                                        reason=pending.summary() or None)  # fmt: skip
+                event = self.audit_rows(
+                    "transaction",
+                    at=at,
+                    count=len(pending.operations),
+                    reason=pending.summary() or None,
+                )
                 insert = [*pending.insert, *pending.event(as_rows(event))]
                 self.write(pending.delete, insert, current=pending.current)
 
@@ -509,8 +515,11 @@ class Core:
         and the compaction as they begin (see :mod:`.progress`).
         """
         if self.pending is not None:
-            raise StoreError("an import or bulk load is not part of a transaction: "
-                             "make it before or after", code=ErrorCode.STORE)  # fmt: skip
+            raise StoreError(
+                "an import or bulk load is not part of a transaction: make it before "
+                "or after",
+                code=ErrorCode.STORE,
+            )
         # Marked from before the journal opens until after the compaction: a
         # reader in another process refuses the store meanwhile (backends.py).
         with self.lock, self.backend.bulk_writing():
@@ -552,9 +561,17 @@ class Core:
     ) -> list[Row]:
         """The rows of one audit event at ``at`` (default now), N-Triples text like
         a grain's rows; the write that carries them chains them."""
-        return event_rows(operation, self.clock() if at is None else at, target=target,
-                          result=result, actor=actor, reason=reason, count=count,
-                          review=review)  # fmt: skip
+        when = self.clock() if at is None else at
+        return event_rows(
+            operation,
+            when,
+            target=target,
+            result=result,
+            actor=actor,
+            reason=reason,
+            count=count,
+            review=review,
+        )
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""

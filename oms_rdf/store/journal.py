@@ -205,7 +205,7 @@ class Journal:
             f"WHERE {{ GRAPH {_G_INDEX} {{ {_MARK} }} "
             f"OPTIONAL {{ GRAPH {_G_INDEX} {{ {_J} {_P_BEFORE} ?before }} }} }} ;\n"
             f"{_CLEAR_RECORDS}"
-        )  # fmt: skip
+        )
         # Oxigraph takes a prologue (PREFIX) only at the start of a request.
         self.backend.update(f"{_REBUILD} ;\n{end}" if rebuild else end)
         self.finished = True
@@ -289,8 +289,7 @@ def _delete_blank(quad: ox.Quad) -> str:
             return names.setdefault(t.value, f"?b{len(names)}")
         return str(t)
 
-    s, p, o, g = (term(t) for t in (quad.subject, quad.predicate, quad.object,
-                                    quad.graph_name))  # fmt: skip
+    s, p, o, g = map(term, (quad.subject, quad.predicate, quad.object, quad.graph_name))
     pattern = (
         f"{s} {p} {o} ."
         if isinstance(quad.graph_name, ox.DefaultGraph)

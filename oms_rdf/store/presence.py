@@ -8,6 +8,7 @@ server (``backend.remote``) each would be a round trip, so they go in batches of
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -27,8 +28,11 @@ def stored_addresses(backend: Backend, addresses: Iterable[str]) -> set[str]:
 def stored_grains(backend: Backend, nodes: set[str]) -> set[str]:
     """The grain nodes (N-Triples IRIs) among ``nodes`` that the store holds."""
     if not backend.remote:  # lookups are cheap in process
-        return {n for n in nodes if next(backend.quads(
-            ox.NamedNode(n[1:-1]), OMS.blob, None, OMS.blobs), None) is not None}  # fmt: skip
+        return {
+            n
+            for n in nodes
+            if _holds(backend, ox.NamedNode(n[1:-1]), OMS.blob, None, OMS.blobs)
+        }
     found: set[str] = set()
     listed = sorted(nodes)
     ask = backend.grains_query
@@ -42,8 +46,7 @@ def stored_rows(backend: Backend, rows: list[Row]) -> set[Row]:
     """The rows the store holds already (one query per batch over a server)."""
     quads = list(ox.parse(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS))
     if not backend.remote:
-        return {r for r, q in zip(rows, quads, strict=True) if next(backend.quads(
-            q.subject, q.predicate, q.object, q.graph_name), None) is not None}  # fmt: skip
+        return {r for r, q in zip(rows, quads, strict=True) if _holds(backend, *q)}
     found: set[Row] = set()
     for start in range(0, len(rows), BATCH):
         batch = rows[start : start + BATCH]
@@ -62,3 +65,8 @@ def stored_rows(backend: Backend, rows: list[Row]) -> set[Row]:
         for row in backend.query(query):
             found.add(batch[int(row["i"].value)])
     return found
+
+
+def _holds(backend: Backend, s: Any, p: Any, o: Any, g: Any) -> bool:
+    """Whether the store holds a quad that matches the pattern (None: any term)."""
+    return next(backend.quads(s, p, o, g), None) is not None

@@ -323,5 +323,7 @@ def _numbered(accept: Callable[[GrainLike], T], index: int, item: GrainLike) -> 
     try:
         return accept(item)
     except OmsError as exc:
-        raise type(exc)(f"item {index}: {exc.message}", code=exc.code,
-                        path=f"[{index}]{exc.path or ''}") from exc  # fmt: skip
+        path = f"[{index}]{exc.path or ''}"
+        raise type(exc)(
+            f"item {index}: {exc.message}", code=exc.code, path=path
+        ) from exc
