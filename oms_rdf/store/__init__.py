@@ -124,14 +124,25 @@ class GrainStore:
         if backend is None:
             backend = LocalBackend(path, read_only=read_only)
         entrenchment = entrenchment or Entrenchment()
-        self.core = Core(backend, base_iri=base_iri, entity_relations=entity_relations,
-                         clock=clock, read_only=read_only)  # fmt: skip
+        self.core = Core(
+            backend,
+            base_iri=base_iri,
+            entity_relations=entity_relations,
+            clock=clock,
+            read_only=read_only,
+        )
         self.questions = Questions(self.core)
         self.invalidation = Invalidation(self.core, self.questions)
-        self.revision = Revision(self.core, self.invalidation, entrenchment,
-                                 frozenset(authorized))  # fmt: skip
-        self.writes = Writes(self.core, self.invalidation, entrenchment,
-                             frozenset(functional_relations), auto_revise)  # fmt: skip
+        self.revision = Revision(
+            self.core, self.invalidation, entrenchment, frozenset(authorized)
+        )
+        self.writes = Writes(
+            self.core,
+            self.invalidation,
+            entrenchment,
+            frozenset(functional_relations),
+            auto_revise,
+        )
 
     @property
     def backend(self) -> Backend:
@@ -298,8 +309,15 @@ class GrainStore:
         """Write the store to a path or binary file; see :func:`oms_rdf.io.export`."""
         from ..io import export
 
-        return export(self, dest, format=format, valid_at=valid_at, as_of=as_of,
-                      namespace=namespace, grains=grains)  # fmt: skip
+        return export(
+            self,
+            dest,
+            format=format,
+            valid_at=valid_at,
+            as_of=as_of,
+            namespace=namespace,
+            grains=grains,
+        )
 
     def import_(
         self,
@@ -317,9 +335,17 @@ class GrainStore:
         """Import a path or binary file, all or nothing; see :func:`oms_rdf.io.import_`."""
         from ..io import import_
 
-        return import_(self, src, format=format, skip_invalid=skip_invalid,
-                       namespace=namespace, confidence=confidence, base_iri=base_iri,
-                       progress=progress, stage=stage)  # fmt: skip
+        return import_(
+            self,
+            src,
+            format=format,
+            skip_invalid=skip_invalid,
+            namespace=namespace,
+            confidence=confidence,
+            base_iri=base_iri,
+            progress=progress,
+            stage=stage,
+        )
 
     def update(
         self,
@@ -345,8 +371,14 @@ class GrainStore:
         from ..io.update import update
 
         check_query(sparql, update=True)  # before any parser: deep nesting crashes them
-        return update(self, sparql, namespace=namespace, confidence=confidence,
-                      by=by, reason=reason)  # fmt: skip
+        return update(
+            self,
+            sparql,
+            namespace=namespace,
+            confidence=confidence,
+            by=by,
+            reason=reason,
+        )
 
     def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:
         """Return the knowledge (or, with ``grains=True``, every graph) as an rdflib.Dataset."""
