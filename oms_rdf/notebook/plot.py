@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from ..codec.grain import Grain
+from ..errors import NotFoundError
 from ..rdf.tables import python_value
-from ..times import moment
+from ..times import moment, to_millis
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,8 +51,16 @@ _KINDS = {
     "retracted": ("#D55E00", "xx"),
     "past (kept after supersession)": ("#56B4E9", ".."),
 }
-_RELATION_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00",
-                     "#56B4E9", "#F0E442", "#000000")  # fmt: skip
+_RELATION_COLOURS = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#D55E00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +80,9 @@ class Chart:
         """Save the figure (format from the file name, as matplotlib's ``savefig``)."""
         self.figure.savefig(path, bbox_inches="tight", **options)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         png = self.png()
         data = base64.b64encode(png).decode()
         return (
@@ -162,58 +173,19 @@ def timeline(
     Raises:
         NotFoundError: ERR_NOT_FOUND when the store holds no such belief.
     """
-
-    from ..errors import NotFoundError
-    from ..times import to_millis
-
-    grains = sorted(
-        {g for status in ("active", "superseded", "retracted")
-         for g in store.beliefs(subject, relation, namespace=namespace, status=status)},
-        key=lambda g: (g.get("system_valid_from", g.created_at), g.address),
-    )  # fmt: skip
-    if not grains:
-        raise NotFoundError(f"no belief {subject!r} {relation!r} in this store")
-    moment = store.clock() if now is None else to_millis(now)
+    grains = _versions(store, subject, relation, namespace)
+    now_ms = store.clock() if now is None else to_millis(now)
     regions = list(_regions(store, grains))
     edges = [t for r in regions for t in (*r.valid, *r.known) if t is not None]
-    low, high = min(edges), max([*edges, moment])
-    margin = max((high - low) * 0.06, 86_400_000)
-    right, top = high + margin, high + margin
-
+    low, high = min(edges), max([*edges, now_ms])
+    frame = _Frame(low, high, max((high - low) * 0.06, 86_400_000))
     figure = _figure(9, 5)
     ax = figure.add_subplot()
     seen: set[str] = set()
     for region in regions:
-        colour, hatch = _KINDS[region.kind]
-        x0, x1 = (
-            region.valid[0],
-            region.valid[1] if region.valid[1] is not None else right,
-        )
-        y0, y1 = (
-            region.known[0],
-            region.known[1] if region.known[1] is not None else top,
-        )
-        left, bottom = _days(x0), _days(y0)
-        width, height = _days(x1) - left, _days(y1) - bottom
-        label = None if region.kind in seen else region.kind
+        _draw_region(ax, region, frame, legend=region.kind not in seen)
         seen.add(region.kind)
-        ax.bar(left, height, width=width, bottom=bottom, align="edge", color=colour,
-               alpha=0.35, hatch=hatch, edgecolor=colour, linewidth=1.2, label=label)  # fmt: skip
-        if not region.kind.startswith("past"):
-            ax.annotate(_short(str(region.grain.get("object")), 28),
-                        (left + width / 2, bottom + height / 2), ha="center", va="center",
-                        fontsize=8, bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8})  # fmt: skip
-        if region.valid[1] is None:
-            ax.annotate("", (_days(right), bottom + height / 2),
-                        (_days(right - margin), bottom + height / 2),
-                        arrowprops={"arrowstyle": "->", "color": colour})  # fmt: skip
-    now_line = _days(moment)
-    ax.axvline(now_line, color="grey", linestyle=":", linewidth=1)
-    ax.axhline(now_line, color="grey", linestyle=":", linewidth=1)
-    ax.text(now_line, _days(low - margin), " now", color="grey",
-            fontsize=8, va="bottom")  # fmt: skip
-    ax.set_xlim(_days(low - margin), _days(right))
-    ax.set_ylim(_days(low - margin), _days(top))
+    _draw_now(ax, now_ms, frame)
     ax.xaxis_date()
     ax.yaxis_date()
     ax.set_xlabel("valid time (when it was true)")
@@ -221,26 +193,117 @@ def timeline(
     ax.set_title(f"{subject} {relation}: {len(grains)} versions")
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.2)
+    return Chart(figure, _timeline_alt(subject, relation, len(grains), regions))
 
-    lines = [f"Timeline of {subject} {relation}: {len(grains)} versions, "
-             "valid time against system time."]  # fmt: skip
+
+def _versions(
+    store: GrainStore, subject: str, relation: str, namespace: str | None
+) -> list[Grain]:
+    """Every version of a subject and relation, in the order they became known."""
+    found = {
+        grain
+        for status in ("active", "superseded", "retracted")
+        for grain in store.beliefs(
+            subject, relation, namespace=namespace, status=status
+        )
+    }
+    if not found:
+        raise NotFoundError(f"no belief {subject!r} {relation!r} in this store")
+    return sorted(
+        found, key=lambda g: (g.get("system_valid_from", g.created_at), g.address)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """A timeline's extent in epoch ms, the same on both axes: its data run from
+    ``low`` to ``high``, with ``margin`` on either side."""
+
+    low: float
+    high: float
+    margin: float
+
+    @property
+    def start(self) -> float:
+        """Where both axes begin."""
+        return self.low - self.margin
+
+    @property
+    def edge(self) -> float:
+        """Where both axes end, and open-ended intervals with them."""
+        return self.high + self.margin
+
+
+def _draw_region(ax: Any, region: _Region, frame: _Frame, *, legend: bool) -> None:
+    """One version's box, its object's label, and an arrow if it is open-ended."""
+    colour, hatch = _KINDS[region.kind]
+    valid_to, known_to = region.valid[1], region.known[1]
+    x1 = frame.edge if valid_to is None else valid_to
+    y1 = frame.edge if known_to is None else known_to
+    left, bottom = _days(region.valid[0]), _days(region.known[0])
+    width, height = _days(x1) - left, _days(y1) - bottom
+    ax.bar(
+        left,
+        height,
+        width=width,
+        bottom=bottom,
+        align="edge",
+        color=colour,
+        alpha=0.35,
+        hatch=hatch,
+        edgecolor=colour,
+        linewidth=1.2,
+        label=region.kind if legend else None,
+    )
+    middle = bottom + height / 2
+    if not region.kind.startswith("past"):
+        ax.annotate(
+            _short(str(region.grain.get("object")), 28),
+            (left + width / 2, middle),
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8},
+        )
+    if valid_to is None:
+        ax.annotate(
+            "",
+            (_days(frame.edge), middle),
+            (_days(frame.edge - frame.margin), middle),
+            arrowprops={"arrowstyle": "->", "color": colour},
+        )
+
+
+def _draw_now(ax: Any, now_ms: float, frame: _Frame) -> None:
+    """The lines of now on both axes, and the axes' extent."""
+    line = _days(now_ms)
+    ax.axvline(line, color="grey", linestyle=":", linewidth=1)
+    ax.axhline(line, color="grey", linestyle=":", linewidth=1)
+    ax.text(line, _days(frame.start), " now", color="grey", fontsize=8, va="bottom")
+    ax.set_xlim(_days(frame.start), _days(frame.edge))
+    ax.set_ylim(_days(frame.start), _days(frame.edge))
+
+
+def _timeline_alt(
+    subject: str, relation: str, versions: int, regions: Iterable[_Region]
+) -> str:
+    """The timeline in words: one line for the chart, one per version."""
+    lines = [
+        f"Timeline of {subject} {relation}: {versions} versions, "
+        "valid time against system time."
+    ]
     for region in regions:
         if region.kind.startswith("past"):
             continue
-        valid_to = (
-            "open-ended"
-            if region.valid[1] is None
-            else f"until {_day(region.valid[1])}"
+        valid_to, known_to = region.valid[1], region.known[1]
+        until = "open-ended" if valid_to is None else f"until {_day(valid_to)}"
+        held = "still held" if known_to is None else f"until {_day(known_to)}"
+        lines.append(
+            f"{region.grain.get('object')!s}: {region.kind}, true from "
+            f"{_day(region.valid[0])} {until}, known from "
+            f"{_day(region.known[0])} {held}."
         )
-        known_to = (
-            "still held"
-            if region.known[1] is None
-            else f"until {_day(region.known[1])}"
-        )
-        lines.append(f"{region.grain.get('object')!s}: {region.kind}, true from "
-                     f"{_day(region.valid[0])} {valid_to}, known from "
-                     f"{_day(region.known[0])} {known_to}.")  # fmt: skip
-    return Chart(figure, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def _short(text: str, width: int) -> str:
@@ -271,13 +334,7 @@ def entity_graph(
     """
     import networkx as nx
 
-    edges = _edges(source, subject, hops, namespace)
-    graph = nx.DiGraph()
-    for s, p, o in edges:
-        if graph.has_edge(s, o) and p not in graph[s][o]["relation"].split(", "):
-            graph[s][o]["relation"] += f", {p}"
-        else:
-            graph.add_edge(s, o, relation=p)
+    graph = _relation_graph(_edges(source, subject, hops, namespace))
     total = graph.number_of_nodes()
     shells = _shells(graph, subject, limit)
     graph = graph.subgraph([x for shell in shells for x in shell]).copy()
@@ -292,6 +349,44 @@ def entity_graph(
         if n > 1
         else {x: (0.0, 0.0) for x in graph}
     )
+    _draw_edges(ax, graph, layout)
+    _draw_nodes(ax, graph, layout, subject, font=9 if n <= 20 else 7)
+    ax.legend(loc="lower left", fontsize=8, title="relation", title_fontsize=8)
+    shown, links = graph.number_of_nodes(), graph.number_of_edges()
+    about = f" around {subject}" if subject else ""
+    of = f" of {total}" if shown < total else ""
+    ax.set_title(f"Entity graph{about}: {shown}{of} nodes, {links} edges")
+    ax.set_xlabel("entities laid out by their links (position has no scale)")
+    ax.set_ylabel("")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    alt = [
+        f"Entity graph{about}: {shown} nodes and {links} edges"
+        f"{f' (of {total} nodes)' if shown < total else ''}."
+    ]
+    alt += [
+        f"{s} {d['relation']} {o}." for s, o, d in list(graph.edges(data=True))[:40]
+    ]
+    return Chart(figure, "\n".join(alt))
+
+
+def _relation_graph(edges: Iterable[Edge]) -> Any:
+    """The entities as a directed graph; the relations between two, one edge."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for s, p, o in edges:
+        if graph.has_edge(s, o) and p not in graph[s][o]["relation"].split(", "):
+            graph[s][o]["relation"] += f", {p}"
+        else:
+            graph.add_edge(s, o, relation=p)
+    return graph
+
+
+def _draw_edges(ax: Any, graph: Any, layout: Any) -> None:
+    """The edges, the most common relations each in a colour, the rest in grey."""
+    import networkx as nx
+
     relations = [
         r for r, _ in _by_count(d["relation"] for *_, d in graph.edges(data=True))
     ]
@@ -301,41 +396,52 @@ def entity_graph(
     }
     other = "#999999"
     for relation in [*colours, None]:
-        chosen = [(u, v) for u, v, d in graph.edges(data=True)
-                  if (d["relation"] in colours) == (relation is not None)
-                  and (relation is None or d["relation"] == relation)]  # fmt: skip
-        if chosen:
-            nx.draw_networkx_edges(graph, layout, edgelist=chosen, ax=ax, arrows=True,
-                                   edge_color=colours.get(relation, other) if relation else other,
-                                   alpha=0.7, node_size=300, connectionstyle="arc3,rad=0.08")  # fmt: skip
-            ax.plot([], [], color=colours[relation] if relation else other,
-                    label=relation or "other relations")  # fmt: skip
+        chosen = [
+            (u, v)
+            for u, v, d in graph.edges(data=True)
+            if (d["relation"] in colours) == (relation is not None)
+            and (relation is None or d["relation"] == relation)
+        ]
+        if not chosen:
+            continue
+        colour = colours[relation] if relation else other
+        nx.draw_networkx_edges(
+            graph,
+            layout,
+            edgelist=chosen,
+            ax=ax,
+            arrows=True,
+            edge_color=colour,
+            alpha=0.7,
+            node_size=300,
+            connectionstyle="arc3,rad=0.08",
+        )
+        ax.plot([], [], color=colour, label=relation or "other relations")
+
+
+def _draw_nodes(
+    ax: Any, graph: Any, layout: Any, subject: str | None, *, font: int
+) -> None:
+    """The nodes, the subject's in orange, each labelled on white."""
+    import networkx as nx
+
     centre = [subject] if subject in graph else []
-    nx.draw_networkx_nodes(graph, layout, nodelist=[x for x in graph if x not in centre],
-                           node_color="#dddddd", node_size=300, ax=ax)  # fmt: skip
+    others = [x for x in graph if x not in centre]
+    nx.draw_networkx_nodes(
+        graph, layout, nodelist=others, node_color="#dddddd", node_size=300, ax=ax
+    )
     if centre:
-        nx.draw_networkx_nodes(graph, layout, nodelist=centre, node_color="#E69F00",
-                               node_size=500, ax=ax)  # fmt: skip
-    font = 9 if n <= 20 else 7
-    nx.draw_networkx_labels(graph, layout, labels={x: _short(x, 22) for x in graph},
-                            font_size=font, ax=ax,
-                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})  # fmt: skip
-    ax.legend(loc="lower left", fontsize=8, title="relation", title_fontsize=8)
-    shown = graph.number_of_nodes()
-    about = f" around {subject}" if subject else ""
-    ax.set_title(f"Entity graph{about}: {shown} of {total} nodes, {graph.number_of_edges()} edges"
-                 if shown < total else
-                 f"Entity graph{about}: {shown} nodes, {graph.number_of_edges()} edges")  # fmt: skip
-    ax.set_xlabel("entities laid out by their links (position has no scale)")
-    ax.set_ylabel("")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    alt = [f"Entity graph{about}: {shown} nodes and {graph.number_of_edges()} edges"
-           f"{f' (of {total} nodes)' if shown < total else ''}."]  # fmt: skip
-    alt += [
-        f"{s} {d['relation']} {o}." for s, o, d in list(graph.edges(data=True))[:40]
-    ]
-    return Chart(figure, "\n".join(alt))
+        nx.draw_networkx_nodes(
+            graph, layout, nodelist=centre, node_color="#E69F00", node_size=500, ax=ax
+        )
+    nx.draw_networkx_labels(
+        graph,
+        layout,
+        labels={x: _short(x, 22) for x in graph},
+        font_size=font,
+        ax=ax,
+        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+    )
 
 
 def _edges(
@@ -345,8 +451,11 @@ def _edges(
 
     if isinstance(source, GrainStore):
         beliefs = source.beliefs(namespace=namespace)
-        edges = [(str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
-                 for g in beliefs if g.type == "belief"]  # fmt: skip
+        edges = [
+            (str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
+            for g in beliefs
+            if g.type == "belief"
+        ]
         if subject is None:
             return edges
         near = {subject}
@@ -359,8 +468,10 @@ def _edges(
         ]
     if isinstance(source, Solutions):
         return [(_label(r[0]), _label(r[1]), _label(r[2])) for r in source]
-    return [(str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
-            for g in source]  # fmt: skip
+    return [
+        (str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
+        for g in source
+    ]
 
 
 def _label(term: Any) -> str:
@@ -431,14 +542,24 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     ):
         chosen = [e for e in log if e.kind == kind]
         if chosen:
-            ax.scatter([_days(e.at) for e in chosen],
-                       [e.effective_confidence for e in chosen],
-                       marker=marker, color=colour, zorder=3, label=f"{kind} evidence")  # fmt: skip
+            ax.scatter(
+                [_days(e.at) for e in chosen],
+                [e.effective_confidence for e in chosen],
+                marker=marker,
+                color=colour,
+                zorder=3,
+                label=f"{kind} evidence",
+            )
     before = "accumulating"
     for event in log:
         if event.status != before:
-            ax.annotate(event.status, (_days(event.at), event.effective_confidence),
-                        textcoords="offset points", xytext=(4, 6), fontsize=8)  # fmt: skip
+            ax.annotate(
+                event.status,
+                (_days(event.at), event.effective_confidence),
+                textcoords="offset points",
+                xytext=(4, 6),
+                fontsize=8,
+            )
             before = event.status
     ax.axhline(
         start, color="grey", linestyle=":", linewidth=1, label="stored confidence"
@@ -452,8 +573,12 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.2)
     figure.autofmt_xdate()
-    alt = [f"Effective confidence of '{said}' over {len(log)} evidence events, "
-           f"starting at {start:.2f}."]  # fmt: skip
-    alt += [f"{_day(e.at)}: {e.kind} ({e.strength:g}) -> {e.effective_confidence:.2f}, {e.status}."
-            for e in log[:40]]  # fmt: skip
+    alt = [
+        f"Effective confidence of '{said}' over {len(log)} evidence events, "
+        f"starting at {start:.2f}."
+    ]
+    alt += [
+        f"{_day(e.at)}: {e.kind} ({e.strength:g}) -> {e.effective_confidence:.2f}, {e.status}."
+        for e in log[:40]
+    ]
     return Chart(figure, "\n".join(alt))
