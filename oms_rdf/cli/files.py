@@ -1,0 +1,134 @@
+"""Commands that move a store to and from files: export and import (``-``: stdio)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..io import FORMATS, PLAIN_FORMATS, format_for
+from .opening import open_store
+from .options import time_options
+from .progress import Bars
+
+FORMAT_CHOICE = click.Choice(list(FORMATS))
+FORMAT_HELP = "Default: from the file suffix."
+
+
+@click.command("export")
+@click.argument("dest")
+@click.option("--format", "fmt", type=FORMAT_CHOICE, help=FORMAT_HELP)
+@click.option(
+    "--grains/--plain",
+    default=None,
+    help="Carry the grains and their index state, or only the plain knowledge "
+    "(default: plain for turtle, ntriples and rdfxml).",
+)
+@time_options
+@click.option("--namespace", help="Plain knowledge of this namespace only.")
+@click.pass_context
+def export_cmd(
+    ctx: click.Context,
+    dest: str,
+    fmt: str | None,
+    grains: bool | None,
+    valid_at: int | None,
+    as_of: int | None,
+    namespace: str | None,
+) -> None:
+    """Write the store (grains) or its knowledge (plain triples) to DEST (- for stdout).
+
+    Example:
+
+        oms-rdf --store mem.db export backup.trig
+        oms-rdf --store mem.db export then.ttl --valid-at 2024-01-01
+    """
+    stdout = dest == "-"
+    out: Any = sys.stdout.buffer if stdout else dest
+    fmt = format_for("x" if stdout else dest, fmt or ("trig" if stdout else None))
+    count = open_store(ctx, read=True).export(
+        out,
+        format=fmt,
+        grains=grains,
+        namespace=namespace,
+        valid_at=valid_at,
+        as_of=as_of,
+    )
+    plain = fmt in PLAIN_FORMATS if grains is None else not grains
+    click.echo(f"exported {count} {'triples' if plain else 'grains'}", err=stdout)
+
+
+@click.command("import")
+@click.argument("source")
+@click.option("--format", "fmt", type=FORMAT_CHOICE, help=FORMAT_HELP)
+@click.option("--skip-invalid", is_flag=True, help="Skip bad records and report them.")
+@click.option("--namespace", help="Namespace of beliefs adopted from a foreign graph.")
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Confidence of beliefs adopted from a foreign graph.",
+)
+@click.option("--base-iri", help="Resolves relative IRIs (default: the file's URI).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.pass_context
+def import_cmd(
+    ctx: click.Context,
+    source: str,
+    fmt: str | None,
+    skip_invalid: bool,
+    namespace: str | None,
+    confidence: float,
+    base_iri: str | None,
+    quiet: bool,
+) -> None:
+    """Import SOURCE (- for stdin) into the store: all or nothing unless --skip-invalid.
+
+    RDF that is not an oms_rdf export (Turtle, N-Triples, TriG, N-Quads, JSON-LD,
+    RDF/XML) is adopted: each triple becomes a belief, named graphs kept; triples
+    already believed in the namespace are counted, not added. Example:
+
+        oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
+    """
+    stdin = source == "-"
+    size = 0 if stdin else Path(source).stat().st_size  # before a store is made
+    if not stdin and Path(source).is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
+    store = open_store(ctx, create=True)
+    with reading_bar(size if not quiet else 0) as read, Bars() as stages:
+        report = store.import_(
+            sys.stdin.buffer if stdin else source,
+            format=fmt or ("nquads" if stdin else None),
+            progress=read,
+            skip_invalid=skip_invalid,
+            namespace=namespace,
+            confidence=confidence,
+            base_iri=base_iri,
+            stage=None if quiet else stages,
+        )
+    for where, why in report.skipped:
+        click.echo(f"skipped {where}: {why}", err=True)
+    click.echo(
+        f"imported {report.added} grains ({report.quads} quads), already believed "
+        f"{report.believed}, skipped {len(report.skipped)}"
+    )
+
+
+@contextmanager
+def reading_bar(size: int) -> Iterator[Callable[[int], object] | None]:
+    """A bar of the bytes read on stderr, if it is a terminal and there is a size."""
+    if size <= 0 or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=size, label="reading", file=sys.stderr) as bar:
+        yield bar.update
+
+
+COMMANDS = [export_cmd, import_cmd]
