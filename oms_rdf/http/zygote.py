@@ -1,0 +1,219 @@
+"""The processes SPARQL queries run in (the other side of :mod:`.isolation`).
+
+The *zygote* is started once per store by the server, imports the package and
+stays single-threaded; it forks a *worker* for each socket the server sends it,
+and reaps one only when the server asks (after killing it), so that a worker's pid
+is never another process's while the server may signal it. A worker holds a
+read-only opening of the store, answers one request at a time on its socket, and
+ends when the socket closes, or with the zygote (Linux: its parent-death signal).
+
+A request is a 4-byte length and a JSON object ``{"version", "now", "asked"}``
+(``asked`` null: only open the store); a reply is the 4-byte length of a JSON
+header, the 8-byte length of a body, the header and the body (the serialised
+answer, when the header holds ``media``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import OmsError
+from ..store import GrainStore
+
+__all__ = ["REPLY", "REQUEST", "Asked", "zygote_main"]
+
+REQUEST = struct.Struct(">I")  # a request: the length of its JSON text
+REPLY = struct.Struct(">IQ")  # a reply: the lengths of its JSON header and body
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Asked:
+    """One SPARQL query as the endpoint evaluates it: the text, the options
+    ``GrainStore.query`` takes, and the ``Accept`` header its answer is for (the
+    fields of the endpoint's own request type, which :mod:`.isolation` takes)."""
+
+    text: str
+    accept: str = "*/*"
+    valid_at: int | None = None
+    as_of: int | None = None
+    namespaces: tuple[str, ...] | None = None  # the token's; None: every one
+    default_graph_uris: list[str] | None = None
+    named_graph_uris: list[str] | None = None
+
+
+class _Reader:
+    """The worker's store: a read-only opening of one version, opened again when
+    the server asks of another."""
+
+    def __init__(self, path: Path, serialize: Callable[..., tuple[bytes, str]]) -> None:
+        self.path, self.serialize = path, serialize
+        self.version: str | None = None
+        self.store: GrainStore | None = None
+        self.refusal = ""
+        self.now = 0  # the server's clock reading for the query under way
+
+    def clock(self) -> int:
+        return self.now
+
+    def open(self, version: str) -> None:
+        """Open the store as it is now, unless the opening is of ``version``."""
+        if version == self.version and self.store is not None:
+            return
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.version = None
+        try:
+            self.store = GrainStore(self.path, read_only=True, clock=self.clock)
+        except OmsError as exc:  # a bulk write runs (ERR_CONFLICT), or no store
+            self.refusal = exc.message
+            return
+        self.version = version or None  # an unreadable folder is never current
+
+    def reply(self, request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """The reply to one request: the answer, an error, or why none can be."""
+        self.open(str(request["version"]))
+        if self.store is None:
+            return {"unavailable": self.refusal}, b""
+        if request["asked"] is None:
+            return {"ready": True}, b""
+        self.now = int(request["now"])
+        asked = Asked(**request["asked"])
+        try:
+            result = self.store.query(
+                asked.text,
+                valid_at=asked.valid_at,
+                as_of=asked.as_of,
+                namespace=None if asked.namespaces is None else tuple(asked.namespaces),
+                default_graph_uris=asked.default_graph_uris,
+                named_graph_uris=asked.named_graph_uris,
+            )
+            body, media = self.serialize(result, asked.accept)
+        except OmsError as exc:
+            error: dict[str, str | None] = {"kind": "oms", "path": exc.path}
+            error |= {"class": type(exc).__name__, "code": str(exc.code)}
+            error["message"] = exc.message
+            return {"error": error}, b""
+        except RecursionError as exc:
+            return {"error": {"kind": "recursion", "message": str(exc)}}, b""
+        except LookupError as exc:
+            return {"error": {"kind": "lookup", "message": str(exc)}}, b""
+        except Exception as exc:  # reported, not lost: the server answers a 500
+            message = f"{type(exc).__name__}: {exc}"
+            return {"error": {"kind": "other", "message": message}}, b""
+        return {"media": media}, body
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``, or None at its end."""
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _watch(fd: int, busy: threading.Event) -> None:
+    """End the worker when its pipe closes while it evaluates: its server is gone.
+
+    No request comes while one is under way (the server waits for the reply), so
+    once the request is read, a readable pipe is a closed one. A wait that began
+    before may have seen the next request arrive: it looks again.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while True:
+        busy.wait()
+        if poller.poll(1000) and busy.is_set() and poller.poll(0):
+            os._exit(3)
+
+
+def _serve(fd: int, path: Path, serialize: Callable[..., tuple[bytes, str]]) -> None:
+    """Answer the server's requests on the socket ``fd`` until it closes."""
+    reader = _Reader(path, serialize)
+    busy = threading.Event()
+    threading.Thread(target=_watch, args=(fd, busy), daemon=True).start()
+    while True:
+        sizes = _read_exactly(fd, REQUEST.size)
+        text = None if sizes is None else _read_exactly(fd, REQUEST.unpack(sizes)[0])
+        if text is None:
+            return
+        busy.set()
+        header, body = reader.reply(json.loads(text))
+        busy.clear()  # before the reply: the next request may follow it at once
+        data = json.dumps(header).encode()
+        reply = memoryview(REPLY.pack(len(data), len(body)) + data + body)
+        while reply:
+            reply = reply[os.write(fd, reply) :]
+
+
+def _forked(fd: int, zygote: int, path: Path, serialize: Callable[..., Any]) -> None:
+    """A worker's life, in the zygote's fork; it never returns into the zygote."""
+    status = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if sys.platform == "linux":  # killed with the zygote (the server's end)
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == zygote:
+            _serve(fd, path, serialize)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def zygote_main() -> None:
+    """Fork workers for the server until its control socket closes, then kill
+    them (the zygote's entry point: ``python -c ... STORE_PATH CONTROL_FD``)."""
+    from .app import serialize_results  # imported once, before any fork
+
+    # The server stops its workers: a Ctrl-C sent to the whole group is its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    path, control = Path(sys.argv[1]), socket.socket(fileno=int(sys.argv[2]))
+    control.send(b"ready")
+    children: set[int] = set()
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 1)
+        except OSError:
+            break
+        if not message:
+            break
+        if message == b"fork" and fds:
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _forked(fds[0], os.getppid(), path, serialize_results)
+            os.close(fds[0])
+            children.add(pid)
+            control.send(str(pid).encode())
+        elif message.startswith(b"reap ") and int(message[5:]) in children:
+            os.waitpid(int(message[5:]), 0)
+            children.discard(int(message[5:]))
+        else:
+            for fd in fds:
+                os.close(fd)
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # pragma: no cover - already reaped by init
+            pass
+        os.waitpid(pid, 0)
