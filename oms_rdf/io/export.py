@@ -153,12 +153,13 @@ def _writing(dest: Source) -> Iterator[IO[bytes]]:
             f"{path.parent}",
             path=str(dest),
         )
-    if path.is_dir():
-        raise StoreError(
-            f"cannot export to {dest}: expected a file's path; found a folder",
-            path=str(dest),
-        )
     try:
+        # A name the file system refuses (too long) fails here already.
+        if path.is_dir():
+            raise StoreError(
+                f"cannot export to {dest}: expected a file's path; found a folder",
+                path=str(dest),
+            )
         with open_output(dest, "wb") as out:
             yield out
     except OSError as exc:
