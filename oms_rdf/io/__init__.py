@@ -21,6 +21,17 @@ an oms_rdf export (no blobs in graph ``oms:blobs``) is adopted: each triple beco
 belief (see :mod:`oms_rdf.io.adopt`).
 
 rdflib is imported only inside the functions that need it.
+
+Layer: io sits on the store and may import from it only what ``oms_rdf.store``
+exports (an import writes through :class:`oms_rdf.store.BulkImport`), and from
+``rdf``, ``codec``, ``times`` and ``errors``; never from ``http``, ``cli`` or
+``notebook``. Modules: ``importing`` runs an import, with one plan per kind of
+source (``jsonl_plan``, ``mg_plan``, ``dataset_plan``, ``adopt``; ``plans`` holds
+what they share) and the fast ``restore``; ``export``, ``manifest`` (index state
+in a manifest entry, both ways), ``tombstones``, ``jsonl``, ``container``
+(``.mg``), ``formats``, ``sources`` (reading sources; ``entity_guard`` for
+RDF/XML), ``layer`` and ``evidence`` (checks of an export's grain layer and
+evidence), ``update`` (SPARQL Update as belief operations), ``bridge`` (rdflib).
 """
 
 from __future__ import annotations
