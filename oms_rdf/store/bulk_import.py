@@ -54,7 +54,18 @@ _CAUGHT_LOCKS = f"DELETE WHERE {{ GRAPH {OMS.index} {{ {OMS.writer} ?p ?o }} }}"
 
 
 class BulkImport:
-    """One import's write into a store, all or nothing; see the module docstring."""
+    """One import's write into a store, all or nothing; see the module docstring.
+
+    >>> from oms_rdf import Belief, GrainStore
+    >>> store = GrainStore()
+    >>> grain = Belief("ann", "likes", "tea", 0.9, created_at=1)
+    >>> with BulkImport.open(store) as target:
+    ...     new = [a for a in [grain.address] if a not in target.held([a])]
+    ...     target.write(store.rows_for(grain), grains=len(new))
+    ...     target.finish(len(new), rebuild=False)
+    >>> [g["object"] for g in store.beliefs()]
+    ['tea']
+    """
 
     def __init__(self, store: GrainStore, journal: Journal) -> None:
         self.store, self.journal = store, journal
