@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import oms_rdf as oms
+from oms_rdf.store.erasure import REMAIN
 
 NOW = 1_800_000_000_000
 DAY = 86_400_000
@@ -226,3 +227,74 @@ def test_an_old_export_with_state_for_an_erased_grain_skips_it(fmt: str) -> None
     assert (f"grain {gone[:12]}…", "erased, skipped") in result.skipped
     assert result.added == 0 and gone not in store and later in store
     assert store.status(later).is_current and store.verify_audit().ok
+
+
+def test_the_edges_of_erasure_are_refused_or_reported() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    home = store.put(
+        oms.Belief(NAME, "lives_in", "Lisbon", 0.9, created_at=1, namespace="home")
+    )
+    held = store.put(
+        oms.Belief(
+            NAME,
+            "owes",
+            "tax",
+            0.9,
+            created_at=2,
+            namespace="work",
+            invalidation_policy={"mode": "hold"},
+        )
+    )
+    work = store.put(
+        oms.Belief(
+            "acme",
+            "employs",
+            "bo",
+            0.8,
+            created_at=3,
+            namespace="work",
+            context={"team": [NAME]},
+            provenance_chain=[{"source": NAME, "weight": 1.0}],
+        )
+    )
+    # A selector keeps to its namespace; a name inside a list of a map counts.
+    in_home = store.subject_report(NAME, namespace="home").grains
+    assert [g["address"] for g in in_home] == [home]
+    assert {g["address"] for g in store.subject_report(NAME).grains} == {
+        home,
+        held,
+        work,
+    }
+    for reason in ("", "   "):
+        with pytest.raises(oms.SchemaError) as caught:
+            store.erase_subject(NAME, reason=reason)
+        assert caught.value.path == "reason"
+    report = store.erase_subject(NAME, reason="request", namespace="work")
+    assert report.erased == [work] and report.held == [held]
+    assert not report.complete
+    assert report.remaining == [
+        REMAIN,
+        "1 grains are under a hold and were kept",
+    ]
+    with pytest.raises(oms.NotFoundError, match="was erased"):
+        store.erase(work, reason="again")
+    with pytest.raises(oms.NotFoundError):
+        store.erase("ab" * 32, reason="never stored")
+
+
+def test_a_subject_report_carries_bytes_as_base64_and_makes_a_frame() -> None:
+    import json
+
+    pandas = pytest.importorskip("pandas")
+    store = oms.GrainStore(clock=lambda: NOW)
+    address = store.put(
+        oms.Belief(
+            NAME, "signed", "form", 0.9, created_at=1, context={"scan": b"\x00\x01"}
+        )
+    )
+    report = store.subject_report(NAME)
+    (grain,) = json.loads(report.to_json())["grains"]
+    assert grain["address"] == address
+    assert grain["fields"]["context"]["scan"] == {"$base64": "AAE="}
+    frame = report.frame()
+    assert isinstance(frame, pandas.DataFrame) and list(frame["address"]) == [address]
