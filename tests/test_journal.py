@@ -183,3 +183,15 @@ def test_ending_a_write_costs_the_same_whatever_its_journal_holds(
     assert solutions == [1]
     assert len(store.beliefs("s")) == 50 and store.verify_audit().ok
     assert next(store.backend.quads(JOURNAL, None, None, OMS.index), None) is None
+
+
+def test_a_native_load_into_a_store_with_grains_is_refused_and_undone() -> None:
+    store = oms.GrainStore()
+    store.put(oms.Belief("ann", "likes", "tea", 0.6, created_at=1))
+    before = sorted(map(str, store.backend.quads()))
+    data = b"<http://example.org/a> <http://example.org/b> <http://example.org/c> .\n"
+    with pytest.raises(oms.StoreError) as caught, store.bulk() as journal:
+        journal.load(data, ox.RdfFormat.N_QUADS)
+    assert caught.value.code == oms.ErrorCode.STORE
+    assert "held no grain" in str(caught.value)
+    assert sorted(map(str, store.backend.quads())) == before

@@ -37,7 +37,7 @@ from typing import IO, Any
 import pyoxigraph as ox
 
 from ..backends.base import Backend
-from ..errors import StoreError
+from ..errors import ErrorCode, StoreError
 from ..rdf.mapping import NIH_PREFIX, Row, nt_literal, rows_to_nquads
 from ..rdf.sparql import data_block, load_query, quad_row, update_request
 from ..rdf.vocab import OMS, RDF
@@ -161,9 +161,16 @@ class Journal:
         """Load serialised quads natively; only into a store that held no grain.
 
         ``data`` may be a file's path, which an embedded store reads by itself.
+
+        Raises:
+            StoreError: ERR_STORE when the store held grains as the write began.
         """
         if not self.empty:
-            raise ValueError("a native load needs a store that held no grain")
+            raise StoreError(
+                "a native load needs a store that held no grain when the write "
+                "began; write rows with write() instead",
+                code=ErrorCode.STORE,
+            )
         if self.backend.path is not None:
             self.backend.bulk_load(data, fmt)
         else:
