@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..codec.grain import Belief, Grain
+from ..codec.grain import Belief, Grain, system_from
 from ..errors import PolicyError
 from ..store import GrainStore, Solutions
 from ..times import moment, to_millis
@@ -202,7 +202,7 @@ def ask(store: GrainStore, echo: Echo, initech: str) -> None:
 def line(g: Grain) -> str:
     """One belief as the story prints it: the triple, confidence and valid time."""
     f = g.fields
-    start = f.get("valid_from", f.get("system_valid_from", g.created_at))
+    start = f.get("valid_from", system_from(g))
     since = moment(start).date()
     return f"  {f['subject']} {f['relation']} {f['object']!r}  (conf {f['confidence']}, since {since})"
 

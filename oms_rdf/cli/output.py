@@ -13,7 +13,7 @@ from typing import Any
 import click
 import pyoxigraph as ox
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..rdf.mapping import millis_literal
 from ..store import Solutions
 
@@ -58,9 +58,7 @@ def belief_row(grain: Grain) -> dict[str, Any]:
         "relation": f.get("relation"),
         "object": f.get("object"),
         "confidence": f.get("confidence"),
-        "valid_from": iso(
-            f.get("valid_from", f.get("system_valid_from", grain.created_at))
-        ),
+        "valid_from": iso(f.get("valid_from", system_from(grain))),
         "valid_to": iso(f.get("valid_to")),
         "namespace": grain.namespace,
     }

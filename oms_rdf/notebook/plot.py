@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..errors import NotFoundError
 from ..rdf.tables import python_value
 from ..times import moment, to_millis
@@ -129,11 +129,9 @@ def _regions(store: GrainStore, grains: Sequence[Grain]) -> Iterator[_Region]:
     """Where each version stands on both axes, as :meth:`GrainStore.beliefs` reads it."""
     for grain in grains:
         state = store.status(grain)
-        valid_from = grain.get(
-            "valid_from", grain.get("system_valid_from", grain.created_at)
-        )
+        known_from = system_from(grain)
+        valid_from = grain.get("valid_from", known_from)
         valid_to = grain.get("valid_to")
-        known_from = grain.get("system_valid_from", grain.created_at)
         if state.status == "retracted" or state.voided_at is not None:
             kind = "retracted"
         elif state.is_current:
@@ -209,9 +207,7 @@ def _versions(
     }
     if not found:
         raise NotFoundError(f"no belief {subject!r} {relation!r} in this store")
-    return sorted(
-        found, key=lambda g: (g.get("system_valid_from", g.created_at), g.address)
-    )
+    return sorted(found, key=lambda g: (system_from(g), g.address))
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,7 +526,7 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     grain = store.get(store.resolve(address))
     log = store.evidence_log(grain)
     start = grain.get("confidence", 0.5)
-    born = grain.get("system_valid_from", grain.created_at)
+    born = system_from(grain)
     times = [_days(born)] + [_days(e.at) for e in log]
     values = [start] + [e.effective_confidence for e in log]
     figure = _figure(8, 4)

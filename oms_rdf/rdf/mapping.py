@@ -33,8 +33,8 @@ from urllib.parse import quote
 import msgpack
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 
-from ..codec import DEFAULT_NAMESPACE, EPOCH, MS, header_for
-from ..codec.grain import Grain
+from ..codec import EPOCH, MS, header_for
+from ..codec.grain import Grain, namespace_of, system_from
 from ..codec.schema import BELIEF, type_for_byte
 from ..errors import DecodeError, ErrorCode
 from .terms import (
@@ -333,15 +333,13 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
         elif name not in EFFECTIVE:
             add((node, _field_nt(name), _nt_value(name, value), ""))
     # Effective values, always present so that time filters need no COALESCE.
-    system_from = fields.get("system_valid_from", fields["created_at"])
-    system_nt = _time_nt(system_from)
+    since = system_from(fields)
+    system_nt = _time_nt(since)
     add((node, _P_SYSTEM_FROM, system_nt, ""))
-    valid_from = fields.get("valid_from", system_from)
-    valid_nt = system_nt if valid_from == system_from else _time_nt(valid_from)
+    valid_from = fields.get("valid_from", since)
+    valid_nt = system_nt if valid_from == since else _time_nt(valid_from)
     add((node, _P_VALID_FROM, valid_nt, ""))
-    add(
-        (node, _P_NAMESPACE, nt_literal(fields.get("namespace", DEFAULT_NAMESPACE)), "")
-    )
+    add((node, _P_NAMESPACE, nt_literal(namespace_of(fields)), ""))
     for parent in fields.get("derived_from", ()):
         add((node, _P_DERIVED, f"<{NIH_PREFIX}{parent}>", ""))
     for tag in fields.get("structural_tags", ()):
@@ -401,7 +399,7 @@ def belief_terms(
     ...               "object": "Acme"})[0].value
     'https://w3id.org/oms-rdf/.well-known/genid/b0'
     """
-    namespace = fields.get("namespace", DEFAULT_NAMESPACE)
+    namespace = namespace_of(fields)
     relation, obj = str(fields["relation"]), fields["object"]
     context = fields.get("context")
     context = context if isinstance(context, Mapping) else None

@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
 import pyoxigraph as ox
 
-from ..codec import DEFAULT_NAMESPACE
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..times import moment
 
 if TYPE_CHECKING:  # pandas is optional
@@ -187,8 +186,8 @@ def grain_records(
             "confidence": grain.get("confidence"),
             "valid_from": grain.get("valid_from"),
             "valid_to": grain.get("valid_to"),
-            "system_from": grain.get("system_valid_from", grain.created_at),
-            "namespace": grain.get("namespace", DEFAULT_NAMESPACE),
+            "system_from": system_from(grain),
+            "namespace": grain.namespace,
             "source_type": grain.get("source_type"),
         }
         if status is not None:
