@@ -7,6 +7,11 @@ supersession, retraction, contradiction, verification); ``oms:current`` the plai
 the log of operations. Every change is one atomic write made after all checks, so
 a refused or failed operation leaves the store exactly as it was.
 
+The store layer: it may import errors, times, codec, rdf and backends, never io,
+http, cli or notebook (io's report types are named for signatures only, and its
+conveniences, :meth:`GrainStore.export` and the like, import io when called).
+Callers above it use the names in ``__all__``.
+
 >>> from oms_rdf.codec.grain import Belief
 >>> store = GrainStore(clock=lambda: 1_800_000_000_000)
 >>> old = store.put(Belief("alice", "works_at", "Acme", 0.9, created_at=1_700_000_000_000))
