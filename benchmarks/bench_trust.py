@@ -20,7 +20,7 @@ def main(n: int = 100_000) -> None:
     envelopes = [signing.sign(g.blob, key) for g in signed]
     start = time.perf_counter()
     for envelope in envelopes:
-        signing.verify(envelope)
+        signing.verify_signature(envelope)
     rate = len(envelopes) / (time.perf_counter() - start)
     print(
         f"verify-signature: {rate:,.0f} envelopes/s (COSE parse + Ed25519 + grain decode)"

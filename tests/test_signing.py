@@ -74,7 +74,7 @@ def test_malformed_dids_are_refused(did: Any) -> None:
 
 def test_sign_and_verify(key: signing.SigningKey, signed_grain: oms.Grain) -> None:
     envelope = signing.sign(signed_grain.blob, key, iat=1_700_000_000)
-    blob, did = signing.verify(envelope)
+    blob, did = signing.verify_signature(envelope)
     assert blob == signed_grain.blob and did == key.did
     assert (
         oms.content_address(blob) == signed_grain.address
@@ -117,7 +117,7 @@ def test_tampering_is_refused(key: signing.SigningKey, signed_grain: oms.Grain) 
     ]
     for bad in tampered:
         with pytest.raises(SignatureError):
-            signing.verify(bad)
+            signing.verify_signature(bad)
 
 
 def test_alg_minus_19_and_text_kid_are_accepted(
@@ -128,7 +128,7 @@ def test_alg_minus_19_and_text_kid_are_accepted(
     envelope = cbor2.dumps(
         cbor2.CBORTag(18, [protected, {}, signed_grain.blob, key.sign_bytes(to_sign)])
     )
-    assert signing.verify(envelope) == (signed_grain.blob, key.did)
+    assert signing.verify_signature(envelope) == (signed_grain.blob, key.did)
 
 
 def test_signed_flag_invariant_both_ways(key: signing.SigningKey) -> None:
@@ -143,7 +143,7 @@ def test_signed_flag_invariant_both_ways(key: signing.SigningKey) -> None:
         cbor2.CBORTag(18, [protected, {}, unsigned.blob, key.sign_bytes(to_sign)])
     )
     with pytest.raises(SignatureError) as info:
-        signing.verify(envelope)
+        signing.verify_signature(envelope)
     assert info.value.code == ErrorCode.SIGNED_MISMATCH
     # A signed-flag blob arriving unwrapped at the store:
     store = oms.GrainStore()
@@ -263,12 +263,12 @@ def _envelope_variants(key: signing.SigningKey, grain: oms.Grain) -> dict[str, b
      "protected not a map", "unknown algorithm", "no kid", "another content type",
      "a kid that is no did:key", "a wrong signature", "an unsigned blob inside"],
 )  # fmt: skip
-def test_every_malformed_envelope_is_refused_by_verify_and_by_put(
+def test_every_malformed_envelope_is_refused_by_verify_signature_and_by_put(
     key: signing.SigningKey, signed_grain: oms.Grain, case: str
 ) -> None:
     bad = _envelope_variants(key, signed_grain)[case]
     with pytest.raises(SignatureError) as info:
-        signing.verify(bad)
+        signing.verify_signature(bad)
     expected = (
         ErrorCode.SIGNED_MISMATCH
         if case == "an unsigned blob inside"

@@ -9,8 +9,13 @@ import click
 
 from ..codec import content_address, decode, encode, verify
 from ..codec.grain import Grain
-from ..codec.signing import disclose, generate_key, is_envelope, sign
-from ..codec.signing import verify as verify_signed
+from ..codec.signing import (
+    disclose,
+    generate_key,
+    is_envelope,
+    sign,
+    verify_signature,
+)
 from ..errors import SignatureError
 from .output import dump_json
 from .reading import iso_times, one_grain, read_blob, read_bytes, read_json, read_key
@@ -129,7 +134,7 @@ def verify_signature_cmd(source: str) -> None:
             raise SignatureError(
                 f"{source} is neither a COSE_Sign1 envelope nor its hex", path=source
             ) from None
-    blob, did = verify_signed(data)
+    blob, did = verify_signature(data)
     click.echo(f"ok {content_address(blob)} signed by {did}")
 
 

@@ -174,6 +174,8 @@ def check_address(address: object, /, *, path: str = "address") -> str:
 def verify(blob: bytes, address: str, /) -> None:
     """Check that ``address`` is the content address of ``blob`` (constant-time).
 
+    A signature is checked by :func:`oms_rdf.codec.signing.verify_signature`.
+
     Raises:
         IntegrityError: ERR_HASH_LENGTH / ERR_HASH_FORMAT for a malformed address,
             ERR_INTEGRITY when the blob does not hash to it.

@@ -26,7 +26,7 @@
 True
 >>> from oms_rdf.codec.grain import Belief
 >>> g = Belief("a", "b", "c", 0.5, created_at=0, signed=True)
->>> blob, did = verify(sign(g.blob, key))
+>>> blob, did = verify_signature(sign(g.blob, key))
 >>> (blob == g.blob, did == key.did)
 (True, True)
 """
@@ -73,8 +73,8 @@ __all__ = [
     "sign",
     "sign_supersession",
     "supersession_draft",
-    "verify",
     "verify_disclosed",
+    "verify_signature",
     "verify_supersession",
 ]
 
@@ -283,8 +283,8 @@ def sign(blob: bytes, key: SigningKey, /, *, iat: int | None = None) -> bytes:
     return _envelope(blob, key, GRAIN_CONTENT_TYPE, iat)
 
 
-def verify(envelope: bytes, /) -> tuple[bytes, str]:
-    """Verify a signed grain; return (inner blob, signer DID).
+def verify_signature(envelope: bytes, /) -> tuple[bytes, str]:
+    """Verify the COSE_Sign1 envelope of a signed grain; return (blob, signer DID).
 
     Raises:
         SignatureError: ERR_SIGNATURE for a bad envelope, key or signature;

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
-from ..codec.signing import is_envelope, verify
+from ..codec.signing import is_envelope, verify_signature
 from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
 from .policy import is_protected
 from .state import GrainLike, Signature, same_claim
@@ -33,7 +33,7 @@ def accept(item: GrainLike) -> tuple[Grain, Signature | None]:
     elif isinstance(item, bytes | bytearray | memoryview):
         data = bytes(item)
         if is_envelope(data):
-            blob, did = verify(data)
+            blob, did = verify_signature(data)
             grain, signature = Grain.from_blob(blob), Signature(data, did)
         else:
             grain = Grain.from_blob(data)

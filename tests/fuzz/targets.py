@@ -17,7 +17,7 @@ from collections.abc import Callable
 import oms_rdf as oms
 from oms_rdf.codec import encode_fields
 from oms_rdf.codec.grain import Grain
-from oms_rdf.codec.signing import verify
+from oms_rdf.codec.signing import verify_signature
 from oms_rdf.io import loads_json_grain
 from oms_rdf.io.container import read_frames, read_mg
 from oms_rdf.rdf.mapping import expected_header
@@ -56,7 +56,7 @@ def frames(data: bytes) -> None:
 
 def envelope(data: bytes) -> None:
     try:
-        round_trip(verify(data)[0])
+        round_trip(verify_signature(data)[0])
     except oms.OmsError:
         pass
 
