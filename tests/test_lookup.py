@@ -61,7 +61,7 @@ def both(
         subject, relation, namespace=namespace, valid_at=valid_at, as_of=as_of
     )
     now = store.clock()
-    general = store.questions._beliefs_query(
+    general = store.questions.beliefs_by_query(
         subject, relation, namespace, now if valid_at is None else valid_at,
         now if as_of is None else as_of,
     )  # fmt: skip

@@ -52,8 +52,10 @@ from .knowledge import PREFIXES, RESERVED_GRAPHS, QueryRow, Snapshot, Solutions,
 from .progress import Stage
 from .questions import Questions
 from .rebuild import KnowledgeCheck
+from .recall import Recall
 from .revising import EvidenceEvent, EvidenceResult, Revision
 from .revision import Entrenchment
+from .sparql_queries import SparqlQueries
 from .state import IndexState, TimeLike
 from .writes import Writes
 
@@ -106,8 +108,9 @@ class GrainStore:
             see the store as of the opening; every write is refused (ERR_STORE).
 
     The store holds its parts, each a module with one job: the ``core`` (backend,
-    settings, reads, the one write path), ``questions`` (beliefs, queries, time
-    travel, search), ``invalidation`` (supersede, retract, contradict under the
+    settings, reads, the one write path), ``questions`` (beliefs, their history),
+    ``sparql`` (queries and snapshots, now or at a point), ``recall`` (search),
+    ``invalidation`` (supersede, retract, contradict under the
     policies), ``revision`` (evidence, entrenchment) and ``writes`` (put). Its
     methods are theirs (see :class:`.delegate.Delegated`).
     """
@@ -137,6 +140,8 @@ class GrainStore:
             read_only=read_only,
         )
         self.questions = Questions(self.core)
+        self.sparql = SparqlQueries(self.core, self.questions)
+        self.recall = Recall(self.core, self.questions)
         self.invalidation = Invalidation(self.core, self.questions)
         self.revision = Revision(
             self.core, self.invalidation, entrenchment, frozenset(authorized)
@@ -205,19 +210,19 @@ class GrainStore:
         """Return the number of grains (counts them all: use is_empty to test)."""
         return len(self.core)
 
-    # --- questions (questions.py) -----------------------------------------------
+    # --- questions (questions.py, sparql_queries.py, recall.py) ------------------
 
     beliefs = Delegated("questions", Questions.beliefs)
     history = Delegated("questions", Questions.history)
     ancestors = Delegated("questions", Questions.ancestors)
     derived = Delegated("questions", Questions.derived)
     count_beliefs = Delegated("questions", Questions.count_beliefs)
-    query = Delegated("questions", Questions.query)
-    frame = Delegated("questions", Questions.frame)
-    snapshot = Delegated("questions", Questions.snapshot)
-    knowledge_graphs = Delegated("questions", Questions.knowledge_graphs)
-    search = Delegated("questions", Questions.search)
-    reindex = Delegated("questions", Questions.reindex)
+    query = Delegated("sparql", SparqlQueries.query)
+    frame = Delegated("sparql", SparqlQueries.frame)
+    snapshot = Delegated("sparql", SparqlQueries.snapshot)
+    knowledge_graphs = Delegated("sparql", SparqlQueries.knowledge_graphs)
+    search = Delegated("recall", Recall.search)
+    reindex = Delegated("recall", Recall.reindex)
 
     # --- changing what is believed (invalidation.py, revising.py) ----------------
 

@@ -1,0 +1,361 @@
+"""SPARQL over the knowledge: query(), frame() and snapshot(), now or at a point.
+
+A query of now runs over the knowledge held (``oms:current`` and the adopted
+named graphs) when that is the knowledge in force now (:mod:`.now`); a query of
+a point is rewritten onto the grain layer (:mod:`.rewrite`), or, where SPARQL
+cannot say it so, asked of that point's knowledge built from the grains in force
+(:mod:`oms_rdf.rdf.inforce`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+from pyoxigraph import (
+    Literal,
+    Variable,
+)
+
+from ..codec.grain import Grain
+from ..errors import QueryError
+from ..rdf.inforce import (
+    current_beliefs_query,
+    grain_clause,
+    snapshot_query,
+)
+from ..rdf.limits import check_query
+from ..rdf.mapping import (
+    belief_terms,
+    millis_literal,
+)
+from ..rdf.sparql import term_for
+from ..rdf.tables import GrainList, query_prefixes
+from ..rdf.terms import unskolem
+from ..rdf.vocab import OMS
+from .core import Core
+from .knowledge import (
+    PREFIXES,
+    RESERVED_GRAPHS,
+    QueryResult,
+    Snapshot,
+    Triples,
+    check_dataset_args,
+    run_query,
+)
+from .querytext import dataset_clause, dataset_start
+from .questions import Questions, bound_texts, namespaces_of
+from .rewrite import rewrite
+from .state import TimeLike, millis_or_now
+
+if TYPE_CHECKING:  # pandas is optional
+    import pandas
+
+
+class SparqlQueries:
+    """Any SPARQL query over the knowledge of now or of a point, and snapshots."""
+
+    def __init__(self, core: Core, questions: Questions) -> None:
+        self.core = core
+        self.questions = questions  # the point of now, the beliefs of a point
+
+    def query(
+        self,
+        sparql: str,
+        /,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | Sequence[str] | None = None,
+        grains: bool = False,
+        substitutions: Mapping[str | Variable, Any] | None = None,
+        default_graph_uris: Sequence[str] | None = None,
+        named_graph_uris: Sequence[str] | None = None,
+        held: bool = False,
+        **bindings: Any,
+    ) -> QueryResult:
+        """Run any SPARQL query over the knowledge, now or at a bi-temporal point.
+
+        By default the query sees the knowledge in force now on both axes: the
+        plain triples of every belief held now (not superseded, retracted or
+        contradicted) whose valid time holds now; the default graph is that
+        knowledge and adopted named graphs keep their names, so SPARQL over your
+        own vocabulary works as written. It is exactly
+        ``query(q, valid_at=now, as_of=now)``, and it follows the clock: a belief
+        leaves when its valid time ends. ``held=True`` asks the knowledge held
+        now whatever its valid time instead. ``valid_at``/``as_of`` ask the same
+        query of the knowledge of that point (a missing one means now), with the
+        semantics of :meth:`beliefs`; ``namespace`` keeps one namespace (or those
+        of a list).
+        ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
+        audit; see ``ontology/README.md``).
+
+        ``default_graph_uris`` and ``named_graph_uris`` narrow the dataset as the
+        SPARQL Protocol's parameters of the same names do: the default graph is the
+        merge of the graphs named (the knowledge's own default graph is
+        ``oms:current``), and only the named graphs given are visible to GRAPH.
+
+        Variables are bound through ``substitutions`` (or keyword arguments);
+        Python values become terms: str → literal, int/float/bool → typed literal,
+        datetime → xsd:dateTime, Grain → its statement node. The prefixes rdf,
+        rdfs, xsd, owl, prov and oms need no declaration.
+
+        Returns:
+            :class:`Solutions` for SELECT, a bool for ASK, an iterator of
+            ``pyoxigraph.Triple`` for CONSTRUCT and DESCRIBE.
+
+        Raises:
+            QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
+                text over the limits of :func:`oms_rdf.rdf.limits.check_query`, or
+                grains=True with a time or namespace.
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> _ = store.put(Belief("http://example.org/alice", "http://xmlns.com/foaf/0.1/knows",
+        ...                      "http://example.org/bob", 0.9, created_at=1_700_000_000_000))
+        >>> [r["o"].value for r in store.query("SELECT ?o WHERE { ?s ?p ?o }")]
+        ['http://example.org/bob']
+        """
+        check_query(sparql)  # before any parser: deep nesting crashes them
+        timed = valid_at is not None or as_of is not None
+        check_dataset_args(grains, timed, namespace)
+        if (
+            not (grains or timed or held)
+            and (now := self.questions.now_point()) is not None
+        ):
+            valid_at = as_of = now  # the held knowledge is not that of now
+            timed = True
+        values: dict[str | Variable, Any] = {
+            k: term_for(v) for k, v in (substitutions or {}).items()
+        }
+        values.update((k, term_for(v)) for k, v in bindings.items())
+        dataset = _dataset(default_graph_uris, named_graph_uris, grains)
+        if grains:
+            return run_query(self.core.backend, sparql, values, **dataset)
+        if timed or namespace is not None:
+            answer = self._asked_of_grains(
+                sparql, values, dataset, valid_at, as_of, namespace
+            )
+            if answer is not None:
+                return answer
+            view = self._knowledge_store(valid_at, as_of, namespace)
+            if (
+                "default_graph" in dataset
+            ):  # the knowledge's default graph is the view's
+                dataset["default_graph"] = [
+                    ox.DefaultGraph() if g == OMS.current else g
+                    for g in dataset["default_graph"]
+                ]
+            return run_query(view, sparql, values, **dataset)
+        if not dataset:
+            # A query that names its dataset (FROM, FROM NAMED) gets that dataset,
+            # as the Protocol's parameters would give it; the store's own graphs
+            # are refused there too.
+            clause = dataset_clause(sparql, PREFIXES)
+            if clause is not None:
+                dataset = _dataset(*clause, grains)
+                if not clause[0]:
+                    # FROM NAMED alone: an empty default graph, a graph nothing is
+                    # in. Said in the query too: Virtuoso lets a query's FROM NAMED
+                    # override the Protocol's default graph (all its graphs then).
+                    at = dataset_start(sparql)
+                    if at is not None:
+                        sparql = f"{sparql[:at]}FROM <{_NO_GRAPH.value}> {sparql[at:]}"
+                    dataset["default_graph"] = [_NO_GRAPH]
+                dataset.setdefault("named_graphs", [])
+        return run_query(
+            self.core.backend,
+            sparql,
+            values,
+            **{
+                "default_graph": OMS.current,
+                "named_graphs": self.knowledge_graphs(),
+                **dataset,
+            },
+        )
+
+    def _asked_of_grains(
+        self,
+        sparql: str,
+        values: Mapping[str | Variable, Any],
+        dataset: Mapping[str, Any],
+        valid_at: TimeLike,
+        as_of: TimeLike,
+        namespace: str | Sequence[str] | None,
+    ) -> QueryResult | None:
+        """A query of a point's knowledge rewritten onto the grain layer
+        (rewrite.py), so that the store (a server too) answers it where the data
+        is, never building the point's knowledge; None where SPARQL cannot say
+        it, or the query names its own dataset."""
+        if dataset:
+            return None
+        run_query(ox.Store(), sparql, values)  # its own faults, worded as in process
+        point: tuple[Literal | None, Literal | None] = (None, None)
+        if valid_at is not None or as_of is not None:
+            clock = self.core.clock
+            point = (millis_literal(millis_or_now(valid_at, clock)),
+                     millis_literal(millis_or_now(as_of, clock)))  # fmt: skip
+        text = rewrite(sparql, grain_clause(*point, namespaces_of(namespace)))
+        if text is None:
+            return None
+        return run_query(self.core.backend, text, values)
+
+    def frame(
+        self,
+        sparql: str,
+        /,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | Sequence[str] | None = None,
+        grains: bool = False,
+        substitutions: Mapping[str | Variable, Any] | None = None,
+        compact: bool = False,
+    ) -> pandas.DataFrame:
+        """Run a query as :meth:`query` does and return its answer as a DataFrame.
+
+        A SELECT gives one typed column per variable (numbers, aware datetimes,
+        booleans, IRIs as text; unbound is missing; see :mod:`oms_rdf.rdf.tables`), a
+        CONSTRUCT or DESCRIBE the columns ``subject``, ``predicate`` and ``object``.
+        With ``compact``, IRIs are written ``prefix:local`` with the query's own
+        prefixes and those every query may use. Needs pandas (``[notebooks]``).
+
+        Raises:
+            QueryError: ERR_QUERY for an ASK query (its answer is not a table), and
+                as :meth:`query`.
+        """
+        result = self.query(sparql, valid_at=valid_at, as_of=as_of, namespace=namespace,
+                            grains=grains, substitutions=substitutions)  # fmt: skip
+        if isinstance(result, bool):
+            raise QueryError(
+                f"an ASK query answers {str(result).lower()}, not a table; "
+                "use query() for it"
+            )
+        if isinstance(result, Triples):
+            return result.frame(
+                prefixes=(PREFIXES | query_prefixes(sparql)) if compact else None
+            )
+        return result.frame(compact=compact)
+
+    def knowledge_graphs(self) -> list[Any]:
+        """Return the names of the adopted named graphs that hold knowledge now."""
+        return [g for g in self.core.backend.named_graphs() if g not in RESERVED_GRAPHS]
+
+    def snapshot(
+        self,
+        *,
+        valid_at: TimeLike = None,
+        as_of: TimeLike = None,
+        namespace: str | Sequence[str] | None = None,
+        held: bool = False,
+    ) -> Snapshot:
+        """Return the knowledge of one bi-temporal point as a dataset.
+
+        With no time, the knowledge in force now on both axes (as :meth:`query`
+        sees it; ``held=True``: held now, whatever its valid time); with
+        ``valid_at`` and/or ``as_of`` (a missing one means now), the triples of the
+        beliefs :meth:`beliefs` would return for that point. The terms are exactly
+        those the grains record: lexical forms, language tags, blank nodes.
+        ``namespace`` keeps one namespace, or those of a list.
+        """
+        grains: list[Grain] = []
+        if valid_at is None and as_of is None and not held:
+            valid_at = as_of = self.questions.now_point()
+        if valid_at is None and as_of is None:
+            point: tuple[int | None, int | None] = (None, None)
+            for ns in namespaces_of(namespace):
+                grains += self._current_beliefs(ns)
+        else:
+            known = millis_or_now(as_of, self.core.clock)
+            valid = millis_or_now(valid_at, self.core.clock)
+            point = (valid, known)
+            for ns in namespaces_of(namespace):
+                grains += self.questions.beliefs_by_query(None, None, ns, valid, known)
+        return Snapshot(
+            (self._knowledge_quad(g) for g in grains),
+            valid_at=point[0],
+            as_of=point[1],
+            namespace=namespace
+            if isinstance(namespace, str | None)
+            else tuple(namespace),
+        )
+
+    def _knowledge_store(
+        self,
+        valid_at: TimeLike,
+        as_of: TimeLike,
+        namespace: str | Sequence[str] | None,
+    ) -> ox.Store:
+        """The knowledge of a point as a store to query, for what the rewrite
+        cannot say. Its terms are the stored ones: blank nodes stay skolem IRIs,
+        as in the knowledge of now and in a rewritten query, so that ``isBlank``
+        answers alike whichever way a query goes (answers give them back)."""
+        view = ox.Store()
+        for ns in namespaces_of(namespace):
+            if valid_at is None and as_of is None:
+                view.extend(
+                    self._knowledge_quad(g, skolem=True)
+                    for g in self._current_beliefs(ns)
+                )
+                continue
+            texts, bindings = bound_texts(None, None, ns, self.core.settings)
+            bindings[Variable("asOf")] = millis_literal(
+                millis_or_now(as_of, self.core.clock)
+            )
+            bindings[Variable("validAt")] = millis_literal(
+                millis_or_now(valid_at, self.core.clock)
+            )
+            rows = self.core.backend.query(snapshot_query(texts), bindings)
+            default = ox.DefaultGraph()
+            view.extend(
+                ox.Quad(r["s"], r["p"], r["o"], r["kg"] or default) for r in rows
+            )
+        return view
+
+    def _knowledge_quad(self, grain: Grain, *, skolem: bool = False) -> ox.Quad:
+        s, p, o, g = belief_terms(grain.fields, self.core.settings)
+        if skolem:
+            return ox.Quad(s, p, o, ox.DefaultGraph() if g is None else g)
+        graph = ox.DefaultGraph() if g is None else unskolem(g)
+        return ox.Quad(unskolem(s), p, unskolem(o), graph)
+
+    def _current_beliefs(self, namespace: str | None) -> GrainList:
+        texts, bindings = bound_texts(None, None, namespace)
+        query = current_beliefs_query(texts)
+        return self.questions.grains_of(self.core.backend.query(query, bindings))
+
+
+def _dataset(
+    default: Sequence[str] | None, named: Sequence[str] | None, grains: bool
+) -> dict[str, Any]:
+    """pyoxigraph's dataset arguments for the Protocol's graph IRIs.
+
+    Raises:
+        QueryError: ERR_QUERY for an IRI that is not one, or a reserved graph asked
+            for outside ``grains=True``.
+    """
+    out: dict[str, Any] = {}
+    for key, uris in (("default_graph", default), ("named_graphs", named)):
+        if uris is None:
+            continue
+        graphs = []
+        for uri in uris:
+            try:
+                graph = ox.NamedNode(uri)
+            except ValueError:
+                raise QueryError(f"{key}: {uri!r} is not an IRI") from None
+            reserved = graph in RESERVED_GRAPHS and not (
+                key == "default_graph" and graph == OMS.current
+            )
+            if reserved and not grains:
+                raise QueryError(
+                    f"{uri} is one of the store's own graphs; ask for it with grains=True"
+                )
+            graphs.append(graph)
+        out[key] = graphs
+    return out
+
+
+# A graph the store never writes: the default graph of a query with FROM NAMED only.
+_NO_GRAPH = ox.NamedNode("https://w3id.org/oms-rdf/ns#noGraph")
