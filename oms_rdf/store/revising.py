@@ -54,6 +54,60 @@ def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD.double)
 
 
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One observation for or against a grain, as :meth:`Revision.evidence` takes it."""
+
+    kind: str  # supporting | refuting
+    strength: float
+    at: int  # epoch ms
+    note: str | None
+    by: str | None
+
+
+def _evidence_quads(
+    node: NamedNode,
+    observed: Observation,
+    before: SprtState,
+    after: SprtState,
+    effective: float,
+) -> list[Quad]:
+    """The index quads of one observation: its own node (time, kind, strength,
+    note, who), and the grain's test state just after it."""
+    idx = OMS.index
+    event = NamedNode(f"urn:uuid:{uuid.uuid4()}")
+    insert = [
+        Quad(event, RDF.type, OMS.Evidence, idx),
+        Quad(event, OMS.evidenceFor, node, idx),
+        Quad(event, OMS.evidenceKind, Literal(observed.kind), idx),
+        Quad(event, OMS.strength, _double(observed.strength), idx),
+        Quad(event, OMS.at, millis_literal(observed.at), idx),
+        Quad(event, OMS.logRatio, _double(after.log_ratio), idx),
+        Quad(node, OMS.logRatio, _double(after.log_ratio), idx),
+        Quad(node, OMS.sprtStatus, Literal(after.status), idx),
+        Quad(node, OMS.effectiveConfidence, _double(effective), idx),
+    ]
+    if after.status != before.status:
+        insert.append(Quad(node, OMS.sprtEntered, Literal(after.status), idx))
+    if observed.note is not None:
+        insert.append(Quad(event, OMS.note, Literal(observed.note), idx))
+    if observed.by is not None:
+        insert.append(Quad(event, OMS.actor, Literal(observed.by), idx))
+    return insert
+
+
+def _event_fields(values: dict[Any, Any]) -> dict[str, Any]:
+    """The recorded fields of one evidence node, by their EvidenceEvent names."""
+    return {
+        "at": literal_value(values[OMS.at]),
+        "kind": values[OMS.evidenceKind].value,
+        "strength": float(values[OMS.strength].value),
+        "log_ratio": float(values[OMS.logRatio].value),
+        "note": values[OMS.note].value if OMS.note in values else None,
+        "by": values[OMS.actor].value if OMS.actor in values else None,
+    }
+
+
 class Revision:
     """Evidence (SPRT) and entrenchment-ranked revision."""
 
@@ -120,26 +174,14 @@ class Revision:
             locked = effective_mode(grain.get("invalidation_policy"), when) == "locked"
             effective = confidence if locked else after.effective(confidence)
             node, idx = grain_iri(address), OMS.index
-            event = NamedNode(f"urn:uuid:{uuid.uuid4()}")
-            insert = [
-                Quad(event, RDF.type, OMS.Evidence, idx),
-                Quad(event, OMS.evidenceFor, node, idx),
-                Quad(event, OMS.evidenceKind, Literal(kind), idx),
-                Quad(event, OMS.strength, _double(strength), idx),
-                Quad(event, OMS.at, millis_literal(when), idx),
-                Quad(event, OMS.logRatio, _double(after.log_ratio), idx),
-                Quad(node, OMS.logRatio, _double(after.log_ratio), idx),
-                Quad(node, OMS.sprtStatus, Literal(after.status), idx),
-                Quad(node, OMS.effectiveConfidence, _double(effective), idx),
+            observed = Observation(kind, strength, when, note, by)
+            insert = _evidence_quads(node, observed, before, after, effective)
+            kept = (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)
+            delete = [
+                q
+                for q in self.core.backend.quads(node, None, None, idx)
+                if q.predicate in kept
             ]
-            if after.status != before.status:
-                insert.append(Quad(node, OMS.sprtEntered, Literal(after.status), idx))
-            if note is not None:
-                insert.append(Quad(event, OMS.note, Literal(note), idx))
-            if by is not None:
-                insert.append(Quad(event, OMS.actor, Literal(by), idx))
-            delete = [q for q in self.core.backend.quads(node, None, None, idx)
-                      if q.predicate in (OMS.logRatio, OMS.sprtStatus, OMS.effectiveConfidence)]  # fmt: skip
             reason = (
                 f"{kind} {strength:g}: {after.status}"  # the note stays in the index
             )
@@ -173,13 +215,7 @@ class Revision:
                 p.predicate: p.object
                 for p in self.core.backend.quads(q.subject, None, None, idx)
             }
-            events.append({
-                "at": literal_value(values[OMS.at]), "kind": values[OMS.evidenceKind].value,
-                "strength": float(values[OMS.strength].value),
-                "log_ratio": float(values[OMS.logRatio].value),
-                "note": values[OMS.note].value if OMS.note in values else None,
-                "by": values[OMS.actor].value if OMS.actor in values else None,
-            })  # fmt: skip
+            events.append(_event_fields(values))
         events.sort(key=lambda e: e["at"])
         log, state = [], SprtState()
         while events:
@@ -190,9 +226,11 @@ class Revision:
             )
             events.remove(event)
             state = after[id(event)]
-            log.append(EvidenceEvent(**event | {
-                "status": state.status, "effective_confidence": state.effective(confidence),
-            }))  # fmt: skip
+            status = {
+                "status": state.status,
+                "effective_confidence": state.effective(confidence),
+            }
+            log.append(EvidenceEvent(**event | status))
         return log
 
     def effective_confidence(self, address: str | Grain) -> float:
@@ -240,9 +278,16 @@ class Revision:
                 old_grain, new, justification=justification, by=by, signer=signer
             )
             with self.core.lock:
-                tiers = f"{self.entrenchment.tier(old_grain.fields).name} -> {self.entrenchment.tier(fields).name}"
-                self.core.write([], self.core.audit_rows("revise(force)", target=old_grain.address, result=address,
-                                             actor=by, reason=f"entrenchment overridden: {tiers}"))  # fmt: skip
+                tier = self.entrenchment.tier
+                tiers = f"{tier(old_grain.fields).name} -> {tier(fields).name}"
+                rows = self.core.audit_rows(
+                    "revise(force)",
+                    target=old_grain.address,
+                    result=address,
+                    actor=by,
+                    reason=f"entrenchment overridden: {tiers}",
+                )
+                self.core.write([], rows)
             return address
         self.entrenchment.check(old_grain.fields, fields)
         return self.invalidation.supersede(

@@ -134,36 +134,9 @@ class SparqlQueries:
         if grains:
             return run_query(self.core.backend, sparql, values, **dataset)
         if timed or namespace is not None:
-            answer = self._asked_of_grains(
-                sparql, values, dataset, valid_at, as_of, namespace
-            )
-            if answer is not None:
-                return answer
-            view = self._knowledge_store(valid_at, as_of, namespace)
-            if (
-                "default_graph" in dataset
-            ):  # the knowledge's default graph is the view's
-                dataset["default_graph"] = [
-                    ox.DefaultGraph() if g == OMS.current else g
-                    for g in dataset["default_graph"]
-                ]
-            return run_query(view, sparql, values, **dataset)
+            return self._asked_at(sparql, values, dataset, valid_at, as_of, namespace)
         if not dataset:
-            # A query that names its dataset (FROM, FROM NAMED) gets that dataset,
-            # as the Protocol's parameters would give it; the store's own graphs
-            # are refused there too.
-            clause = dataset_clause(sparql, PREFIXES)
-            if clause is not None:
-                dataset = _dataset(*clause, grains)
-                if not clause[0]:
-                    # FROM NAMED alone: an empty default graph, a graph nothing is
-                    # in. Said in the query too: Virtuoso lets a query's FROM NAMED
-                    # override the Protocol's default graph (all its graphs then).
-                    at = dataset_start(sparql)
-                    if at is not None:
-                        sparql = f"{sparql[:at]}FROM <{_NO_GRAPH.value}> {sparql[at:]}"
-                    dataset["default_graph"] = [_NO_GRAPH]
-                dataset.setdefault("named_graphs", [])
+            sparql, dataset = _own_dataset(sparql)
         return run_query(
             self.core.backend,
             sparql,
@@ -174,6 +147,30 @@ class SparqlQueries:
                 **dataset,
             },
         )
+
+    def _asked_at(
+        self,
+        sparql: str,
+        values: Mapping[str | Variable, Any],
+        dataset: dict[str, Any],
+        valid_at: TimeLike,
+        as_of: TimeLike,
+        namespace: str | Sequence[str] | None,
+    ) -> QueryResult:
+        """A query of a point's knowledge (or of some namespaces of now's):
+        rewritten onto the grain layer, else asked of that knowledge, built."""
+        answer = self._asked_of_grains(
+            sparql, values, dataset, valid_at, as_of, namespace
+        )
+        if answer is not None:
+            return answer
+        view = self._knowledge_store(valid_at, as_of, namespace)
+        if "default_graph" in dataset:  # the knowledge's default graph is the view's
+            dataset["default_graph"] = [
+                ox.DefaultGraph() if g == OMS.current else g
+                for g in dataset["default_graph"]
+            ]
+        return run_query(view, sparql, values, **dataset)
 
     def _asked_of_grains(
         self,
@@ -324,6 +321,27 @@ class SparqlQueries:
         texts, bindings = bound_texts(None, None, namespace)
         query = current_beliefs_query(texts)
         return self.questions.grains_of(self.core.backend.query(query, bindings))
+
+
+def _own_dataset(sparql: str) -> tuple[str, dict[str, Any]]:
+    """The dataset a query names (FROM, FROM NAMED), as the Protocol's parameters
+    would give it (the store's own graphs refused there too); none: ``{}``.
+
+    FROM NAMED alone gives an empty default graph, a graph nothing is in; it is
+    said in the query too, since Virtuoso lets a query's FROM NAMED override the
+    Protocol's default graph (all its graphs then).
+    """
+    clause = dataset_clause(sparql, PREFIXES)
+    if clause is None:
+        return sparql, {}
+    dataset = _dataset(*clause, grains=False)
+    if not clause[0]:
+        at = dataset_start(sparql)
+        if at is not None:
+            sparql = f"{sparql[:at]}FROM {_NO_GRAPH} {sparql[at:]}"
+        dataset["default_graph"] = [_NO_GRAPH]
+    dataset.setdefault("named_graphs", [])
+    return sparql, dataset
 
 
 def _dataset(
