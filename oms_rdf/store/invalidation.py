@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import (
     Literal,
+    NamedNode,
     Quad,
 )
 
 from ..codec.grain import Grain, system_from
-from ..codec.signing import SigningKey, sign, supersession_draft, verify_supersession
+from ..codec.signing import SigningKey, sign
 from ..errors import (
     ErrorCode,
     PolicyError,
     SchemaError,
-    SignatureError,
     TimeRangeError,
 )
 from ..rdf.mapping import (
@@ -32,13 +32,15 @@ from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
 from .lookup import believers
-from .policy import MAX_HOPS, Protector, check
+from .policy import check
 from .portion import Portion, check_portion, pieces, valid_interval
+from .protectors import cosigners, protectors
 from .questions import Questions
 from .state import (
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
+    IndexState,
     Signature,
     TimeLike,
     millis_or_now,
@@ -65,65 +67,6 @@ class Invalidation:
     def __init__(self, core: Core, questions: Questions) -> None:
         self.core = core
         self.questions = questions  # a grain's chain, for the lineage policies
-
-    def _protectors(self, address: str) -> list[Protector]:
-        grain = self.core.get(address)
-        out = []
-        if grain.get("invalidation_policy") is not None:
-            out.append(
-                Protector(
-                    address,
-                    grain.get("invalidation_policy"),
-                    "own",
-                    grain.get("author_did"),
-                )
-            )
-        # subtree: policies of derivation ancestors within MAX_HOPS (spec §8.4, §8.5).
-        frontier, seen = [grain], {address}
-        for _ in range(MAX_HOPS):
-            next_frontier = []
-            for g in frontier:
-                for parent in g.get("derived_from", ()):
-                    if parent in seen or parent not in self.core:
-                        continue
-                    seen.add(parent)
-                    ancestor = self.core.get(parent)
-                    policy = ancestor.get("invalidation_policy")
-                    if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
-                        out.append(
-                            Protector(
-                                parent,
-                                policy,
-                                "subtree ancestor",
-                                ancestor.get("author_did"),
-                            )
-                        )
-                    next_frontier.append(ancestor)
-            frontier = next_frontier
-        # lineage: policies anywhere in the supersession chain. A current grain has
-        # no successor, so its chain is its ancestors: cheap pattern lookups.
-        node = grain_iri(address)
-        has_successor = next(
-            self.core.backend.quads(node, OMS.supersededBy, None, OMS.index), None
-        )
-        chain = (
-            self.questions.history(address)
-            if has_successor
-            else self.questions.ancestors(address)
-        )
-        for member in chain:
-            policy = member.get("invalidation_policy")
-            if (
-                member.address != address
-                and isinstance(policy, Mapping)
-                and policy.get("scope") == "lineage"
-            ):
-                out.append(
-                    Protector(
-                        member.address, policy, "lineage", member.get("author_did")
-                    )
-                )
-        return out
 
     def _current_removal(
         self, grain: Grain, leaving: frozenset[str] = frozenset()
@@ -206,25 +149,14 @@ class Invalidation:
             signed_by = None if signature is None else signature.did
             review = check(
                 "supersede",
-                self._protectors(old_address),
+                protectors(self.core, self.questions, old_address),
                 now_ms=self.core.clock(),
                 justification=reason,
                 signer=signed_by,
-                cosigners=_cosigners(new_grain, old_address),
+                cosigners=cosigners(new_grain, old_address),
                 requester=by or signed_by,
             )
-            rest = []
-            if portion is not None:
-                if valid_interval(new_grain) != portion:
-                    raise SchemaError(
-                        f"the new grain is valid over {valid_interval(new_grain)}, not "
-                        f"the portion {portion} it replaces the old one for",
-                        code=ErrorCode.SCHEMA,
-                    )
-                rest = [
-                    accept(p)[0]
-                    for p in pieces(old_grain, *portion, at=at, reason=reason)
-                ]
+            rest = _rest(old_grain, new_grain, portion, at, reason)
             self._write_supersession(
                 old_grain, new_grain, signature, at, by, reason, review, rest
             )
@@ -327,8 +259,14 @@ class Invalidation:
             insert.append((node, _P_INITIATOR, nt_literal(by), idx))
         if reason:
             insert.append((node, _P_REASON, nt_literal(reason), idx))
-        insert += self.core.audit_rows("supersede", target=old_address, result=new_grain.address,
-                              actor=by, reason=reason, review=review)  # fmt: skip
+        insert += self.core.audit_rows(
+            "supersede",
+            target=old_address,
+            result=new_grain.address,
+            actor=by,
+            reason=reason,
+            review=review,
+        )
         self.core.write(
             delete, insert, current=[old_address]
         )  # one successor, whoever races
@@ -363,9 +301,13 @@ class Invalidation:
             grain = self.core.get(self.core.resolve(address))
             check_portion(grain, *portion)
             change = self.plan_void(
-                [grain.address], "retract", reason=reason, justification=reason,
-                by=by, at=at,
-            )  # fmt: skip
+                [grain.address],
+                "retract",
+                reason=reason,
+                justification=reason,
+                by=by,
+                at=at,
+            )
             when = millis_or_now(at, self.core.clock)
             rest = [
                 accept(p)[0] for p in pieces(grain, *portion, at=when, reason=reason)
@@ -386,8 +328,9 @@ class Invalidation:
                 continue
             check_new(self.core, piece, exempt=address)
             rows += self.core.rows_for(piece)
-            rows += self.core.audit_rows("portion", target=address, result=piece.address,
-                                         actor=by, reason=reason)  # fmt: skip
+            rows += self.core.audit_rows(
+                "portion", target=address, result=piece.address, actor=by, reason=reason
+            )
         return rows
 
     def contradict(
@@ -470,9 +413,14 @@ class Invalidation:
         change = Change(current=targets)
         for address in targets:
             removed, added = self._void_change(
-                address, operation, reason=reason, justification=justification,
-                by=by, at=at, leaving=leaving,
-            )  # fmt: skip
+                address,
+                operation,
+                reason=reason,
+                justification=justification,
+                by=by,
+                at=at,
+                leaving=leaving,
+            )
             change.delete += removed
             change.insert += added
         return change
@@ -506,7 +454,7 @@ class Invalidation:
             )
         review = check(
             operation,
-            self._protectors(address),
+            protectors(self.core, self.questions, address),
             now_ms=self.core.clock(),
             justification=justification,
         )
@@ -516,27 +464,9 @@ class Invalidation:
         if state.is_current:
             delete += self._current_removal(grain, leaving | {address})
             insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
-        if operation == "retract":
-            delete.append(Quad(node, OMS.status, getattr(OMS, state.status), idx))
-            insert.append(Quad(node, OMS.status, OMS.retracted, idx))
-            kind = "retraction"
-        else:
-            delete.append(
-                Quad(
-                    node,
-                    OMS.verificationStatus,
-                    getattr(OMS, state.verification),
-                    idx,
-                )
-            )
-            insert.append(Quad(node, OMS.verificationStatus, OMS.contradicted, idx))
-            kind = "contradiction"
-        if state.invalidation_type is None:
-            insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
-            if reason:
-                insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
-            if by is not None:
-                insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
+        removed, added = _voided_state(node, state, operation, reason, by)
+        delete += removed
+        insert += added
         insert += self.core.audit_rows(
             operation,
             target=address,
@@ -583,37 +513,62 @@ class Invalidation:
                     "set_verification",
                     code=ErrorCode.CONFLICT,
                 )
-            node = grain_iri(address)
-            delete = [
-                Quad(
-                    node,
-                    OMS.verificationStatus,
-                    getattr(OMS, state.verification),
-                    OMS.index,
-                )
-            ]
-            insert: list[Quad | Row] = [
-                Quad(node, OMS.verificationStatus, getattr(OMS, status), OMS.index)
-            ]
+            node, idx, p = grain_iri(address), OMS.index, OMS.verificationStatus
+            delete = [Quad(node, p, getattr(OMS, state.verification), idx)]
+            insert: list[Quad | Row] = [Quad(node, p, getattr(OMS, status), idx)]
             insert += self.core.audit_rows(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
             self.core.write(delete, insert)
 
 
-def _cosigners(grain: Grain, old_address: str) -> frozenset[str]:
-    """DIDs with a valid co-signature of this supersession in ``supersession_auth``."""
-    entries = grain.get("supersession_auth") or ()
-    if not entries:
-        return frozenset()
-    draft = supersession_draft(grain.fields)
-    valid = set()
-    for entry in entries:
-        try:
-            valid.add(verify_supersession(entry, old_address, draft))
-        except SignatureError:
-            continue  # an invalid entry counts for nothing; the threshold decides
-    return frozenset(valid)
+def _voided_state(
+    node: NamedNode,
+    state: IndexState,
+    operation: str,
+    reason: str | None,
+    by: str | None,
+) -> tuple[list[Quad], list[Quad]]:
+    """The index quads a retraction or contradiction changes: the status (or the
+    verification status) it replaces, and the new one with why and by whom (the
+    first invalidation's only)."""
+    idx = OMS.index
+    if operation == "retract":
+        old = Quad(node, OMS.status, getattr(OMS, state.status), idx)
+        insert = [Quad(node, OMS.status, OMS.retracted, idx)]
+        kind = "retraction"
+    else:
+        verification = getattr(OMS, state.verification)
+        old = Quad(node, OMS.verificationStatus, verification, idx)
+        insert = [Quad(node, OMS.verificationStatus, OMS.contradicted, idx)]
+        kind = "contradiction"
+    if state.invalidation_type is None:
+        insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
+        if reason:
+            insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
+        if by is not None:
+            insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
+    return [old], insert
+
+
+def _rest(
+    old: Grain, new: Grain, portion: Portion | None, at: int, reason: str | None
+) -> list[Grain]:
+    """The pieces of ``old`` that stay when ``new`` replaces it for a portion of
+    valid time only (none for all of it); ``new`` must be valid over the portion.
+
+    Raises:
+        SchemaError: ERR_SCHEMA when ``new`` is valid over another interval.
+    """
+    if portion is None:
+        return []
+    if valid_interval(new) != portion:
+        raise SchemaError(
+            f"the new grain is valid over {valid_interval(new)}, not "
+            f"the portion {portion} it replaces the old one for",
+            code=ErrorCode.SCHEMA,
+        )
+    return [accept(p)[0] for p in pieces(old, *portion, at=at, reason=reason)]
 
 
 def _portion(
