@@ -136,8 +136,10 @@ def _system_ends(
         for successor in index.get(OMS.supersededBy.value) or [None]:
             starts: list[Any] = []
             if isinstance(successor, NamedNode):
-                starts = [q.object for q in
-                          backend.quads(successor, OMS.validFrom, None, _DEFAULT)]  # fmt: skip
+                starts = [
+                    q.object
+                    for q in backend.quads(successor, OMS.validFrom, None, _DEFAULT)
+                ]
             for start in starts or [None]:
                 later = False if start is None else _lt(valid_at, _time(start))
                 if system_to is None or _or(_lt(as_of, _time(system_to)), later):

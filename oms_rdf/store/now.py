@@ -38,8 +38,9 @@ END_OF_TIME = 1 << 62
 _VALID_TO = str(OMS.validTo)
 # Times that make the two differ when they lie ahead of now: a belief not valid
 # yet, not in the store's past yet, or closed only later.
-_AHEAD = frozenset(str(p) for p in (OMS.validFrom, OMS.systemFrom, OMS.systemTo,
-                                    OMS.voidedAt))  # fmt: skip
+_AHEAD = frozenset(
+    str(p) for p in (OMS.validFrom, OMS.systemFrom, OMS.systemTo, OMS.voidedAt)
+)
 _DATETIME = f"^^<{XSD.dateTime.value}>"
 _INTEGER = f"^^<{XSD.integer.value}>"
 

@@ -110,8 +110,15 @@ class Questions:
         # store before a write or after it, never between (a torn read).
         with self.core.lock:
             backend = self._subject_copy(subject) or self.core.backend
-            rows = subject_rows(backend, self.core.settings, subject, relation,
-                                namespace, valid_at=valid, as_of=known)  # fmt: skip
+            rows = subject_rows(
+                backend,
+                self.core.settings,
+                subject,
+                relation,
+                namespace,
+                valid_at=valid,
+                as_of=known,
+            )
             return GrainList(
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
                 self.core.status,

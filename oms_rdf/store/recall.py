@@ -89,10 +89,7 @@ class Recall:
                 elif closed:
                     continue
                 grain = self.core.grain_of(address, blob)
-                if (
-                    wanted is not None
-                    and grain.get("namespace", "shared") not in wanted
-                ):
+                if wanted is not None and grain.namespace not in wanted:
                     continue
                 found.append(grain)
                 if len(found) == limit:

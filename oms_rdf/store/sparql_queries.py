@@ -191,8 +191,10 @@ class SparqlQueries:
         point: tuple[Literal | None, Literal | None] = (None, None)
         if valid_at is not None or as_of is not None:
             clock = self.core.clock
-            point = (millis_literal(millis_or_now(valid_at, clock)),
-                     millis_literal(millis_or_now(as_of, clock)))  # fmt: skip
+            point = (
+                millis_literal(millis_or_now(valid_at, clock)),
+                millis_literal(millis_or_now(as_of, clock)),
+            )
         text = rewrite(sparql, grain_clause(*point, namespaces_of(namespace)))
         if text is None:
             return None
@@ -222,8 +224,14 @@ class SparqlQueries:
             QueryError: ERR_QUERY for an ASK query (its answer is not a table), and
                 as :meth:`query`.
         """
-        result = self.query(sparql, valid_at=valid_at, as_of=as_of, namespace=namespace,
-                            grains=grains, substitutions=substitutions)  # fmt: skip
+        result = self.query(
+            sparql,
+            valid_at=valid_at,
+            as_of=as_of,
+            namespace=namespace,
+            grains=grains,
+            substitutions=substitutions,
+        )
         if isinstance(result, bool):
             raise QueryError(
                 f"an ASK query answers {str(result).lower()}, not a table; "
