@@ -119,8 +119,7 @@ def plan_for(gtype: GrainType, keys: tuple[str, ...], *, encoding: bool) -> Plan
 
 
 def _make_plan(table: Table, keys: tuple[str, ...], encoding: bool) -> Plan | None:
-    if table.check is not None:
-        return None
+    # A grain type's table has no whole-map check (only nested tables do).
     names = table.by_full if encoding else table.by_short
     fields = []
     for key in keys:

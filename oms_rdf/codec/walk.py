@@ -411,10 +411,8 @@ class Walk:
         t = type(value)
         if not (t is list or (self.encoding and t is tuple)):
             raise self.fail(f"expected an array, found {t.__name__}", path)
-        if depth + 1 > MAX_DEPTH:
-            raise self.fail(
-                f"nesting deeper than {MAX_DEPTH} levels", path, ErrorCode.CORRUPT
-            )
+        # No depth check here: array fields sit in the top three levels of the
+        # field maps, and LIST and MAPS elements check their own depth.
         element = _ELEMENT[f.kind]
         if element is None:  # LIST
             return self.array(value, path, depth)
