@@ -371,3 +371,39 @@ def test_the_writer_refuses_a_grain_no_reader_takes() -> None:
     with pytest.raises(oms.EncodeError) as info:
         write_mg([BLOBS[0], bytes(oms.codec.MAX_BLOB + 1)], out)
     assert info.value.code == ErrorCode.RANGE and info.value.path == "grain[1]"
+
+
+def test_tombstones_are_gathered_not_yielded_and_checked() -> None:
+    from oms_rdf.io.container import ERASED_KEY, tombstone_entry
+
+    gone = "e" * 64
+    reader = read_mg(io.BytesIO(container(manifest={gone: tombstone_entry(1234)})))
+    assert list(reader.blobs()) == BLOBS and reader.manifest == {}
+    assert reader.tombstones == {gone: 1234}
+    bad = container(manifest={gone: {ERASED_KEY: -1}})
+    with pytest.raises(DecodeError, match="tombstone entry holds only"):
+        read_all(bad)
+
+
+@pytest.mark.parametrize(
+    ("flags", "codec", "fragment", "path"),
+    [
+        (0x08, 0x00, "custom field maps", "header[3]"),
+        (0x04, 0x02, "compression codec 0x02 is not supported", "header[9]"),
+    ],
+)
+def test_unsupported_header_options(
+    flags: int, codec: int, fragment: str, path: str
+) -> None:
+    data = bytearray(container())
+    data[3], data[9] = flags, codec
+    with pytest.raises(DecodeError, match=fragment) as info:
+        read_all(bytes(data))
+    assert info.value.path == path
+
+
+def test_progress_counts_every_byte_read() -> None:
+    data = container(manifest=MANIFEST)
+    seen: list[int] = []
+    assert list(read_mg(io.BytesIO(data), progress=seen.append).blobs()) == BLOBS
+    assert sum(seen) == len(data)
