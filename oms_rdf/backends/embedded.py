@@ -283,8 +283,10 @@ def _load_errors(what: str) -> Iterator[None]:
     except MemoryError as exc:  # pyoxigraph's parsers stop at a 16 MiB line or token
         if "buffer maximal size" not in str(exc):
             raise
-        raise DecodeError(f"{what}: a line or token is longer than the parser's "
-                          "16 MiB buffer", code=ErrorCode.CORRUPT) from exc  # fmt: skip
+        raise DecodeError(
+            f"{what}: a line or token is longer than the parser's 16 MiB buffer",
+            code=ErrorCode.CORRUPT,
+        ) from exc
 
 
 def _vacuum_paths(path: Path) -> tuple[Path, Path]:
@@ -373,8 +375,11 @@ def _set_mark(path: Path, *, writing: bool) -> None:
     generation = old.generation + 1 if writing else old.generation
     data: dict[str, object] = {"generation": generation, "writing": writing}
     if writing:
-        data |= {"pid": os.getpid(), "host": socket.gethostname(),
-                 "since": int(time.time() * 1000)}  # fmt: skip
+        data |= {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": int(time.time() * 1000),
+        }
     temporary = path / (BULK_MARK + ".tmp")
     try:
         with open(temporary, "w", encoding="utf-8") as out:

@@ -49,7 +49,8 @@ _MEDIA = {
     ox.RdfFormat.TURTLE: "text/turtle",
 }
 _ACCEPT = f"{_RESULTS}, {_CONSTRUCT};q=0.9"
-_WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
+# Where a query's WHERE clause opens: its bound variables go in there.
+WHERE_OPENS = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
 
 
 class SparqlBackend:
@@ -87,8 +88,12 @@ class SparqlBackend:
             self.update(data)
 
     def update(self, sparql: str) -> None:
-        self._send("update", self.update_url, content=sparql.encode(),
-                   headers={"content-type": "application/sparql-update"})  # fmt: skip
+        self._send(
+            "update",
+            self.update_url,
+            content=sparql.encode(),
+            headers={"content-type": "application/sparql-update"},
+        )
 
     def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load serialised quads in one Graph Store request (one transaction)."""
@@ -105,8 +110,12 @@ class SparqlBackend:
                 ) from exc
             self.add(quads)
             return
-        self._send("load", self.store_url, content=body,
-                   headers={"content-type": _MEDIA.get(fmt, _NQUADS)})  # fmt: skip
+        self._send(
+            "load",
+            self.store_url,
+            content=body,
+            headers={"content-type": _MEDIA.get(fmt, _NQUADS)},
+        )
 
     def bulk_load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """The same as :meth:`load`: a server has no faster, non-atomic loader."""
@@ -156,8 +165,12 @@ class SparqlBackend:
         kind = response.headers.get("content-type", "").split(";")[0].strip()
         if kind == _CONSTRUCT or kind == "text/turtle":
             fmt = ox.RdfFormat.N_TRIPLES if kind == _CONSTRUCT else ox.RdfFormat.TURTLE
-            return iter([ox.Triple(q.subject, q.predicate, q.object)
-                         for q in ox.parse(response.content, fmt)])  # fmt: skip
+            return iter(
+                [
+                    ox.Triple(q.subject, q.predicate, q.object)
+                    for q in ox.parse(response.content, fmt)
+                ]
+            )
         return self._results(response.content)
 
     def _bind(self, sparql: str, substitutions: Mapping[ox.Variable, Any]) -> str:
@@ -179,9 +192,12 @@ class SparqlBackend:
     def _post_query(self, text: str, params: list[tuple[str, str]]) -> httpx.Response:
         """Send a query (the Protocol's POST of the query itself); its response."""
         return self._send(
-            "query", self.query_url, params=params, content=text.encode(),
+            "query",
+            self.query_url,
+            params=params,
+            content=text.encode(),
             headers={"content-type": "application/sparql-query", "accept": _ACCEPT},
-        )  # fmt: skip
+        )
 
     def _results(self, body: bytes) -> Any:
         """Parse a SPARQL JSON results document."""
@@ -216,8 +232,10 @@ class SparqlBackend:
         if isinstance(g, ox.DefaultGraph):
             where = f"{{ {pattern} }}"
         elif g is None:
-            where = (f"{{ {pattern} }} UNION "
-                     f"{{ GRAPH ?g {{ {pattern} }} {self._named_filter('?g')} }}")  # fmt: skip
+            where = (
+                f"{{ {pattern} }} UNION "
+                f"{{ GRAPH ?g {{ {pattern} }} {self._named_filter('?g')} }}"
+            )
         else:
             where = f"GRAPH {_term(g, '?g')} {{ {pattern} }}"
         rows = self.query(f"SELECT ?s ?p ?o ?g {self._extra} WHERE {{ {where} }}")
@@ -226,11 +244,14 @@ class SparqlBackend:
             graph = (
                 g if g is not None and not isinstance(g, ox.DefaultGraph) else row["g"]
             )
-            found.append(ox.Quad(
-                s if s is not None else row["s"], p if p is not None else row["p"],
-                o if o is not None else self._object(row),
-                ox.DefaultGraph() if graph is None else graph,
-            ))  # fmt: skip
+            found.append(
+                ox.Quad(
+                    s if s is not None else row["s"],
+                    p if p is not None else row["p"],
+                    o if o is not None else self._object(row),
+                    ox.DefaultGraph() if graph is None else graph,
+                )
+            )
         return iter(found)
 
     def quads_of(
@@ -240,8 +261,10 @@ class SparqlBackend:
         ``?graph``: the default graph), read with one request; ``#EXACT`` in the
         query's SELECT clause is where the backend may add columns."""
         rows = self.query(sparql.replace("#EXACT", self._extra), substitutions)
-        return [ox.Quad(r["g"], r["p"], self._object(r), r["graph"] or ox.DefaultGraph())
-                for r in rows]  # fmt: skip
+        return [
+            ox.Quad(r["g"], r["p"], self._object(r), r["graph"] or ox.DefaultGraph())
+            for r in rows
+        ]
 
     _extra = ""  # more columns for _object to read
 
@@ -262,8 +285,10 @@ class SparqlBackend:
             ) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise StoreError(f"reading the store at {url} failed with "
-                                     f"HTTP {response.status_code}: {response.text[:300]}")  # fmt: skip
+                    raise StoreError(
+                        f"reading the store at {url} failed with "
+                        f"HTTP {response.status_code}: {response.text[:300]}"
+                    )
                 body = io.BufferedReader(_Stream(response.iter_bytes()))
                 yield from ox.parse(body, ox.RdfFormat.N_QUADS)
         except httpx.HTTPError as exc:
@@ -271,9 +296,13 @@ class SparqlBackend:
 
     def dump(self, output: IO[bytes], fmt: ox.RdfFormat, graph: Any = None) -> None:
         quads = self.quads(None, None, None, graph)
-        ox.serialize(quads if fmt.supports_datasets else
-                     (ox.Triple(q.subject, q.predicate, q.object) for q in quads),
-                     output, fmt)  # fmt: skip
+        ox.serialize(
+            quads
+            if fmt.supports_datasets
+            else (ox.Triple(q.subject, q.predicate, q.object) for q in quads),
+            output,
+            fmt,
+        )
 
     def __len__(self) -> int:
         named = f"GRAPH ?g {{ ?s ?p ?o }} {self._named_filter('?g')}"
@@ -293,8 +322,9 @@ class SparqlBackend:
         if response.status_code >= 400:
             message = response.text.strip()[:500]
             if response.status_code == 400 and what == "query":
-                raise StoreError(f"SPARQL query failed: {message}",
-                                 code=ErrorCode.STORE) from SyntaxError(message)  # fmt: skip
+                raise StoreError(
+                    f"SPARQL query failed: {message}", code=ErrorCode.STORE
+                ) from SyntaxError(message)
             raise StoreError(
                 f"{what} at {url} failed with HTTP {response.status_code}: {message}"
             )
@@ -336,7 +366,7 @@ def _bind(sparql: str, substitutions: Mapping[ox.Variable, Any]) -> str:
     names = " ".join(f"?{v.value}" for v in substitutions)
     values = " ".join(str(t) for t in substitutions.values())
     block = f"VALUES ({names}) {{ ({values}) }}\n"
-    match = _WHERE.search(sparql)
+    match = WHERE_OPENS.search(sparql)
     if match is None:
         raise StoreError("a query with bound variables needs a WHERE clause here")
     return sparql[: match.end()] + "\n  " + block + sparql[match.end() :]

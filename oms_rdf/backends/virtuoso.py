@@ -57,7 +57,7 @@ import pyoxigraph as ox
 from ..errors import StoreError
 from ..rdf.sparql import update_request
 from ..rdf.vocab import OMS
-from .protocol import _WHERE, SparqlBackend
+from .protocol import WHERE_OPENS, SparqlBackend
 
 __all__ = ["VirtuosoBackend"]
 
@@ -177,7 +177,7 @@ class VirtuosoBackend(SparqlBackend):
         and refuse the query). A body with a nested SELECT, where a variable may
         be projected, keeps the VALUES block; so does what follows the body (a
         GROUP BY names variables, not terms)."""
-        match = _WHERE.search(sparql)
+        match = WHERE_OPENS.search(sparql)
         if not substitutions or match is None or _SELECT.search(sparql, match.end()):
             return super()._bind(sparql, substitutions)
         end = _group_end(sparql, match.end())
@@ -218,8 +218,12 @@ class VirtuosoBackend(SparqlBackend):
         # Over a kept-alive connection, Virtuoso holds back an answer past some
         # 32 KB for about 40 ms; it sends one it closes the connection after at
         # once (measured on loopback: 56 ms against 16 ms for a 36 KB answer).
-        return self._send("query", self.query_url, data=form,
-                          headers={"accept": accept, "connection": "close"})  # fmt: skip
+        return self._send(
+            "query",
+            self.query_url,
+            data=form,
+            headers={"accept": accept, "connection": "close"},
+        )
 
     def _query_as_is(self, text: str, params: list[tuple[str, str]]) -> Any:
         return self._results(self._post_query(text, params).content)
@@ -297,8 +301,10 @@ class VirtuosoBackend(SparqlBackend):
                 f"SELECT ?s ?p ?o {self._extra} WHERE {{ {where} "
                 f'FILTER (STRSTARTS(MD5(STR(?s)), "{"".join(share)}")) }}'
             )
-            yield [ox.Quad(r["s"], r["p"], self._object(r), named or ox.DefaultGraph())
-                   for r in rows]  # fmt: skip
+            yield [
+                ox.Quad(r["s"], r["p"], self._object(r), named or ox.DefaultGraph())
+                for r in rows
+            ]
 
 
 _RESULTS, _TRIPLES = "application/sparql-results+json", "application/n-triples"
