@@ -159,7 +159,9 @@ def test_random_histories(seed: int) -> None:
         assert fast == general
         answered += len(fast)
     assert answered > 0
-    for grain in store.beliefs(status="superseded") + store.beliefs(status="active"):
+    for grain in store.beliefs_by_status("superseded") + store.beliefs_by_status(
+        "active"
+    ):
         assert store.history(grain) == history_by_query(store, grain.address)
 
 

@@ -133,7 +133,7 @@ def test_bad_arguments_are_value_errors_with_the_spec_code() -> None:
     store = oms.GrainStore()
     grain = store.put(oms.Belief("alice", "likes", "tea", 0.6, created_at=1))
     mistakes = {
-        "status": lambda: store.beliefs(status="archived"),
+        "status": lambda: store.beliefs_by_status("archived"),
         "verification": lambda: store.set_verification(grain, "probably"),
         "evidence kind": lambda: store.evidence(grain, "neutral"),
         "strength": lambda: store.evidence(grain, "supporting", 0.2),

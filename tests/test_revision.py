@@ -452,16 +452,18 @@ def test_ancestors_and_status_listing() -> None:
     store.retract(gone, reason="no")
     assert [g.address for g in store.ancestors(c)] == [a, b]
     assert store.ancestors(a) == []
-    assert [g.address for g in store.beliefs(status="active")] == [c]
+    assert [g.address for g in store.beliefs_by_status("active")] == [c]
     assert sorted(
-        g.address for g in store.beliefs("agent", status="superseded")
+        g.address for g in store.beliefs_by_status("superseded", "agent")
     ) == sorted([a, b])
-    assert [g.address for g in store.beliefs(status="retracted")] == [gone]
+    assert [g.address for g in store.beliefs_by_status("retracted")] == [gone]
+    assert [g.address for g in store.beliefs_by_status("retracted", "agent")] == []
     with pytest.raises(oms.SchemaError) as info:  # a bad argument: also a ValueError
-        store.beliefs(status="active", as_of=T0)
+        store.beliefs_by_status("archived")
     assert (
         isinstance(info.value, ValueError) and info.value.code == oms.ErrorCode.SCHEMA
     )
+    assert info.value.path == "status" and "'archived'" in str(info.value)
 
 
 def test_ancestors_of_a_merge_hold_every_predecessor() -> None:

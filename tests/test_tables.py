@@ -139,7 +139,7 @@ def test_beliefs_history_and_search_are_grain_lists_with_frames() -> None:
     html = history._repr_html_()
     assert "&lt;Initech&gt;" in html and "<Initech>" not in html and "2 rows" in html
     assert isinstance(store.search("Initech"), GrainList)
-    assert list(store.beliefs(status="superseded").frame()["object"]) == ["Acme"]
+    assert list(store.beliefs_by_status("superseded").frame()["object"]) == ["Acme"]
     assert isinstance(history[:1], GrainList) and history[:1].frame().shape[0] == 1
     assert history == [store.get(first), store.get(second)]  # still a list
 

@@ -177,10 +177,15 @@ def fact_routes(
             if found is not None:
                 listed.move_to_end(key)
                 return found
-        grains = store.beliefs(
-            asked.subject, asked.relation, namespace=asked.namespace,
-            status=asked.status, valid_at=asked.valid_at, as_of=asked.as_of,
-        )  # fmt: skip
+        if asked.status is None:
+            grains = store.beliefs(
+                asked.subject, asked.relation, namespace=asked.namespace,
+                valid_at=asked.valid_at, as_of=asked.as_of,
+            )  # fmt: skip
+        else:
+            grains = store.beliefs_by_status(
+                asked.status, asked.subject, asked.relation, namespace=asked.namespace
+            )
         found = [g.address for g in grains if visible(token, g)]
         with listed_lock:
             listed[key] = found
@@ -433,6 +438,12 @@ class _Listing:
         status = q.get("status")
         valid_at, as_of = q.get("valid_at"), q.get("as_of")
         pinned = None if status is not None else now  # a status listing has no time
+        if status is not None and (valid_at is not None or as_of is not None):
+            raise SchemaError(
+                "status lists by index status, whatever the times; give it without "
+                "valid_at/as_of",
+                path="status",
+            )
         return cls(
             q.get("subject"), q.get("relation"), q.get("namespace"), status,
             pinned if valid_at is None else to_millis(valid_at, "valid_at"),

@@ -201,8 +201,8 @@ def _versions(
     found = {
         grain
         for status in ("active", "superseded", "retracted")
-        for grain in store.beliefs(
-            subject, relation, namespace=namespace, status=status
+        for grain in store.beliefs_by_status(
+            status, subject, relation, namespace=namespace
         )
     }
     if not found:

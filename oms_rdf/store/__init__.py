@@ -213,6 +213,7 @@ class GrainStore:
     # --- questions (questions.py, sparql_queries.py, recall.py) ------------------
 
     beliefs = Delegated("questions", Questions.beliefs)
+    beliefs_by_status = Delegated("questions", Questions.beliefs_by_status)
     history = Delegated("questions", Questions.history)
     ancestors = Delegated("questions", Questions.ancestors)
     derived = Delegated("questions", Questions.derived)

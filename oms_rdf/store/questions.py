@@ -71,35 +71,18 @@ class Questions:
         namespace: str | None = None,
         valid_at: TimeLike = None,
         as_of: TimeLike = None,
-        status: str | None = None,
     ) -> GrainList:
         """Return the beliefs true at ``valid_at`` as known at ``as_of``.
 
         Both default to now (design §5). "What did we believe at T" about the world
         at T is ``beliefs(valid_at=T, as_of=T)``; ``beliefs(as_of=T)`` asks what we
         believed at T about now. Ordered by effective confidence (earned by
-        evidence), highest first.
-
-        With ``status`` ("active", "superseded" or "retracted") the beliefs are
-        listed by their index status instead, whatever their times (the listing
-        semantics of REST memory APIs); it does not combine with the times.
+        evidence), highest first. To list beliefs by their index status instead,
+        whatever their times, use :meth:`beliefs_by_status`.
 
         Raises:
-            SchemaError: ERR_SCHEMA for an unknown status, or status with a time.
+            SchemaError: ERR_SCHEMA for a time argument that cannot be read.
         """
-        if status is not None:
-            if status not in STATUSES or valid_at is not None or as_of is not None:
-                raise SchemaError(
-                    f"status lists by index status, one of {list(STATUSES)}, without "
-                    f"valid_at/as_of; found status={status!r}",
-                    path="status",
-                )
-            texts, bindings = bound_texts(
-                subject, relation, namespace, self.core.settings
-            )
-            bindings[Variable("statusNode")] = getattr(OMS, status)
-            query = beliefs_by_status_query(texts)
-            return self.grains_of(self.core.backend.query(query, bindings))
         known = millis_or_now(as_of, self.core.clock)
         valid = millis_or_now(valid_at, self.core.clock)
         if subject is None:
@@ -123,6 +106,41 @@ class Questions:
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
                 self.core.status,
             )
+
+    def beliefs_by_status(
+        self,
+        status: str,
+        subject: str | None = None,
+        relation: str | None = None,
+        *,
+        namespace: str | None = None,
+    ) -> GrainList:
+        """Return the beliefs whose index status is ``status``, whatever their times.
+
+        ``status`` is "active", "superseded" or "retracted" (the listing semantics
+        of REST memory APIs); ``subject``, ``relation`` and ``namespace`` narrow
+        the list as they do for :meth:`beliefs`.
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> old = store.put(Belief("ann", "works_at", "Acme", 0.9, created_at=1))
+        >>> _ = store.supersede(old, {"type": "belief", "subject": "ann",
+        ...     "relation": "works_at", "object": "Initech", "confidence": 0.9,
+        ...     "created_at": 2})
+        >>> [g["object"] for g in store.beliefs_by_status("superseded", "ann")]
+        ['Acme']
+
+        Raises:
+            SchemaError: ERR_SCHEMA for a status not among those three.
+        """
+        if status not in STATUSES:
+            raise SchemaError(
+                f"status is one of {list(STATUSES)}; found {status!r}", path="status"
+            )
+        texts, bindings = bound_texts(subject, relation, namespace, self.core.settings)
+        bindings[Variable("statusNode")] = getattr(OMS, status)
+        query = beliefs_by_status_query(texts)
+        return self.grains_of(self.core.backend.query(query, bindings))
 
     def _subject_copy(self, subject: str) -> LocalBackend | None:
         """Over a network, a copy in memory of what the lookups of one subject
