@@ -613,3 +613,122 @@ def test_virtuoso_answers_every_query_form_as_documented(servers: Any) -> None:
     }
     assert embedded["doubles"] == [repr(0.12345678901234567)]
     assert virtuoso["doubles"] == ["0.123457"]
+
+
+# --- Virtuoso's dialect, checked without a Virtuoso ---------------------------------
+# The query text it writes and the answers it reads back are plain functions of
+# their input: the default tier checks them here; the servers tier runs them live.
+
+XSD_DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
+
+
+def offline_virtuoso() -> Any:
+    """A Virtuoso backend pointed at a closed port: it never sends a request here."""
+    return oms.VirtuosoBackend(f"http://127.0.0.1:{free_port()}")
+
+
+def test_virtuoso_answers_are_read_in_the_standard_form() -> None:
+    backend = offline_virtuoso()
+    ask = b'{"head": {"vars": ["__ASK_RETVAL"]}, "results": {"bindings": [%s]}}'
+    yes = b'{"__ASK_RETVAL": {"type": "literal", "value": "1"}}'
+    no = b'{"__ASK_RETVAL": {"type": "literal", "value": "0"}}'
+    assert bool(backend._results(ask % yes)) is True
+    assert bool(backend._results(ask % no)) is False
+    assert bool(backend._results(ask % b"")) is False
+    blank = (
+        b'{"head": {"vars": ["s"]}, "results": {"bindings": '
+        b'[{"s": {"type": "bnode", "value": "nodeID://b1001"}}]}}'
+    )
+    [row] = list(backend._results(blank))
+    assert row["s"] == ox.BlankNode("b1001")
+
+
+def test_virtuoso_reads_doubles_exactly_from_their_extra_column() -> None:
+    backend = offline_virtuoso()
+    rounded = ox.Literal("0.1", datatype=XSD_DOUBLE)
+    exact = {"o": rounded, "exact": ox.Literal("0.10000000000000001")}
+    assert backend._object(exact) == ox.Literal("0.1", datatype=XSD_DOUBLE)
+    third = {"o": rounded, "exact": ox.Literal("0.33333333333333331")}
+    assert backend._object(third) == ox.Literal(repr(1 / 3), datatype=XSD_DOUBLE)
+    text = ox.Literal("not a double")
+    assert backend._object({"o": text, "exact": ox.Literal("")}) == text
+    assert backend._object({"o": text, "exact": None}) == text
+    assert backend._object({"o": rounded, "exact": ox.Literal("inf")}) == rounded
+
+
+def test_virtuoso_writes_bound_terms_into_the_query_body() -> None:
+    backend = offline_virtuoso()
+    x = ox.Variable("x")
+    term = ox.NamedNode("http://example.org/a")
+    bound = backend._bind("SELECT ?s WHERE { ?s ?p ?x } GROUP BY ?x", {x: term})
+    assert bound == "SELECT ?s WHERE { ?s ?p <http://example.org/a> } GROUP BY ?x"
+    # Braces in strings and comments do not close the body; a backslash in a
+    # term is written as it is.
+    text = "ASK WHERE { ?s ?p \"}\" # }\n FILTER (?x != '{') }"
+    odd = ox.Literal("a\\b")
+    assert backend._bind(text, {x: odd}) == text.replace("?x", '"a\\\\b"')
+    triple = "ASK WHERE { ?s ?p '''}''' . ?s ?q ?x }"
+    assert backend._bind(triple, {x: term}).endswith("?q <http://example.org/a> }")
+    # A nested SELECT may project the variable: the standard VALUES block.
+    nested = "SELECT ?x WHERE { { SELECT ?x WHERE { ?x ?p ?o } } }"
+    assert "VALUES (?x) { (<http://example.org/a>) }" in backend._bind(
+        nested, {x: term}
+    )
+    assert backend._bind("ASK { ?s ?p ?o }", {}) == "ASK { ?s ?p ?o }"
+    unclosed = "ASK WHERE { ?s ?p ?x"
+    assert (
+        backend._bind(unclosed, {x: term}) == "ASK WHERE { ?s ?p <http://example.org/a>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "triples"),
+    [
+        ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", True),
+        ("describe <http://e.org/a>", True),
+        ("SELECT * WHERE { ?s ?p ?o }", False),
+        ("ASK { ?s ?p ?o }", False),
+        ("# CONSTRUCT\nSELECT * WHERE { ?s ?p 'CONSTRUCT' }", False),
+        ('PREFIX c: <http://e.org/SELECT>\nCONSTRUCT WHERE { ?s ?p "SELECT" }', True),
+        ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", False),
+    ],
+)
+def test_virtuoso_asks_for_the_media_type_of_the_query_form(
+    query: str, triples: bool
+) -> None:
+    from oms_rdf.backends import virtuoso
+
+    assert virtuoso._answers_triples(query) is triples
+
+
+def test_virtuoso_names_its_dataset_in_every_query() -> None:
+    backend = offline_virtuoso()
+    backend._graphs = {"urn:g1", "urn:g2"}  # as read from the server
+    params = backend._dataset_params({})
+    assert params == [
+        ("default-graph-uri", backend.graph.value),
+        ("named-graph-uri", "urn:g1"),
+        ("named-graph-uri", "urn:g2"),
+    ]
+    mine = ox.NamedNode("urn:mine")
+    asked = backend._dataset_params({"default_graph": mine, "named_graphs": [mine]})
+    assert asked == [("default-graph-uri", "urn:mine"), ("named-graph-uri", "urn:mine")]
+    query = backend.grains_query(["<urn:a>", "<urn:b>"])
+    assert "FILTER (?g IN (<urn:a>, <urn:b>))" in query
+
+
+def test_a_server_backend_declares_what_it_cannot_do() -> None:
+    backend = offline_virtuoso()
+    assert (backend.shared, backend.remote, backend.path) == (True, True, None)
+    backend.flush()
+    backend.optimize()
+    with backend.bulk_writing():
+        pass
+    with pytest.raises(oms.StoreError, match="cannot be vacuumed") as refused:
+        backend.vacuum()
+    assert refused.value.code == oms.ErrorCode.STORE
+    local = oms.backends.LocalBackend()
+    assert (local.shared, local.remote, local.path) == (False, False, None)
+    assert local.grains_query(["<urn:a>"]) == oms.SparqlBackend.oxigraph(
+        "http://127.0.0.1:1"
+    ).grains_query(["<urn:a>"])
