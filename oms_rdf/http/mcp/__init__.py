@@ -27,6 +27,12 @@ A session given ``namespaces`` reads and writes only those: a belief of another
 namespace is ``ERR_NOT_FOUND`` as if it did not exist, and a write into one is
 ``ERR_INVALIDATION_DENIED``, as a bearer token's scope is over HTTP.
 
+The package: this module builds and runs the server; :mod:`.memory` holds its
+tools and resources, :mod:`.arguments` their argument types. It may import the
+layers below http (the store's public API only), the http modules that need no
+Starlette (lanes, results, render, federation), and the MCP SDK and pydantic (the
+``[mcp]`` extra).
+
 >>> from oms_rdf import GrainStore
 >>> server = create_server(GrainStore(), namespaces=["work"])
 >>> server.name
@@ -62,8 +68,9 @@ __all__ = [
 ]
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                         open_world_hint=False)  # fmt: skip
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, open_world_hint=False
+)
 
 
 class _MemoryServer(MCPServer[Any]):
@@ -140,8 +147,7 @@ def create_server(
         (memory.history, _READ),
         (memory.sparql, _READ),
     ):
-        server.add_tool(fn, name=fn.__name__, annotations=hints,
-                        structured_output=True)  # fmt: skip
+        server.add_tool(fn, name=fn.__name__, annotations=hints, structured_output=True)
     server.resource(
         "oms://belief/{address}",
         name="belief",

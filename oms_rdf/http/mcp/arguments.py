@@ -120,6 +120,7 @@ def _path(loc: Sequence[int | str]) -> list[str]:
     """An argument's path without pydantic's names of union members (``str``,
     ``dict[str,...]``), which are not where the caller put anything."""
     return [
-        str(p) for n, p in enumerate(loc)
+        str(p)
+        for n, p in enumerate(loc)
         if n == 0 or not isinstance(p, str) or not _TAG.match(p)
-    ]  # fmt: skip
+    ]

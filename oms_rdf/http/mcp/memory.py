@@ -11,7 +11,7 @@ import json
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from itertools import islice
 from typing import Annotated, Any, Literal, TypeVar
@@ -20,7 +20,7 @@ import pyoxigraph as ox
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from ...codec.grain import Grain
+from ...codec.grain import Grain, system_from
 from ...errors import (
     ErrorCode,
     NotFoundError,
@@ -33,8 +33,10 @@ from ...rdf.limits import check_query
 from ...rdf.results import write_solutions
 from ...store import GrainStore, Solutions
 from ...times import to_millis
-from ..facts import fact_json
+from ..federation import is_federated
 from ..lanes import Cancelled, Job, Lane
+from ..render import evidence_json, fact_json
+from ..results import QueryResult, polled
 from .arguments import (
     MAX_ROWS,
     Address,
@@ -53,6 +55,7 @@ __all__ = ["RECENT", "Memory"]
 
 RECENT = 50  # beliefs in oms://beliefs/recent
 _T = TypeVar("_T")
+Row = TypeVar("Row")
 
 # The update forms of SPARQL 1.1 Update §3, after the prologue: a clear refusal
 # for them (the query parser refuses them anyway, with a less helpful message).
@@ -61,8 +64,6 @@ _UPDATE = re.compile(
     r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
     re.IGNORECASE,
 )
-# As ``oms-rdf serve`` refuses it: a federated query would fetch any IRI named.
-_FEDERATED = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
 
 
 class Memory:
@@ -88,7 +89,8 @@ class Memory:
     # --- the session's namespaces ------------------------------------------------
 
     def visible(self, grain: Grain) -> bool:
-        return self.scope is None or grain.get("namespace", "shared") in self.scope
+        """Whether ``grain`` is in the session's namespaces."""
+        return self.scope is None or grain.namespace in self.scope
 
     def fact(self, ref: str) -> Grain:
         """The stored grain of ``ref``; one outside the session is not found."""
@@ -106,8 +108,9 @@ class Memory:
                 return self.scope[0]
             raise PolicyError(
                 f"say which namespace to write: one of {list(self.scope)}",
-                code=ErrorCode.INVALIDATION_DENIED, path="$.namespace",
-            )  # fmt: skip
+                code=ErrorCode.INVALIDATION_DENIED,
+                path="$.namespace",
+            )
         self.readable(asked)
         return asked
 
@@ -119,12 +122,13 @@ class Memory:
             raise PolicyError(
                 f"this session may not use namespace {asked!r}; its namespaces are "
                 f"{list(self.scope)}",
-                code=ErrorCode.INVALIDATION_DENIED, path="$.namespace",
-            )  # fmt: skip
+                code=ErrorCode.INVALIDATION_DENIED,
+                path="$.namespace",
+            )
 
     def writable(self, fields: dict[str, Any]) -> dict[str, Any]:
         grain: Grain = self.store.accept(fields)[0]  # refused here as put would
-        self.readable(grain.get("namespace", "shared"))
+        self.readable(grain.namespace)
         return fields
 
     def facts(self, grains: Iterable[Grain], limit: int | None = None) -> list[Any]:
@@ -153,15 +157,23 @@ class Memory:
         on). A belief that conflicts with a current one on a functional relation
         may need a justification. Returns the belief as stored, with its address.
         """
-        fields = self.writable(_fields(
-            subject=subject, relation=relation, object=object,
-            confidence=confidence, created_at=self.store.clock(),
-            namespace=self.namespace(namespace), source_type=source_type,
-            valid_from=_when(valid_from, "valid_from"),
-            valid_to=_when(valid_to, "valid_to"), context=context,
-            invalidation_policy=None if invalidation_mode is None
-            else {"mode": invalidation_mode},
-        ))  # fmt: skip
+        fields = self.writable(
+            _fields(
+                subject=subject,
+                relation=relation,
+                object=object,
+                confidence=confidence,
+                created_at=self.store.clock(),
+                namespace=self.namespace(namespace),
+                source_type=source_type,
+                valid_from=_when(valid_from, "valid_from"),
+                valid_to=_when(valid_to, "valid_to"),
+                context=context,
+                invalidation_policy=None
+                if invalidation_mode is None
+                else {"mode": invalidation_mode},
+            )
+        )
         address = self.store.put(fields, justification=justification)
         return fact_json(self.store, self.store.get(address))
 
@@ -181,10 +193,12 @@ class Memory:
         if not self.shown(namespace):
             return {"beliefs": []}  # another namespace is empty, as over HTTP
         hits = self.store.search(
-            query, namespace=self.scope if namespace is None else namespace,
-            limit=limit, valid_at=_when(valid_at, "valid_at"),
+            query,
+            namespace=self.scope if namespace is None else namespace,
+            limit=limit,
+            valid_at=_when(valid_at, "valid_at"),
             as_of=_when(as_of, "as_of"),
-        )  # fmt: skip
+        )
         return {"beliefs": self.facts(hits)}
 
     def beliefs_at(
@@ -205,9 +219,12 @@ class Memory:
         if not self.shown(namespace):
             return {"beliefs": []}  # another namespace is empty, as over HTTP
         grains = self.store.beliefs(
-            subject, relation, namespace=namespace,
-            valid_at=_when(valid_at, "valid_at"), as_of=_when(as_of, "as_of"),
-        )  # fmt: skip
+            subject,
+            relation,
+            namespace=namespace,
+            valid_at=_when(valid_at, "valid_at"),
+            as_of=_when(as_of, "as_of"),
+        )
         return {"beliefs": self.facts(grains, limit)}
 
     def revise(
@@ -230,8 +247,17 @@ class Memory:
         one (use supersede to override the tiers); a protected belief is refused
         by its policy (soft_locked needs a justification; locked never changes).
         """
-        old, fields = self.successor(address, object, confidence, subject, relation,
-                                     valid_from, valid_to, source_type, context)  # fmt: skip
+        old, fields = self.successor(
+            address,
+            object,
+            confidence,
+            subject,
+            relation,
+            valid_from,
+            valid_to,
+            source_type,
+            context,
+        )
         new = self.store.revise(old, fields, justification=justification)
         return fact_json(self.store, self.store.get(new))
 
@@ -253,8 +279,17 @@ class Memory:
         As revise, but only the protection policies are asked: soft_locked needs a
         justification, locked and hold are refused (ERR_INVALIDATION_DENIED).
         """
-        old, fields = self.successor(address, object, confidence, subject, relation,
-                                     valid_from, valid_to, source_type, context)  # fmt: skip
+        old, fields = self.successor(
+            address,
+            object,
+            confidence,
+            subject,
+            relation,
+            valid_from,
+            valid_to,
+            source_type,
+            context,
+        )
         new = self.store.supersede(old, fields, justification=justification)
         return fact_json(self.store, self.store.get(new))
 
@@ -275,15 +310,21 @@ class Memory:
             raise SchemaError(
                 f"{address} is a {old.type}, not a belief", path="$.address"
             )
-        fields = self.writable(_fields(
-            subject=subject or old.get("subject"),
-            relation=relation or old.get("relation"), object=object,
-            confidence=old.get("confidence") if confidence is None else confidence,
-            created_at=self.store.clock(), namespace=old.get("namespace"),
-            source_type=source_type, valid_from=_when(valid_from, "valid_from"),
-            valid_to=_when(valid_to, "valid_to"), context=context,
-            derived_from=[old.address],
-        ))  # fmt: skip
+        fields = self.writable(
+            _fields(
+                subject=subject or old.get("subject"),
+                relation=relation or old.get("relation"),
+                object=object,
+                confidence=old.get("confidence") if confidence is None else confidence,
+                created_at=self.store.clock(),
+                namespace=old.get("namespace"),
+                source_type=source_type,
+                valid_from=_when(valid_from, "valid_from"),
+                valid_to=_when(valid_to, "valid_to"),
+                context=context,
+                derived_from=[old.address],
+            )
+        )
         return old, fields
 
     def retract(self, address: Address, reason: Text) -> dict[str, Any]:
@@ -308,12 +349,7 @@ class Memory:
         accumulates; the stated confidence never changes.
         """
         result = self.store.evidence(self.fact(address), kind, strength, note)
-        return {
-            "id": result.address, "status": result.status,
-            "log_ratio": result.log_ratio,
-            "effective_confidence": result.effective_confidence,
-            "changed": result.changed,
-        }  # fmt: skip
+        return evidence_json(result)
 
     def history(self, address: Address) -> dict[str, Any]:
         """Show the supersession chain through a belief, oldest first."""
@@ -340,15 +376,16 @@ class Memory:
                 f"sparql is read-only: {form.group(1).upper()} is SPARQL Update; "
                 "change beliefs with believe, revise, supersede or retract"
             )
-        if _FEDERATED.search(query):
+        if is_federated(query):
             raise QueryError(
                 "SERVICE is refused: this server sends no requests elsewhere"
             )
         valid, known = _when(valid_at, "valid_at"), _when(as_of, "as_of")
 
         def answer(job: Job) -> dict[str, Any]:
-            result = self.store.query(query, valid_at=valid, as_of=known,
-                                      namespace=self.scope)  # fmt: skip
+            result = self.store.query(
+                query, valid_at=valid, as_of=known, namespace=self.scope
+            )
             return _answer(result, limit, job)
 
         return self.within_time(answer)
@@ -381,8 +418,9 @@ class Memory:
             if not 8 <= len(address) <= 64:
                 raise SchemaError(
                     f"expected an address or a prefix of 8+ hex, found {len(address)} "
-                    "characters", code=ErrorCode.HASH_FORMAT,
-                )  # fmt: skip
+                    "characters",
+                    code=ErrorCode.HASH_FORMAT,
+                )
             return json.dumps(fact_json(self.store, self.fact(address)))
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from None
@@ -395,9 +433,7 @@ class Memory:
             grains = [g for g in self.store.beliefs() if self.visible(g)]
         except OmsError as exc:
             raise ResourceError(str(exc)) from None
-        grains.sort(
-            key=lambda g: g.get("system_valid_from", g.created_at), reverse=True
-        )
+        grains.sort(key=system_from, reverse=True)
         return json.dumps({"beliefs": self.facts(grains, RECENT)})
 
 
@@ -410,34 +446,29 @@ def _when(text: str | None, name: str) -> int | None:
     return None if text is None else to_millis(text, name)
 
 
-def _answer(result: Any, limit: int, job: Job) -> dict[str, Any]:
+def _answer(result: QueryResult, limit: int, job: Job) -> dict[str, Any]:
     """A query's answer as JSON, at most ``limit`` rows; released on this thread."""
     if isinstance(result, bool):
         return {"form": "ask", "boolean": result}
-    rows = iter(result)
+    if isinstance(result, Solutions):
+        rows = polled(result, job.check)
+        taken, truncated = _taken(rows, limit)
+        names = [v.value for v in result.variables]
+        media = "application/sparql-results+json"
+        body = json.loads(write_solutions(names, taken, media))
+        return {"form": "solutions", **body, "truncated": truncated}
+    triples = polled(result, job.check)
+    kept, truncated = _taken(triples, limit)
+    text = ox.serialize(kept, format=ox.RdfFormat.N_TRIPLES)
+    return {"form": "graph", "ntriples": (text or b"").decode(), "truncated": truncated}
+
+
+def _taken(rows: Iterator[Row], limit: int) -> tuple[list[Row], bool]:
+    """The first ``limit`` rows, and whether there were more; the rest let go of."""
     try:
-        taken = []
-        for n, row in enumerate(rows):
-            if n == limit:
-                break
-            if n % 64 == 0:
-                job.check()
-            taken.append(row)
-        truncated = len(taken) == limit and next(rows, None) is not None
-        if isinstance(result, Solutions):
-            names = [v.value for v in result.variables]
-            body = json.loads(
-                write_solutions(names, taken, "application/sparql-results+json")
-            )
-            return {"form": "solutions", **body, "truncated": truncated}
-        text = ox.serialize(taken, format=ox.RdfFormat.N_TRIPLES)
-        return {
-            "form": "graph",
-            "ntriples": (text or b"").decode(),
-            "truncated": truncated,
-        }
+        taken = list(islice(rows, limit))
+        next(rows, None)  # the row past the limit, read and dropped
+        return taken, len(taken) == limit and next(rows, None) is not None
     finally:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
-        del rows, result
+        if isinstance(rows, Generator):
+            rows.close()

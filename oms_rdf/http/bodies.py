@@ -1,0 +1,120 @@
+"""Request bodies and arguments as the routes take them: text, JSON objects,
+grains, numbers, each refused with the spec's code when it is not what is expected.
+
+>>> body_text(b"caf\\xc3\\xa9")
+'café'
+>>> whole_number("25", 100), whole_number(None, 100)
+(25, 100)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..errors import DecodeError, ErrorCode, SchemaError
+from ..io import loads_json_grain
+
+__all__ = [
+    "GRAIN_TYPE",
+    "body_text",
+    "finite_number",
+    "grain_body",
+    "json_body",
+    "whole_number",
+]
+
+GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
+
+
+def body_text(raw: bytes) -> str:
+    """Return a request body as text.
+
+    Raises:
+        DecodeError: ERR_CORRUPT when it is not UTF-8, naming the byte.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"the body is not UTF-8: byte {exc.start} is {raw[exc.start]:#04x}",
+            path="$",
+        ) from None
+
+
+def grain_body(content_type: str, raw: bytes) -> bytes | dict[str, Any]:
+    """Return a grain from a request body: a raw blob (of type :data:`GRAIN_TYPE`),
+    or JSON fields as export writes them.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for JSON that is not one grain's fields.
+        DecodeError: ERR_CORRUPT for a body that is not UTF-8.
+    """
+    if content_type.startswith(GRAIN_TYPE):
+        return raw
+    item, index = loads_json_grain(body_text(raw))
+    if index is not None or not isinstance(item, dict | bytes):
+        raise SchemaError("expected one grain as a JSON object of fields", path="$")
+    return item
+
+
+def json_body(raw: bytes) -> dict[str, Any]:
+    """Return a request body's JSON object (an empty body is ``{}``).
+
+    Raises:
+        SchemaError: ERR_SCHEMA for a body that is not a JSON object.
+        DecodeError: ERR_CORRUPT for a body that is not UTF-8.
+    """
+    text = body_text(raw)
+    try:
+        body = json.loads(text or "{}")
+    except ValueError:
+        raise SchemaError("the body is not JSON", path="$") from None
+    if not isinstance(body, dict):
+        raise SchemaError("expected a JSON object", path="$")
+    return body
+
+
+def finite_number(value: float, name: str) -> float:
+    """Return a JSON number as a finite float (JSON's integers have no size limit).
+
+    Raises:
+        SchemaError: ERR_RANGE past a float's range, ERR_FLOAT_INVALID for NaN
+            or an infinity.
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        raise SchemaError(
+            f"{name}: {str(value)[:20]}… is too large for a float",
+            code=ErrorCode.RANGE,
+            path=f"$.{name}",
+        ) from None
+    if not math.isfinite(number):
+        raise SchemaError(
+            f"{name} must be finite, found {value}",
+            code=ErrorCode.FLOAT_INVALID,
+            path=f"$.{name}",
+        )
+    return number
+
+
+def whole_number(text: str | None, default: int) -> int:
+    """Return a query parameter's whole number, or ``default`` when it is absent
+    (at least 1 when the default is, else at least 0).
+
+    Raises:
+        SchemaError: ERR_SCHEMA for text that is not such a number, ERR_RANGE
+            past 9 digits.
+    """
+    if text is None:
+        return default
+    least = 1 if default else 0
+    if not (text.isascii() and text.isdigit()) or int(text[:12]) < least:
+        raise SchemaError(f"expected a whole number, found {text[:40]!r}")
+    if len(text) > 9:
+        raise SchemaError(
+            f"expected at most 9 digits, found {len(text)}", code=ErrorCode.RANGE
+        )
+    return int(text)

@@ -1,0 +1,346 @@
+"""The SPARQL 1.1 Protocol at ``/sparql`` and the Graph Store Protocol (read-only)
+at ``/store``, over the dataset ``GrainStore.query`` uses.
+
+Queries come by GET, POST form or POST ``application/sparql-query``, with
+``default-graph-uri``/``named-graph-uri`` and the extension parameters ``valid_at``
+and ``as_of`` for time travel; they run on the query lane within the time limit
+(:func:`run_query` is the one place a query is evaluated). SPARQL Update comes by
+POST only, never with a query (SPARQL 1.1 Protocol §2.1, §2.2), and runs on the
+store-call lane as belief operations (:mod:`oms_rdf.io.update`).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+import pyoxigraph as ox
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import DecodeError, ErrorCode, OmsError, QueryError
+from ..rdf.limits import check_query
+from ..store import GrainStore
+from ..times import to_millis
+from .auth import OPEN, Authorize, Token
+from .bodies import body_text
+from .federation import is_federated
+from .lanes import Job, Lane, wait_on
+from .responses import busy, error_response, refusal
+from .results import RESULT_TYPES, negotiate, rdf_bytes, serialize_results
+
+__all__ = ["QueryRequest", "SparqlProtocol", "run_query"]
+
+Params = dict[str, list[str]]  # a request's parameters, each name's values in order
+
+_FORM = "application/x-www-form-urlencoded"
+_RDFLIB_DEFAULT = "urn:x-rdflib:default"  # rdflib's SPARQLStore's default graph
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRequest:
+    """One SPARQL query as the endpoint evaluates it (plain values only)."""
+
+    text: str
+    accept: str  # the request's Accept header
+    valid_at: int | None = None
+    as_of: int | None = None
+    namespaces: tuple[str, ...] | None = None  # the token's; None: every one
+    default_graph_uris: list[str] | None = None
+    named_graph_uris: list[str] | None = None
+
+
+def run_query(
+    store: GrainStore, asked: QueryRequest, check: Callable[[], None]
+) -> tuple[bytes, str]:
+    """Evaluate ``asked`` over ``store``; return its answer's bytes and media type.
+
+    The one place the SPARQL endpoint runs a query, on a thread of the query
+    lane; ``check`` raises once the request's time is up (called between rows).
+
+    Raises:
+        QueryError: ERR_QUERY for a query the parser refuses, or an answer no
+            accepted type can carry.
+    """
+    check()
+    result = store.query(
+        asked.text,
+        valid_at=asked.valid_at,
+        as_of=asked.as_of,
+        namespace=asked.namespaces,
+        default_graph_uris=asked.default_graph_uris,
+        named_graph_uris=asked.named_graph_uris,
+    )
+    return serialize_results(result, asked.accept, check=check)
+
+
+class SparqlProtocol:
+    """The routes of the SPARQL and Graph Store protocols over one store.
+
+    Queries run on ``queries`` within ``query_timeout`` seconds; updates on
+    ``calls``, without a time limit, so that a write is never left running behind
+    an error (it answers when it has committed or failed).
+    """
+
+    def __init__(
+        self,
+        store: GrainStore,
+        authorize: Authorize,
+        *,
+        queries: Lane,
+        calls: Lane,
+        query_timeout: float,
+    ) -> None:
+        self.store, self.authorize = store, authorize
+        self.queries, self.calls = queries, calls
+        self.query_timeout = query_timeout
+
+    def routes(self) -> list[Route]:
+        """Return ``/sparql`` and ``/store``."""
+        return [
+            Route("/sparql", self.sparql, methods=["GET", "POST"]),
+            Route("/store", self.graph_store, methods=["GET", "HEAD"]),
+        ]
+
+    async def sparql(self, request: Request) -> Response:
+        """Answer a query, or apply an update (SPARQL 1.1 Protocol)."""
+        token = self.authorize(request)
+        if isinstance(token, Response):
+            return token
+        try:
+            params = await request_params(request)
+        except OmsError as exc:
+            return refusal(exc)
+        if "update" in params:
+            if request.method != "POST" or "query" in params:
+                return error_response(
+                    400,
+                    ErrorCode.QUERY,
+                    "SPARQL Update comes only by POST, and never with a query "
+                    "(SPARQL 1.1 Protocol §2.2)",
+                )
+            return await self.update(token, params)
+        try:
+            asked = _query_request(request, params, token)
+        except OmsError as exc:
+            return refusal(exc)
+        return await _answered(
+            self.queries,
+            lambda job: run_query(self.store, asked, job.check),
+            self.query_timeout,
+        )
+
+    async def graph_store(self, request: Request) -> Response:
+        """Answer ``?default`` or ``?graph=IRI``: the knowledge at a point."""
+        token = self.authorize(request)
+        if isinstance(token, Response):
+            return token
+        params = {k: request.query_params.getlist(k) for k in request.query_params}
+        if ("graph" in params) == ("default" in params):
+            return error_response(
+                400, ErrorCode.QUERY, "give either ?default or ?graph=IRI"
+            )
+        media = negotiate(request.headers.get("accept", "*/*"), RESULT_TYPES["graph"])
+        if media is None:
+            return _not_acceptable(RESULT_TYPES["graph"])
+        try:
+            valid_at, as_of = time_point(params)
+        except OmsError as exc:
+            return refusal(exc)
+        name = params["graph"][0] if "graph" in params else None
+
+        def answer(job: Job) -> tuple[bytes, str]:
+            snapshot = self.store.snapshot(
+                valid_at=valid_at, as_of=as_of, namespace=token.namespaces
+            )
+            job.check()
+            wanted = ox.DefaultGraph() if name is None else _iri(name)
+            triples = [
+                ox.Triple(q.subject, q.predicate, q.object)
+                for q in snapshot
+                if q.graph_name == wanted
+            ]
+            if name is not None and not triples:
+                raise LookupError(f"no graph {name} holds knowledge at that point")
+            return rdf_bytes(triples, media), media
+
+        return await _answered(self.queries, answer, self.query_timeout)
+
+    async def update(self, token: Token, params: Params) -> Response:
+        """Apply SPARQL Update as belief operations, in the token's namespace."""
+        if not token.write:
+            why = (
+                "this token may only read"
+                if token is not OPEN
+                else "this server holds no write tokens (start it with --token-file)"
+            )
+            return error_response(403, ErrorCode.INVALIDATION_DENIED, why)
+        texts = params["update"]
+        namespace = _update_namespace(token, params.get("namespace", [None])[0])
+        if isinstance(namespace, Response):
+            return namespace
+        if len(texts) != 1:
+            return error_response(400, ErrorCode.QUERY, "give exactly one update")
+        try:
+            check_query(texts[0], update=True)
+        except QueryError as exc:
+            return refusal(exc)
+
+        def apply(job: Job) -> tuple[bytes, str]:
+            report = self.store.update(texts[0], namespace=namespace)
+            body = {
+                "added": report.added,
+                "believed": report.believed,
+                "retracted": report.retracted,
+                "not_believed": report.not_believed,
+            }
+            return json.dumps(body).encode(), "application/json"
+
+        return await _answered(self.calls, apply, None)
+
+
+async def request_params(request: Request) -> Params:
+    """Return the protocol's parameters, from the URL and a POST's body.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for a body that is not UTF-8 (or a form whose
+            escapes are not).
+    """
+    params = {k: request.query_params.getlist(k) for k in request.query_params}
+    if request.method == "POST":
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
+        if kind == _FORM:  # parsed here: no multipart library for a form
+            text = body_text(await request.body())
+            try:
+                form = parse_qs(text, keep_blank_values=True, errors="strict")
+            except UnicodeDecodeError:
+                raise DecodeError(
+                    "the form's %-escapes are not UTF-8", path="$"
+                ) from None
+            for key, values in form.items():
+                params.setdefault(key, []).extend(values)
+        elif kind in ("application/sparql-query", "application/sparql-update"):
+            key = "query" if kind.endswith("query") else "update"
+            params.setdefault(key, []).append(body_text(await request.body()))
+    return params
+
+
+def time_point(params: Params) -> tuple[int | None, int | None]:
+    """Return the bi-temporal point asked for (``valid_at``, ``as_of``), in epoch ms.
+
+    Raises:
+        SchemaError: ERR_SCHEMA (or ERR_RANGE) for a time that is not one.
+    """
+    valid = (
+        to_millis(params["valid_at"][0], "valid_at") if "valid_at" in params else None
+    )
+    known = to_millis(params["as_of"][0], "as_of") if "as_of" in params else None
+    return valid, known
+
+
+def _query_request(request: Request, params: Params, token: Token) -> QueryRequest:
+    """The query a request asks, checked before any parser sees it.
+
+    Raises:
+        QueryError: ERR_QUERY for SERVICE, no or several queries, or text over
+            the limits of :func:`oms_rdf.rdf.limits.check_query`.
+        SchemaError: ERR_SCHEMA for a time that is not one.
+    """
+    texts = params.get("query", [])
+    if any(is_federated(text) for text in texts):
+        raise QueryError(
+            "SERVICE is refused: this endpoint does not send requests elsewhere"
+        )
+    if len(texts) != 1:
+        raise QueryError(
+            "give exactly one query (parameter `query`, or a body of type "
+            "application/sparql-query)"
+        )
+    check_query(texts[0])
+    valid_at, as_of = time_point(params)
+    # rdflib's SPARQLStore names the default graph urn:x-rdflib:default.
+    default_uris = [
+        u for u in params.get("default-graph-uri", []) if u != _RDFLIB_DEFAULT
+    ]
+    return QueryRequest(
+        text=texts[0],
+        accept=request.headers.get("accept", "*/*"),
+        valid_at=valid_at,
+        as_of=as_of,
+        namespaces=token.namespaces,
+        default_graph_uris=default_uris or None,
+        named_graph_uris=params.get("named-graph-uri") or None,
+    )
+
+
+def _update_namespace(token: Token, asked: str | None) -> str | Response | None:
+    """The namespace an update writes: the one asked, else the token's only one;
+    a 403 outside the token's namespaces."""
+    scope = token.namespaces
+    if scope is None:
+        return asked
+    if asked is None and len(scope) == 1:
+        return scope[0]
+    if asked is None:  # the shared namespace: not this token's
+        return error_response(
+            403,
+            ErrorCode.INVALIDATION_DENIED,
+            f"without ?namespace= an update writes the shared namespace, outside "
+            f"this token; name one of {list(scope)}",
+            path="namespace",
+        )
+    if asked not in scope:
+        return error_response(
+            403,
+            ErrorCode.INVALIDATION_DENIED,
+            f"this token may not write namespace {asked!r}; its namespaces are "
+            f"{list(scope)}",
+            path="namespace",
+        )
+    return asked
+
+
+async def _answered(
+    lane: Lane,
+    answer: Callable[[Job], tuple[bytes, str]],
+    timeout: float | None,
+) -> Response:
+    """Run ``answer`` on ``lane`` within ``timeout`` seconds (None: no limit);
+    map its errors to statuses."""
+    try:
+        body, media = await wait_on(lane, answer, timeout)
+    except TimeoutError:
+        return error_response(
+            503,
+            ErrorCode.QUERY,
+            f"the query ran over the server's limit of {timeout:g} s and was cancelled",
+            headers={"retry-after": "1"},
+        )
+    except queue.Full:
+        return busy(headers={"retry-after": "1"})
+    except LookupError as exc:
+        return error_response(404, ErrorCode.NOT_FOUND, str(exc))
+    except RecursionError:
+        return error_response(400, ErrorCode.QUERY, "the request nests too deeply")
+    except OmsError as exc:
+        return refusal(exc)
+    return Response(body, media_type=media)
+
+
+def _iri(text: str) -> ox.NamedNode:
+    try:
+        return ox.NamedNode(text)
+    except ValueError:
+        raise QueryError(f"{text!r} is not an IRI") from None
+
+
+def _not_acceptable(offered: tuple[str, ...]) -> Response:
+    return error_response(
+        406,
+        ErrorCode.QUERY,
+        f"not acceptable; this answer comes as {', '.join(offered)}",
+    )

@@ -1,0 +1,133 @@
+"""Query answers as bytes in the media type a client accepts, read on the thread
+that made them and stopped between rows when their time runs out.
+
+>>> negotiate("text/csv;q=0.5, application/sparql-results+json", RESULT_TYPES["solutions"])
+'application/sparql-results+json'
+>>> serialize_results(True, "*/*")
+(b'{"head": {}, "boolean": true}', 'application/sparql-results+json')
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Protocol, TypeVar
+
+import pyoxigraph as ox
+
+from ..errors import QueryError
+from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
+from ..store import Solutions, Triples
+
+__all__ = [
+    "RDF_FORMATS",
+    "RESULT_TYPES",
+    "ROWS_PER_CHECK",
+    "QueryResult",
+    "Rows",
+    "negotiate",
+    "polled",
+    "rdf_bytes",
+    "serialize_results",
+]
+
+QueryResult = bool | Solutions | Triples  # what GrainStore.query answers
+Row = TypeVar("Row", covariant=True)
+Item = TypeVar("Item")
+
+
+class Rows(Protocol[Row]):
+    """An answer's rows (or triples), read once, let go of with ``close``."""
+
+    def __iter__(self) -> Iterator[Row]: ...
+
+    def close(self) -> None: ...
+
+
+# Media types by answer kind, the first being the default.
+RESULT_TYPES = {
+    "solutions": SOLUTION_TYPES,
+    "graph": ("text/turtle", "application/n-triples", "application/ld+json"),
+}
+RDF_FORMATS = {
+    "text/turtle": ox.RdfFormat.TURTLE,
+    "application/n-triples": ox.RdfFormat.N_TRIPLES,
+    "application/ld+json": ox.RdfFormat.JSON_LD,
+}
+ROWS_PER_CHECK = 64  # rows read between two looks at the query's time limit
+
+
+def negotiate(accept: str, offered: Iterable[str]) -> str | None:
+    """Return the offered type the Accept header prefers most (ties: the order
+    offered), or None when it accepts none of them."""
+    ranked: list[tuple[float, int, str]] = []
+    for position, part in enumerate(accept.split(",")):
+        fields = [f.strip() for f in part.split(";")]
+        quality = 1.0
+        for field in fields[1:]:
+            if field.startswith("q="):
+                try:
+                    quality = float(field[2:])
+                except ValueError:
+                    quality = 0.0
+        if fields[0] and quality > 0:
+            ranked.append((-quality, position, fields[0].lower()))
+    for _, _, pattern in sorted(ranked):
+        for media in offered:
+            major = media.split("/")[0]
+            if pattern in (media, "*/*", f"{major}/*"):
+                return media
+    return None
+
+
+def serialize_results(
+    result: QueryResult, accept: str, *, check: Callable[[], None] | None = None
+) -> tuple[bytes, str]:
+    """Return a query result in the media type ``accept`` prefers, and that type.
+
+    ``check`` is called every few rows; what it raises stops the answer (and lets
+    go of the result on this thread).
+
+    Raises:
+        QueryError: ERR_QUERY when no type the answer can take is acceptable.
+    """
+    kind = "graph" if isinstance(result, Triples) else "solutions"
+    media = negotiate(accept, RESULT_TYPES[kind])
+    if media is None:
+        if not isinstance(result, bool):
+            result.close()  # pyoxigraph results die on the thread that made them
+        raise QueryError(
+            f"none of {accept!r} is a type this answer comes in: "
+            f"{', '.join(RESULT_TYPES[kind])}"
+        )
+    if isinstance(result, bool):
+        return write_boolean(result, media), media
+    if isinstance(result, Triples):
+        triples = result if check is None else polled(result, check)
+        return rdf_bytes(triples, media), media
+    names = [v.value for v in result.variables]
+    rows = result if check is None else polled(result, check)
+    return write_solutions(names, rows, media), media
+
+
+def polled(result: Rows[Item], check: Callable[[], None]) -> Iterator[Item]:
+    """Yield the rows of ``result``, calling ``check`` every few; the result is
+    let go of here, on its own thread, however the reading ends."""
+    rows = iter(result)
+    try:
+        for n, row in enumerate(rows):
+            if n % ROWS_PER_CHECK == 0:
+                check()
+            yield row
+    finally:
+        if isinstance(rows, Generator):
+            rows.close()
+        result.close()
+        del rows, result
+
+
+def rdf_bytes(triples: Iterable[ox.Triple], media: str) -> bytes:
+    """Return ``triples`` serialized in the RDF media type ``media``."""
+    out = io.BytesIO()
+    ox.serialize(triples, out, format=RDF_FORMATS[media])
+    return out.getvalue()
