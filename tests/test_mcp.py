@@ -298,6 +298,24 @@ def test_sparql_answers_are_capped() -> None:
     assert query_threads_end()  # the session's end let go of its query threads
 
 
+def test_an_answer_one_row_over_its_limit_is_truncated() -> None:
+    store = GrainStore()
+    for n in range(4):
+        store.put({"type": "belief", "subject": f"s{n}", "relation": "r",
+                   "object": "o", "confidence": 0.5, "created_at": 1})  # fmt: skip
+
+    async def script(client: Client) -> None:
+        rows = await call(
+            client, "sparql", query="SELECT ?s WHERE { ?s ?p ?o }", limit=3
+        )
+        assert len(rows["results"]["bindings"]) == 3 and rows["truncated"] is True
+        graph = await call(client, "sparql", query="CONSTRUCT WHERE { ?s ?p ?o }",
+                           limit=4)  # fmt: skip
+        assert graph["truncated"] is False and graph["ntriples"].count(" .\n") == 4
+
+    session(store, script)
+
+
 def query_threads_end(within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
     while any(t.name.startswith("mcp-queries") for t in threading.enumerate()):

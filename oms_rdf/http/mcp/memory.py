@@ -467,7 +467,6 @@ def _taken(rows: Iterator[Row], limit: int) -> tuple[list[Row], bool]:
     """The first ``limit`` rows, and whether there were more; the rest let go of."""
     try:
         taken = list(islice(rows, limit))
-        next(rows, None)  # the row past the limit, read and dropped
         return taken, len(taken) == limit and next(rows, None) is not None
     finally:
         if isinstance(rows, Generator):
