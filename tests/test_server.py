@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pyoxigraph as ox
@@ -712,3 +713,53 @@ def test_cross_origin_pages_are_let_in_only_when_named() -> None:
             "access-control-request-headers": "authorization"})  # fmt: skip
         assert preflight.status_code == 200
         assert "authorization" in preflight.headers["access-control-allow-headers"]
+
+
+# --- the parts of the server, one by one -------------------------------------------
+
+
+def test_a_token_file_that_cannot_be_read_is_err_schema(tmp_path: Path) -> None:
+    from oms_rdf.errors import SchemaError
+    from oms_rdf.http.auth import load_tokens
+
+    with pytest.raises(SchemaError, match="cannot read the token file"):
+        load_tokens(tmp_path / "missing.json")
+    (tmp_path / "list.json").write_text("[]")
+    with pytest.raises(SchemaError, match="expected a JSON object of tokens"):
+        load_tokens(tmp_path / "list.json")
+
+
+def test_a_body_of_several_grains_or_a_cursor_of_wrong_types_is_refused() -> None:
+    import base64
+
+    from oms_rdf.errors import SchemaError
+    from oms_rdf.http.bodies import grain_body
+    from oms_rdf.http.listing import Listing
+
+    with pytest.raises(SchemaError, match="one grain"):
+        grain_body("application/json", b"[1, 2]")
+    forged = base64.urlsafe_b64encode(json.dumps({
+        "subject": 5, "relation": None, "namespace": None, "status": None,
+        "valid_at": None, "as_of": None, "offset": 0}).encode()).decode()  # fmt: skip
+    with pytest.raises(SchemaError, match="next_cursor"):
+        Listing.read(forged)
+
+
+def test_an_accept_quality_that_is_no_number_accepts_nothing() -> None:
+    from oms_rdf.http.results import negotiate
+
+    assert negotiate("text/csv;q=high", ("text/csv",)) is None
+    assert negotiate("text/csv;q=0.1, */*;q=0", ("text/csv",)) == "text/csv"
+
+
+def test_a_closed_lane_cancels_the_jobs_still_queued() -> None:
+    from oms_rdf.http.lanes import Lane
+
+    lane = Lane("test", workers=1, backlog=4)
+    release = threading.Event()
+    running, _ = lane.submit(lambda job: release.wait(10))
+    time.sleep(0.05)
+    _, queued = lane.submit(lambda job: "never")
+    threading.Timer(0.1, release.set).start()
+    assert lane.close(grace=5.0)
+    assert queued.cancelled() and running.cancelled
