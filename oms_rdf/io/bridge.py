@@ -6,16 +6,14 @@ import io as _io
 import warnings
 from typing import TYPE_CHECKING
 
-from ..rdf.bridge import rdflib_dataset, rdflib_graph
+from ..rdf.bridge import rdflib_dataset
 from ..store import GrainStore
 from .importing import import_
 
 if TYPE_CHECKING:
     import rdflib
 
-# rdflib_dataset and rdflib_graph are named here too while the store's results
-# still import them from io (they now live in oms_rdf.rdf.bridge).
-__all__ = ["from_rdflib", "rdflib_dataset", "rdflib_graph", "to_rdflib"]
+__all__ = ["from_rdflib", "to_rdflib"]
 
 
 def to_rdflib(store: GrainStore, *, grains: bool = False) -> rdflib.Dataset:

@@ -203,7 +203,7 @@ class Triples:
 
     def to_rdflib(self) -> Any:
         """Return the triples as an ``rdflib.Graph`` (a copy)."""
-        from ..io.bridge import rdflib_graph  # rdflib lives at the io edge
+        from ..rdf.bridge import rdflib_graph  # rdflib imported only when asked for
 
         return rdflib_graph(self.triples())
 
@@ -344,7 +344,7 @@ class Snapshot:
 
     def to_rdflib(self) -> Any:
         """Return the snapshot as an ``rdflib.Dataset`` (a copy)."""
-        from ..io.bridge import rdflib_dataset  # rdflib lives at the io edge
+        from ..rdf.bridge import rdflib_dataset  # rdflib imported only when asked for
 
         return rdflib_dataset(self.quads)
 
