@@ -57,7 +57,14 @@ from ..store import GrainStore
 from .lanes import Cancelled, Job
 from .zygote import REPLY, REQUEST, Asked
 
-__all__ = ["POLL", "Asked", "Query", "QueryProcesses", "store_version"]
+__all__ = [
+    "POLL",
+    "Asked",
+    "Query",
+    "QueryProcesses",
+    "isolated_answer",
+    "store_version",
+]
 
 POLL = 0.05  # seconds between two looks at a job while its worker evaluates
 _REAP = 10.0  # seconds the zygote is given to end
@@ -545,3 +552,15 @@ def _error_class(name: str) -> type[OmsError]:
             return cls
         stack.extend(cls.__subclasses__())
     return StoreError
+
+
+def isolated_answer(
+    isolated: QueryProcesses | None,
+    asked: Query,
+    job: Job,
+    here: Callable[[], tuple[bytes, str]],
+) -> tuple[bytes, str]:
+    """Return the answer to ``asked`` from a worker of ``isolated``, or from
+    ``here()`` (the caller's thread) when there is none or none can read now."""
+    found = None if isolated is None else isolated.answer(asked, job)
+    return here() if found is None else found
