@@ -482,8 +482,8 @@ def test_sigterm_after_a_timed_out_query_stops_promptly(tmp_path: Path) -> None:
         said = served.process.stderr.read() if served.process.stderr else ""
         print(f"\nstopped in {took:.2f} s")
         assert code == 0 and took < 5, (code, took, said)
-        # The count was still running: the process ended after the flush.
-        assert "abandoned" in said, said
+        # The count ran in a worker process, killed at the stop: nothing abandoned.
+        assert "abandoned" not in said, said
     finally:
         stop(served)
     again = GrainStore(path)  # writable: the lock was released

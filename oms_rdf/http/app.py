@@ -123,6 +123,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _http_error},
     )
     app.state.lanes = (queries, calls)
+    app.state.isolated = protocol.isolated  # serve() kills its processes at a stop
     return app
 
 
@@ -204,6 +205,8 @@ def serve(
         hosts=hosts,
     )
     queries, calls = app.state.lanes
+    if app.state.isolated is not None:  # queries run in processes from the start
+        app.state.isolated.ready(30.0)
     previous = {
         sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)
     }
@@ -221,6 +224,8 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         stopped = queries.close(grace=min(grace, 1.0))  # cancelled: they stop at once
+        if app.state.isolated is not None:
+            app.state.isolated.close()  # a query's process is killed, not waited for
         written = calls.close(grace=10 * grace)
         store.flush()
     if not (stopped and written):

@@ -29,6 +29,7 @@ from ..times import to_millis
 from .auth import OPEN, Authorize, Token
 from .bodies import body_text
 from .federation import is_federated
+from .isolation import QueryProcesses, isolated_answer
 from .lanes import Job, Lane, wait_on
 from .responses import busy, error_response, refusal
 from .results import RESULT_TYPES, negotiate, rdf_bytes, serialize_results
@@ -98,6 +99,8 @@ class SparqlProtocol:
         self.store, self.authorize = store, authorize
         self.queries, self.calls = queries, calls
         self.query_timeout = query_timeout
+        # On disk, a query runs in a process that is killed at its time limit.
+        self.isolated = QueryProcesses.serving(store, workers=queries.workers)
 
     def routes(self) -> list[Route]:
         """Return ``/sparql`` and ``/store``."""
@@ -130,7 +133,12 @@ class SparqlProtocol:
             return refusal(exc)
         return await _answered(
             self.queries,
-            lambda job: run_query(self.store, asked, job.check),
+            lambda job: isolated_answer(
+                self.isolated,
+                asked,
+                job,
+                lambda: run_query(self.store, asked, job.check),
+            ),
             self.query_timeout,
         )
 
