@@ -180,7 +180,6 @@ def serve(
     interrupt may still hold a worker then: the process ends at once after the
     flush (its lock goes with it) instead of waiting for that query.
     """
-    import os
     import signal
 
     import uvicorn
@@ -204,7 +203,6 @@ def serve(
         cors=cors,
         hosts=hosts,
     )
-    queries, calls = app.state.lanes
     if app.state.isolated is not None:  # queries run in processes from the start
         app.state.isolated.ready(30.0)
     previous = {
@@ -223,11 +221,19 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        stopped = queries.close(grace=min(grace, 1.0))  # cancelled: they stop at once
-        if app.state.isolated is not None:
-            app.state.isolated.close()  # a query's process is killed, not waited for
-        written = calls.close(grace=10 * grace)
-        store.flush()
+        _stop(app, store, grace)
+
+
+def _stop(app: Starlette, store: GrainStore, grace: float) -> None:
+    """Cancel the queries, wait for the writes, flush: the bounded end of a serve."""
+    import os
+
+    queries, calls = app.state.lanes
+    stopped = queries.close(grace=min(grace, 1.0))  # cancelled: they stop at once
+    if app.state.isolated is not None:
+        app.state.isolated.close()  # a query's process is killed, not waited for
+    written = calls.close(grace=10 * grace)
+    store.flush()
     if not (stopped and written):
         print(
             "oms-rdf serve: work still running at the stop was abandoned; the store "
