@@ -47,12 +47,19 @@ class Rows(Protocol[Row]):
 # Media types by answer kind, the first being the default.
 RESULT_TYPES = {
     "solutions": SOLUTION_TYPES,
-    "graph": ("text/turtle", "application/n-triples", "application/ld+json"),
+    # RDF/XML is what SPARQLWrapper and rdflib's SPARQLStore ask for by default.
+    "graph": (
+        "text/turtle",
+        "application/n-triples",
+        "application/ld+json",
+        "application/rdf+xml",
+    ),
 }
 RDF_FORMATS = {
     "text/turtle": ox.RdfFormat.TURTLE,
     "application/n-triples": ox.RdfFormat.N_TRIPLES,
     "application/ld+json": ox.RdfFormat.JSON_LD,
+    "application/rdf+xml": ox.RdfFormat.RDF_XML,
 }
 ROWS_PER_CHECK = 64  # rows read between two looks at the query's time limit
 
