@@ -33,8 +33,10 @@ MAX_UPDATE_CHARS = 16 * 1024 * 1024  # INSERT DATA carries data: as big as a bod
 _OPENS, _CLOSES = frozenset("([{"), frozenset(")]}")
 # SPARQL's IRIREF: anything else after a < is the less-than operator.
 _IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
-_LONG = {"'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.DOTALL),
-         '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.DOTALL)}  # fmt: skip
+_LONG = {
+    "'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.DOTALL),
+    '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.DOTALL),
+}
 _SHORT = {
     "'": re.compile(r"'(?:[^'\\\n\r]|\\.)*'"),
     '"': re.compile(r'"(?:[^"\\\n\r]|\\.)*"'),
@@ -81,8 +83,10 @@ def check_query(text: str, /, *, update: bool = False) -> None:
         QueryError: ERR_QUERY naming the limit (MAX_QUERY_CHARS, MAX_UPDATE_CHARS
             or MAX_DEPTH) and what the text has.
     """
-    limit, name = (MAX_UPDATE_CHARS, "MAX_UPDATE_CHARS") if update else (
-        MAX_QUERY_CHARS, "MAX_QUERY_CHARS")  # fmt: skip
+    if update:
+        limit, name = MAX_UPDATE_CHARS, "MAX_UPDATE_CHARS"
+    else:
+        limit, name = MAX_QUERY_CHARS, "MAX_QUERY_CHARS"
     what = "update" if update else "query"
     if len(text) > limit:
         raise QueryError(
