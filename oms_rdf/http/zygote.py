@@ -183,7 +183,7 @@ def _forked(fd: int, zygote: int, path: Path, serialize: Callable[..., Any]) -> 
 def zygote_main() -> None:
     """Fork workers for the server until its control socket closes, then kill
     them (the zygote's entry point: ``python -c ... STORE_PATH CONTROL_FD``)."""
-    from .app import serialize_results  # imported once, before any fork
+    from .results import serialize_results  # imported once, before any fork
 
     # The server stops its workers: a Ctrl-C sent to the whole group is its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
