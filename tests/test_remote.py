@@ -681,6 +681,21 @@ def test_virtuoso_writes_bound_terms_into_the_query_body() -> None:
     )
 
 
+def test_virtuoso_reads_a_hash_inside_an_iri_as_part_of_the_iri() -> None:
+    """A # in an IRI starts no comment: the body still ends at its own brace, so
+    the GROUP BY after it keeps its variables (it had the bound terms, which
+    Virtuoso refuses, once the store's queries spelled IRIs out in full)."""
+    backend = offline_virtuoso()
+    x = ox.Variable("x")
+    term = ox.Literal(
+        "1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
+    )
+    text = "SELECT (COUNT(?s) AS ?n) ?x WHERE { ?s <http://example.org/ns#p> ?x } GROUP BY ?x"
+    assert backend._bind(text, {x: term}) == text.replace("?x }", f"{term} }}")
+    less = "ASK WHERE { ?s ?p ?o FILTER (?o < ?x) } GROUP BY ?x"
+    assert backend._bind(less, {x: term}).endswith(f"(?o < {term}) }} GROUP BY ?x")
+
+
 @pytest.mark.parametrize(
     ("query", "triples"),
     [

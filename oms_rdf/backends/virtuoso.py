@@ -325,14 +325,21 @@ def _answers_triples(query: str) -> bool:
     return form is not None and form.group(1).upper() in ("CONSTRUCT", "DESCRIBE")
 
 
+# SPARQL's IRIREF; a < not starting one is the less-than operator.
+_IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
+
+
 def _group_end(text: str, start: int) -> int:
     """The place of the brace closing the group opened just before ``start``
-    (braces inside string literals do not count)."""
+    (braces inside string literals, IRIs and comments do not count)."""
     depth, i = 1, start
     while i < len(text):
         char = text[i]
         if char in "\"'":
             i = _string_end(text, i)
+            continue
+        if char == "<" and (iri := _IRI.match(text, i)):  # a # in it is no comment
+            i = iri.end()
             continue
         if char == "#":  # a comment, to the end of its line
             i = text.find("\n", i) % (len(text) + 1)
