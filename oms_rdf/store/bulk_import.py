@@ -37,7 +37,7 @@ from ..rdf.mapping import Row, grain_iri, millis_literal
 from ..rdf.vocab import OMS
 from .audit import check as check_audit
 from .erasure import erased_addresses
-from .journal import Journal
+from .journal import Journal, cyclic_gc_paused
 from .policy import is_protected
 from .presence import stored_addresses
 from .progress import Stage
@@ -143,6 +143,19 @@ class BulkImport:
         rows = self.store.audit_rows("import", count=grains)
         self.journal.finish(rows, rebuild=rebuild)
 
+    def _load(self, source: IO[bytes] | Path, fmt: ox.RdfFormat) -> bool:
+        """Load on the loader's thread; whether the source was not valid RDF.
+
+        The error stays on this thread with its traceback: its frames hold
+        pyoxigraph iterators, which may only be dropped on the thread that made
+        them (pyoxigraph raises, unraisably, when another thread drops one).
+        """
+        try:
+            self.journal.load(source, fmt)
+        except DecodeError:
+            return True
+        return False
+
     def restore(
         self,
         source: IO[bytes] | Path,
@@ -162,15 +175,16 @@ class BulkImport:
         """
         backend = self.store.backend
         before = len(backend)
-        with ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader:
-            loading = loader.submit(self.journal.load, source, fmt)
+        with (
+            cyclic_gc_paused(),
+            ThreadPoolExecutor(1, thread_name_prefix="oms-restore") as loader,
+        ):
+            loading = loader.submit(self._load, source, fmt)
             try:
                 checked = check()
             finally:
                 wait([loading])  # before the source it reads is closed
-            try:
-                loading.result()
-            except DecodeError:
+            if loading.result():
                 checked = None  # a syntax error: the caller names its line
         backend.update(_CAUGHT_LOCKS)
         if checked is not None:

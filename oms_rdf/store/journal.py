@@ -29,8 +29,10 @@ or with all of it; records left without their mark are only cleared.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -113,7 +115,10 @@ class Journal:
         tick = self.stage("writing", grains) if self.stage and grains else None
         chunk: list[Row] = []
         loading: Future[None] | None = None
-        with ThreadPoolExecutor(1, thread_name_prefix="oms-bulk-load") as loader:
+        with (
+            cyclic_gc_paused(),
+            ThreadPoolExecutor(1, thread_name_prefix="oms-bulk-load") as loader,
+        ):
             try:
                 for item in items:
                     chunk.append(item if isinstance(item, tuple) else quad_row(item))
@@ -327,3 +332,22 @@ def _parse(text: Any) -> list[ox.Quad]:
     if not isinstance(text, ox.Literal):
         raise StoreError(f"a journal entry must be N-Quads text, found {text}")
     return list(ox.parse(text.value.encode(), ox.RdfFormat.N_QUADS))
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a loader thread runs beside this one.
+
+    pyoxigraph's iterators may only be dropped on the thread that made them; the
+    collector runs on whichever thread allocates, so an iterator in a reference
+    cycle made here could be collected on the loader's thread, where pyoxigraph
+    raises (seen as a RuntimeError thrown into the load). Reference counting
+    still frees everything else at once.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
