@@ -21,9 +21,10 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf import GrainStore
-from oms_rdf.http.app import create_app, serialize_results
-from oms_rdf.http.isolation import Asked, QueryProcesses
+from oms_rdf.http.app import create_app
+from oms_rdf.http.isolation import QueryProcesses
 from oms_rdf.http.lanes import Job
+from oms_rdf.http.results import QueryRequest, run_query
 from oms_rdf.rdf.vocab import OMS
 from tests.test_server import running
 
@@ -259,16 +260,8 @@ ACCEPT = [
 ]
 
 
-def in_thread(store: GrainStore, asked: Asked) -> tuple[bytes, str]:
-    result = store.query(
-        asked.text,
-        valid_at=asked.valid_at,
-        as_of=asked.as_of,
-        namespace=asked.namespaces,
-        default_graph_uris=asked.default_graph_uris,
-        named_graph_uris=asked.named_graph_uris,
-    )
-    return serialize_results(result, asked.accept)
+def in_thread(store: GrainStore, asked: QueryRequest) -> tuple[bytes, str]:
+    return run_query(store, asked)
 
 
 def test_answers_through_a_process_are_the_answers_in_thread(tmp_path: Path) -> None:
@@ -280,7 +273,7 @@ def test_answers_through_a_process_are_the_answers_in_thread(tmp_path: Path) -> 
         for n, query in enumerate(QUERIES):
             for point in POINTS:
                 accept = ACCEPT[(n + compared) % len(ACCEPT)]
-                asked = Asked(text=query, accept=accept, **point)  # type: ignore[arg-type]
+                asked = QueryRequest(text=query, accept=accept, **point)  # type: ignore[arg-type]
                 try:
                     here: tuple[bytes, str] | str = in_thread(store, asked)
                 except oms.OmsError as exc:
@@ -294,7 +287,7 @@ def test_answers_through_a_process_are_the_answers_in_thread(tmp_path: Path) -> 
                 assert there == here, (query, point, accept)
                 compared += 1
         # The dataset parameters, and a query's own faults, worded the same.
-        asked = Asked(
+        asked = QueryRequest(
             text="SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s",
             default_graph_uris=[OMS.current.value],
             named_graph_uris=[],
@@ -305,9 +298,9 @@ def test_answers_through_a_process_are_the_answers_in_thread(tmp_path: Path) -> 
             "SELECT ?s WHERE { ?s ?p ?o ",
         ):
             with pytest.raises(oms.OmsError) as here_error:
-                in_thread(store, Asked(text=bad))
+                in_thread(store, QueryRequest(text=bad))
             with pytest.raises(oms.OmsError) as there_error:
-                isolated.answer(Asked(text=bad), Job())
+                isolated.answer(QueryRequest(text=bad), Job())
             assert type(there_error.value) is type(here_error.value)
             assert str(there_error.value) == str(here_error.value)
     finally:

@@ -35,6 +35,7 @@ first, and the second evaluates elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -49,19 +50,18 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..backends.embedded import LocalBackend
 from ..codec.grain import now_ms
 from ..errors import ErrorCode, OmsError, StoreError
 from ..store import GrainStore
 from .lanes import Cancelled, Job
-from .zygote import REPLY, REQUEST, Asked
+from .results import QueryRequest
+from .zygote import REPLY, REQUEST
 
 __all__ = [
     "POLL",
-    "Asked",
-    "Query",
     "QueryProcesses",
     "isolated_answer",
     "store_version",
@@ -71,38 +71,6 @@ POLL = 0.05  # seconds between two looks at a job while its worker evaluates
 _REAP = 10.0  # seconds the zygote is given to end
 _BOOT = 60.0  # seconds the zygote may take to start and answer a fork
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where oms_rdf is
-
-
-class Query(Protocol):
-    """What a worker is asked: :class:`Asked`, or the endpoint's own request."""
-
-    @property
-    def text(self) -> str: ...
-    @property
-    def accept(self) -> str: ...
-    @property
-    def valid_at(self) -> int | None: ...
-    @property
-    def as_of(self) -> int | None: ...
-    @property
-    def namespaces(self) -> tuple[str, ...] | None: ...
-    @property
-    def default_graph_uris(self) -> list[str] | None: ...
-    @property
-    def named_graph_uris(self) -> list[str] | None: ...
-
-
-def _fields(asked: Query) -> dict[str, Any]:
-    """A query's fields, as JSON takes them (those of :class:`Asked`)."""
-    return {
-        "text": asked.text,
-        "accept": asked.accept,
-        "valid_at": asked.valid_at,
-        "as_of": asked.as_of,
-        "namespaces": asked.namespaces,
-        "default_graph_uris": asked.default_graph_uris,
-        "named_graph_uris": asked.named_graph_uris,
-    }
 
 
 def store_version(path: Path) -> str:
@@ -168,7 +136,7 @@ class QueryProcesses:
         """The process ids of the workers now alive (idle, busy or starting)."""
         return self._pool.pids()
 
-    def answer(self, asked: Query, job: Job) -> tuple[bytes, str] | None:
+    def answer(self, asked: QueryRequest, job: Job) -> tuple[bytes, str] | None:
         """Return the answer to ``asked`` as the endpoint serialises it, and its
         media type, from a worker; None when no worker can read the store now (a
         bulk write runs, or the zygote is starting), and the caller answers in
@@ -187,7 +155,7 @@ class QueryProcesses:
             {
                 "version": store_version(self.path),
                 "now": self.clock(),
-                "asked": _fields(asked),
+                "asked": dataclasses.asdict(asked),
             },
             job,
         )
@@ -557,7 +525,7 @@ def _error_class(name: str) -> type[OmsError]:
 
 def isolated_answer(
     isolated: QueryProcesses | None,
-    asked: Query,
+    asked: QueryRequest,
     job: Job,
     here: Callable[[], tuple[bytes, str]],
 ) -> tuple[bytes, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import queue
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 import pyoxigraph as ox
@@ -32,7 +31,13 @@ from .federation import is_federated
 from .isolation import QueryProcesses, isolated_answer
 from .lanes import Job, Lane, wait_on
 from .responses import busy, error_response, refusal
-from .results import RESULT_TYPES, negotiate, rdf_bytes, serialize_results
+from .results import (
+    RESULT_TYPES,
+    QueryRequest,
+    negotiate,
+    rdf_bytes,
+    run_query,
+)
 
 __all__ = ["QueryRequest", "SparqlProtocol", "run_query"]
 
@@ -40,43 +45,6 @@ Params = dict[str, list[str]]  # a request's parameters, each name's values in o
 
 _FORM = "application/x-www-form-urlencoded"
 _RDFLIB_DEFAULT = "urn:x-rdflib:default"  # rdflib's SPARQLStore's default graph
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueryRequest:
-    """One SPARQL query as the endpoint evaluates it (plain values only)."""
-
-    text: str
-    accept: str  # the request's Accept header
-    valid_at: int | None = None
-    as_of: int | None = None
-    namespaces: tuple[str, ...] | None = None  # the token's; None: every one
-    default_graph_uris: list[str] | None = None
-    named_graph_uris: list[str] | None = None
-
-
-def run_query(
-    store: GrainStore, asked: QueryRequest, check: Callable[[], None]
-) -> tuple[bytes, str]:
-    """Evaluate ``asked`` over ``store``; return its answer's bytes and media type.
-
-    The one place the SPARQL endpoint runs a query, on a thread of the query
-    lane; ``check`` raises once the request's time is up (called between rows).
-
-    Raises:
-        QueryError: ERR_QUERY for a query the parser refuses, or an answer no
-            accepted type can carry.
-    """
-    check()
-    result = store.query(
-        asked.text,
-        valid_at=asked.valid_at,
-        as_of=asked.as_of,
-        namespace=asked.namespaces,
-        default_graph_uris=asked.default_graph_uris,
-        named_graph_uris=asked.named_graph_uris,
-    )
-    return serialize_results(result, asked.accept, check=check)
 
 
 class SparqlProtocol:

@@ -10,24 +10,27 @@ that made them and stopped between rows when their time runs out.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import pyoxigraph as ox
 
 from ..errors import QueryError
 from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
-from ..store import Solutions, Triples
+from ..store import GrainStore, Solutions, Triples
 
 __all__ = [
     "RDF_FORMATS",
     "RESULT_TYPES",
     "ROWS_PER_CHECK",
+    "QueryRequest",
     "QueryResult",
     "Rows",
     "negotiate",
     "polled",
     "rdf_bytes",
+    "run_query",
     "serialize_results",
 ]
 
@@ -138,3 +141,42 @@ def rdf_bytes(triples: Iterable[ox.Triple], media: str) -> bytes:
     out = io.BytesIO()
     ox.serialize(triples, out, format=RDF_FORMATS[media])
     return out.getvalue()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRequest:
+    """One SPARQL query as the endpoint evaluates it (plain values only, so that
+    a query worker is sent it as JSON)."""
+
+    text: str
+    accept: str = "*/*"  # the request's Accept header
+    valid_at: int | None = None
+    as_of: int | None = None
+    namespaces: Sequence[str] | None = None  # the token's; None: every one
+    default_graph_uris: list[str] | None = None
+    named_graph_uris: list[str] | None = None
+
+
+def run_query(
+    store: GrainStore, asked: QueryRequest, check: Callable[[], None] = lambda: None
+) -> tuple[bytes, str]:
+    """Evaluate ``asked`` over ``store``; return its answer's bytes and media type.
+
+    The one place a SPARQL endpoint query is evaluated: on a thread of the query
+    lane, or in a query worker; ``check`` raises once the request's time is up
+    (called between rows).
+
+    Raises:
+        QueryError: ERR_QUERY for a query the parser refuses, or an answer no
+            accepted type can carry.
+    """
+    check()
+    result = store.query(
+        asked.text,
+        valid_at=asked.valid_at,
+        as_of=asked.as_of,
+        namespace=asked.namespaces,
+        default_graph_uris=asked.default_graph_uris,
+        named_graph_uris=asked.named_graph_uris,
+    )
+    return serialize_results(result, asked.accept, check=check)

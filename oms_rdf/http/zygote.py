@@ -23,41 +23,25 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import OmsError
 from ..store import GrainStore
+from .results import QueryRequest, run_query
 
-__all__ = ["REPLY", "REQUEST", "Asked", "zygote_main"]
+__all__ = ["REPLY", "REQUEST", "zygote_main"]
 
 REQUEST = struct.Struct(">I")  # a request: the length of its JSON text
 REPLY = struct.Struct(">IQ")  # a reply: the lengths of its JSON header and body
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Asked:
-    """One SPARQL query as the endpoint evaluates it: the text, the options
-    ``GrainStore.query`` takes, and the ``Accept`` header its answer is for (the
-    fields of the endpoint's own request type, which :mod:`.isolation` takes)."""
-
-    text: str
-    accept: str = "*/*"
-    valid_at: int | None = None
-    as_of: int | None = None
-    namespaces: tuple[str, ...] | None = None  # the token's; None: every one
-    default_graph_uris: list[str] | None = None
-    named_graph_uris: list[str] | None = None
 
 
 class _Reader:
     """The worker's store: a read-only opening of one version, opened again when
     the server asks of another."""
 
-    def __init__(self, path: Path, serialize: Callable[..., tuple[bytes, str]]) -> None:
-        self.path, self.serialize = path, serialize
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.version: str | None = None
         self.store: GrainStore | None = None
         self.refusal = ""
@@ -89,17 +73,8 @@ class _Reader:
         if request["asked"] is None:
             return {"ready": True}, b""
         self.now = int(request["now"])
-        asked = Asked(**request["asked"])
         try:
-            result = self.store.query(
-                asked.text,
-                valid_at=asked.valid_at,
-                as_of=asked.as_of,
-                namespace=None if asked.namespaces is None else tuple(asked.namespaces),
-                default_graph_uris=asked.default_graph_uris,
-                named_graph_uris=asked.named_graph_uris,
-            )
-            body, media = self.serialize(result, asked.accept)
+            body, media = run_query(self.store, QueryRequest(**request["asked"]))
         except OmsError as exc:
             error: dict[str, str | None] = {"kind": "oms", "path": exc.path}
             error |= {"class": type(exc).__name__, "code": str(exc.code)}
@@ -141,9 +116,9 @@ def _watch(fd: int, busy: threading.Event) -> None:
             os._exit(3)
 
 
-def _serve(fd: int, path: Path, serialize: Callable[..., tuple[bytes, str]]) -> None:
+def _serve(fd: int, path: Path) -> None:
     """Answer the server's requests on the socket ``fd`` until it closes."""
-    reader = _Reader(path, serialize)
+    reader = _Reader(path)
     busy = threading.Event()
     threading.Thread(target=_watch, args=(fd, busy), daemon=True).start()
     while True:
@@ -160,7 +135,7 @@ def _serve(fd: int, path: Path, serialize: Callable[..., tuple[bytes, str]]) -> 
             reply = reply[os.write(fd, reply) :]
 
 
-def _forked(fd: int, zygote: int, path: Path, serialize: Callable[..., Any]) -> None:
+def _forked(fd: int, zygote: int, path: Path) -> None:
     """A worker's life, in the zygote's fork; it never returns into the zygote."""
     status = 0
     try:
@@ -170,7 +145,7 @@ def _forked(fd: int, zygote: int, path: Path, serialize: Callable[..., Any]) -> 
 
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() == zygote:
-            _serve(fd, path, serialize)
+            _serve(fd, path)
     except BaseException:
         import traceback
 
@@ -183,8 +158,6 @@ def _forked(fd: int, zygote: int, path: Path, serialize: Callable[..., Any]) -> 
 def zygote_main() -> None:
     """Fork workers for the server until its control socket closes, then kill
     them (the zygote's entry point: ``python -c ... STORE_PATH CONTROL_FD``)."""
-    from .results import serialize_results  # imported once, before any fork
-
     # The server stops its workers: a Ctrl-C sent to the whole group is its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path, control = Path(sys.argv[1]), socket.socket(fileno=int(sys.argv[2]))
@@ -201,7 +174,7 @@ def zygote_main() -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _forked(fds[0], os.getppid(), path, serialize_results)
+                _forked(fds[0], os.getppid(), path)
             os.close(fds[0])
             children.add(pid)
             control.send(str(pid).encode())
