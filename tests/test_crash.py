@@ -28,6 +28,7 @@ from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.journal import JOURNAL
 
 TRIALS = [12, pytest.param(24, marks=pytest.mark.soak)]  # kills: default tier, soak
+WRITES = ("put_many", "supersede", "import jsonl", "import nquads", "put_many 2")
 CHILD = """
 import sys, oms_rdf as oms, oms_rdf.store.journal as journal
 journal.CHUNK_ROWS = 400  # many chunks: many points between two of them
@@ -122,11 +123,9 @@ def test_sigkill_at_random_points_leaves_every_write_whole_or_absent(
     ]
     groups += [addresses_in(data / "a.jsonl"), addresses_in(data / "b.nq")]
     phases: list[str] = []
-    # The child's own run time sets the range of the kill points.
-    start = time.monotonic()
-    subprocess.run([sys.executable, "-c", CHILD, str(data), str(tmp_path / "timing")],
-                   check=True, capture_output=True)  # fmt: skip
-    span = time.monotonic() - start
+    # Each trial waits for the child to begin one of its writes, then kills it a
+    # random moment later: the kill points spread over every phase whatever the
+    # machine's load (a time drawn from one timing run bunched them at the end).
     for trial in range(trials):
         path = tmp_path / f"store-{trial}"
         child = subprocess.Popen(
@@ -135,10 +134,15 @@ def test_sigkill_at_random_points_leaves_every_write_whole_or_absent(
             stderr=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        time.sleep(rng.uniform(0.3, 1.0) * span)
+        assert child.stdout is not None
+        target, reached = WRITES[trial % len(WRITES)], []
+        while (line := child.stdout.readline().decode().strip()) and line != target:
+            reached.append(line)
+        reached.append(line)
+        time.sleep(rng.uniform(0.0, 0.3))
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate()
-        reached = out.decode().split("\n")
+        reached += out.decode().split("\n")
         phases.append([p for p in reached if p][-1] if any(reached) else "start")
         store = oms.GrainStore(path)
         try:
