@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -34,18 +35,22 @@ def main(n: int) -> None:
     print(f"N={n} grains, {len(store.backend)} quads")
     for fmt, rdf in (("trig", ox.RdfFormat.TRIG), ("nquads", ox.RdfFormat.N_QUADS)):
         ours_out, raw_out = io.BytesIO(), io.BytesIO()
-        export_s = timed(lambda: store.export(ours_out, format=fmt))
-        dump_s = timed(lambda: store.backend.store.dump(raw_out, rdf))
+        export_s = timed(partial(store.export, ours_out, format=fmt))
+        dump_s = timed(partial(store.backend.store.dump, raw_out, rdf))
         data = ours_out.getvalue()
-        import_s = timed(lambda: oms.GrainStore().import_(io.BytesIO(data), format=fmt))
-        load_s = timed(lambda: ox.Store().load(data, format=rdf))
+        import_s = timed(
+            partial(oms.GrainStore().import_, io.BytesIO(data), format=fmt)
+        )
+        load_s = timed(partial(ox.Store().load, data, format=rdf))
         print(f"{fmt:7} export {export_s:6.2f} s vs dump {dump_s:6.2f} s: {export_s / dump_s:5.2f}x   "
               f"import {import_s:6.2f} s vs load {load_s:6.2f} s: {import_s / load_s:5.2f}x")  # fmt: skip
     for fmt in ("mg", "jsonl", "turtle"):
         out = io.BytesIO()
-        export_s = timed(lambda: store.export(out, format=fmt))
+        export_s = timed(partial(store.export, out, format=fmt))
         data = out.getvalue()
-        import_s = timed(lambda: oms.GrainStore().import_(io.BytesIO(data), format=fmt))
+        import_s = timed(
+            partial(oms.GrainStore().import_, io.BytesIO(data), format=fmt)
+        )
         print(
             f"{fmt:7} export {export_s:6.2f} s   import {import_s:6.2f} s   ({len(data) / 1e6:.0f} MB)"
         )

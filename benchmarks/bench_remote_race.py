@@ -34,7 +34,10 @@ def main(rounds: int = 200) -> None:
         outcomes = race("oxigraph", base, heads)
         both = sum(all(len(o[i]) == 64 for o in outcomes) for i in range(rounds))
         successors = sum(
-            1 for q in store.backend.quads(None, oms.rdf.vocab.OMS.supersededBy, None, None)
+            1
+            for q in store.backend.quads(
+                None, oms.rdf.vocab.OMS.supersededBy, None, None
+            )
         )
         print(f"{rounds} rounds, 2 clients: both won {both} rounds; "
               f"{successors} successors recorded for {rounds} grains; "

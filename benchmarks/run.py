@@ -315,7 +315,9 @@ def snapshot_rows(store: oms.GrainStore, n: int, runs: int) -> list[Row]:
     plain = ox.Store()
     ex = "https://example.org/"
     quads = []
-    for q in store.backend.quads(None, oms.rdf.vocab.RDF.subject, None, ox.DefaultGraph()):
+    for q in store.backend.quads(
+        None, oms.rdf.vocab.RDF.subject, None, ox.DefaultGraph()
+    ):
         g = q.subject
         address = g.value.removeprefix("nih:sha-256;")
         grain, state = store.get(address), store.status(address)

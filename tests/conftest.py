@@ -9,17 +9,26 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The default tier is run on every change and must stay within minutes: 50 examples
+# a property (a test that names its own count keeps it). OMS_RDF_HYPOTHESIS=deep
+# tries ten times as many, for a run on demand before a release.
 settings.register_profile(
     "default",
-    max_examples=150,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "deep", parent=settings.get_profile("default"), max_examples=500
 )
 # Over a server every store costs HTTP round trips: fewer examples, the same laws.
 settings.register_profile(
     "remote", parent=settings.get_profile("default"), max_examples=25
 )
-settings.load_profile("remote" if os.environ.get("OMS_RDF_TEST_BACKEND") else "default")
+settings.load_profile(
+    os.environ.get("OMS_RDF_HYPOTHESIS")
+    or ("remote" if os.environ.get("OMS_RDF_TEST_BACKEND") else "default")
+)
 
 # The servers tier: each test names the system package it needs with
 # @pytest.mark.servers("virtuoso-opensource") or ("chromium"), and the programs of
@@ -110,6 +119,7 @@ BACKEND = os.environ.get("OMS_RDF_TEST_BACKEND")
 SOAK_ON_A_SERVER = {
     "tests/test_lookup.py::test_random_histories",
     "tests/test_rewrite.py::test_random_histories_answer_the_same_both_ways",
+    "tests/test_changes.py::test_the_delta_is_the_difference_of_the_two_points",
 }
 
 

@@ -1,7 +1,13 @@
-"""Blob builders that bypass the encoder, for feeding the decoder bad input."""
+"""Test helpers: blob builders that bypass the encoder, for feeding the decoder bad
+input, and an ASGI app served by uvicorn on loopback."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgpack
@@ -32,3 +38,33 @@ def belief_wire(**changes: Any) -> dict[str, Any]:
     }
     wire.update(changes)
     return dict(sorted((k, v) for k, v in wire.items() if v is not None))
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on at the moment of asking."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@contextmanager
+def running(app: object) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread on a free loopback port; yield its
+    base URL, and stop the server on leaving."""
+    import uvicorn  # only the server tests need it
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(),  # type: ignore[arg-type]
+                            log_level="warning", lifespan="off")  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

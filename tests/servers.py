@@ -20,24 +20,22 @@ from typing import Any
 import httpx
 
 RACER = """
-import json, sys, time, oms_rdf as oms
+import json, sys, oms_rdf as oms
 from tests.servers import backend_for
 kind, base, worker = sys.argv[1], sys.argv[2], sys.argv[3]
-start, step = float(sys.argv[4]), float(sys.argv[5])
-addresses = json.loads(sys.stdin.read())
+addresses = json.loads(sys.stdin.readline())
 store = oms.GrainStore(backend=backend_for(kind, base))
-outcome = []
+print("ready", flush=True)
 for i, old in enumerate(addresses):
-    while time.time() < start + i * step:  # every round starts together
-        time.sleep(0.001)
+    sys.stdin.readline()  # the round starts when the runner says so, for all at once
     new = {"type": "belief", "subject": f"race{i}", "relation": "r", "object": f"by {worker}",
            "confidence": 0.9, "created_at": 2}
     try:
-        outcome.append(store.supersede(old, new))
+        outcome = store.supersede(old, new)
     except oms.OmsError as exc:
-        outcome.append(str(exc.code))
+        outcome = str(exc.code)
+    print(outcome, flush=True)
 store.close()
-print(json.dumps(outcome))
 """
 
 
@@ -167,45 +165,65 @@ def clear(backend: Any) -> None:
     backend.update(" ;\n".join(["CLEAR DEFAULT", *drops]))
 
 
-# Seconds between the starts of two rounds: longer than a round takes, so that
-# the clients meet on every grain (a client a round ahead would win them all).
-ROUND = {"oxigraph": 0.03, "virtuoso": 0.25}
-
-
 def race(
     kind: str, base: str, addresses: list[str], clients: int = 2
 ) -> list[list[str]]:
-    """Run ``clients`` RACER processes over ``addresses`` at once; their outcomes."""
-    import json
+    """Run ``clients`` RACER processes over ``addresses`` in lock step; their
+    outcomes, one list per client.
 
-    start = time.time() + 2.0  # all start together, once each has imported oms_rdf
+    Each round starts for every client at once, when all have finished the one
+    before, so the clients meet on every grain however loaded the machine is
+    (with rounds on a timer, a client a round behind lost them all). Who is told
+    first turns each round, so that no client is systematically ahead."""
+    import json
+    import tempfile
+
+    logs = [tempfile.TemporaryFile("w+") for _ in range(clients)]
     racers = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                RACER,
-                kind,
-                base,
-                str(w),
-                str(start),
-                str(ROUND[kind]),
-            ],
+            [sys.executable, "-c", RACER, kind, base, str(w)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=log,
             text=True,
             cwd=Path(__file__).parent.parent,  # the racer imports tests.servers
         )
-        for w in range(clients)
+        for w, log in enumerate(logs)
     ]
-    for racer in racers:  # every racer gets its work before any is waited for
-        assert racer.stdin is not None
-        racer.stdin.write(json.dumps(addresses))
-        racer.stdin.close()
-    outcomes = []
-    for racer in racers:
-        assert racer.stdout is not None
-        outcomes.append(json.loads(racer.stdout.read()))
-        racer.stdout.close()
-        assert racer.wait(timeout=600) == 0
-    return outcomes
+
+    def line(w: int) -> str:
+        said = racers[w].stdout.readline().strip()
+        if not said:  # the racer died: its error is the test's failure
+            racers[w].wait(timeout=60)
+            logs[w].seek(0)
+            raise AssertionError(f"racer {w} failed: {logs[w].read()[-3000:]}")
+        return said
+
+    def tell(w: int, text: str) -> None:
+        racers[w].stdin.write(text + "\n")
+        racers[w].stdin.flush()
+
+    try:
+        for w in range(clients):
+            tell(w, json.dumps(addresses))
+        assert all(line(w) == "ready" for w in range(clients))
+        outcomes: list[list[str]] = [[] for _ in range(clients)]
+        for i in range(len(addresses)):
+            order = [(i + k) % clients for k in range(clients)]
+            for w in order:
+                tell(w, "go")
+            for w in range(clients):
+                outcomes[w].append(line(w))
+        for racer in racers:
+            racer.stdin.close()
+            assert racer.wait(timeout=60) == 0
+        return outcomes
+    finally:
+        for racer in racers:
+            racer.kill()
+            racer.wait(timeout=60)
+            for pipe in (racer.stdin, racer.stdout):
+                if pipe is not None:
+                    pipe.close()
+        for log in logs:
+            log.close()

@@ -27,7 +27,7 @@ from oms_rdf.rdf.mapping import address_of
 from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.journal import JOURNAL
 
-TRIALS = [12, pytest.param(24, marks=pytest.mark.soak)]  # kills: default tier, soak
+TRIALS = [6, pytest.param(24, marks=pytest.mark.soak)]  # kills: default tier, soak
 WRITES = ("put_many", "supersede", "import jsonl", "import nquads", "put_many 2")
 CHILD = """
 import sys, oms_rdf as oms, oms_rdf.store.journal as journal

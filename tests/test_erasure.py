@@ -298,3 +298,32 @@ def test_a_subject_report_carries_bytes_as_base64_and_makes_a_frame() -> None:
     assert grain["fields"]["context"]["scan"] == {"$base64": "AAE="}
     frame = report.frame()
     assert isinstance(frame, pandas.DataFrame) and list(frame["address"]) == [address]
+
+
+def test_a_triple_another_held_belief_asserts_stays_in_the_knowledge() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    ann, works, acme = "http://e/ann", "http://e/worksAt", "http://e/acme"
+
+    def belief(namespace: str, at: int) -> str:
+        return store.put(oms.Belief(ann, works, acme, 0.9, created_at=at,
+                                    namespace=namespace))  # fmt: skip
+
+    ask = f"ASK {{ <{ann}> <{works}> <{acme}> }}"
+    one, two, closed = (
+        belief("one", NOW - 3),
+        belief("two", NOW - 2),
+        belief("x", NOW - 1),
+    )
+    store.retract(closed, reason="wrong")  # closed: keeps nothing in the knowledge
+    store.erase(one, reason="asked")
+    assert store.query(ask) is True  # "two" still asserts it
+    store.erase(two, reason="asked")
+    assert store.query(ask) is False  # the closed one does not bring it back
+    # Two believers erased in one write: the triple leaves with them.
+    both = [belief("a", NOW - 5), belief("b", NOW - 4)]
+    assert store.query(ask) is True
+    from oms_rdf.store.erasure import erase
+
+    erase(store, both, reason="asked")
+    assert store.query(ask) is False
+    assert store.rebuild_current() is None and store.query(ask) is False

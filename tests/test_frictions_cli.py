@@ -106,6 +106,7 @@ def test_a_second_writer_is_told_to_serve_the_store(tmp_path: Path) -> None:
                 "subject": "a",
                 "relation": "r",
                 "object": "o",
+                "confidence": 0.5,
                 "created_at": 1_700_000_000_000,
             }
         )
@@ -203,3 +204,48 @@ def test_search_and_history_tables_fit_the_terminal(tmp_path: Path) -> None:
     chain = run("--store", db, "history", address, env={"COLUMNS": "90"})
     assert chain.exit_code == 0 and len(chain.stdout.splitlines()) == 2
     assert max(len(line) for line in chain.stdout.splitlines()) <= 90
+
+
+def test_store_may_come_after_the_command(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    grain = tmp_path / "g.json"
+    grain.write_text(
+        json.dumps(
+            {
+                "type": "belief",
+                "subject": "ann",
+                "relation": "likes",
+                "object": "tea",
+                "confidence": 0.5,
+                "created_at": "2024-01-01T00:00:00Z",
+            }
+        )
+    )
+    assert run("put", str(grain), "--store", db).exit_code == 0
+    after = run("beliefs", "--json", "--store", db)
+    before = run("--store", db, "beliefs", "--json")
+    assert after.exit_code == 0, after.output
+    assert [r["object"] for r in json.loads(after.stdout)] == ["tea"]
+    assert after.stdout == before.stdout
+    # the command's --store wins over the group's, as the later word
+    other = str(tmp_path / "other")
+    missing = run("--store", db, "beliefs", "--store", other)
+    assert missing.exit_code == 1 and "other" in missing.output
+    ask = "ASK { ?s ?p ?o }"
+    assert run("query", ask, "--store", db).stdout.strip() == "true"
+
+
+def test_a_bad_json_lines_grain_is_named_by_its_line_counted_from_one(
+    tmp_path: Path,
+) -> None:
+    good = {"type": "belief", "subject": "a", "relation": "r", "object": "o",
+            "confidence": 0.5, "created_at": 1_700_000_000_000}  # fmt: skip
+    lines = tmp_path / "b.jsonl"
+    bad = {k: v for k, v in good.items() if k != "created_at"}
+    # line 3 is blank: the bad grain is on line 4, the third grain
+    lines.write_text(f"{json.dumps(good)}\n{json.dumps(good)}\n\n{json.dumps(bad)}\n")
+    got = run("--store", str(tmp_path / "db"), "put", str(lines))
+    assert got.exit_code == 1
+    assert "b.jsonl:4: missing required field 'created_at'" in got.output
+    assert "item" not in got.output
+    assert not (tmp_path / "db").exists()  # nothing stored, no store made

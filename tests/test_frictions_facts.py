@@ -11,6 +11,7 @@ import pytest
 import oms_rdf as oms
 from oms_rdf import GrainStore
 from oms_rdf.http.app import Token, create_app
+from oms_rdf.http.listing import Listing, Listings
 from oms_rdf.times import to_millis
 from tests.test_server import running
 
@@ -160,3 +161,60 @@ def test_a_later_page_costs_its_rows_at_20k_beliefs() -> None:
             took.append(time.perf_counter() - start)
             cursor = page.json()["next_cursor"]
     assert sorted(took)[len(took) // 2] < 0.05, took  # the median page
+
+
+@pytest.mark.parametrize(
+    ("question", "scope"),
+    [
+        pytest.param({}, None, id="every-fact"),
+        pytest.param({"namespace": "crm"}, None, id="a-namespace"),
+        pytest.param({"relation": "r1"}, None, id="a-relation"),
+        pytest.param({}, ("hr",), id="a-token's-namespaces"),
+    ],
+)
+def test_paging_by_cursor_visits_every_fact_exactly_once(
+    question: dict[str, str], scope: tuple[str, ...] | None
+) -> None:
+    """Streamed pages, then pages of the kept order (past 25 candidates here), with
+    writes and an erasure between pages: each fact in force at the point the first
+    page pinned is given once, and no other."""
+    now = [T0]
+    store = GrainStore(clock=lambda: now[0])
+    made = store.put_many([
+        oms.Belief(f"s{i % 40}", f"r{i % 3}", f"o{i}", 0.5, created_at=T0 - 5000 + i,
+                   namespace="crm" if i % 2 else "hr",
+                   **({"valid_to": T0 - 10} if i % 11 == 0 else {}))
+        for i in range(300)
+    ])  # fmt: skip
+    for old in made[:30:3]:  # superseded before the point: the successor answers
+        new = dict(store.get(old).fields, object="new", created_at=T0 - 1)
+        store.supersede(old, new)
+    store.retract(made[1], reason="wrong")
+    token = Token(namespaces=scope)
+    listings = Listings(store, streamed=25)
+    asked: Listing | None = Listing.of(question, now=store.clock())
+    expected = {
+        g.address
+        for g in store.beliefs(
+            question.get("subject"), question.get("relation"),
+            namespace=question.get("namespace"), valid_at=T0, as_of=T0,
+        )
+        if token.covers(g.namespace)
+    }  # fmt: skip
+    seen: list[str] = []
+    pages = 0
+    while asked is not None:
+        addresses, asked = listings.page(token, asked, 7)
+        seen += addresses
+        pages += 1
+        now[0] += 1000  # later writes, after the point: in no page
+        store.put(oms.Belief(f"late{pages}", "r1", "o", 0.9, created_at=now[0],
+                             namespace="hr"))  # fmt: skip
+        if pages == 3:  # the last fact given is erased: the next page still follows
+            erased = seen[-1]
+            store.erase(erased, reason="asked to forget")
+            expected.discard(erased)
+            seen.remove(erased)
+    assert len(seen) == len(set(seen))
+    assert set(seen) == expected
+    assert pages >= len(expected) // 7

@@ -81,6 +81,17 @@ MUTATIONS: list[Callable[[str, str, str], str]] = [
 ]
 
 
+def target_store(tmp_path: Path, holding: bool) -> oms.GrainStore:
+    """The store imported into: empty (the fast restore), or holding a belief of
+    its own (the general import)."""
+    target = oms.GrainStore(tmp_path / "target")
+    if holding:
+        target.put(
+            oms.Belief("carol", "works_at", "Umbrella", 0.7, created_at=1768471200000)
+        )
+    return target
+
+
 @pytest.mark.parametrize("mutate", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
 @pytest.mark.parametrize("holding", [False, True], ids=["fast restore", "general"])
 def test_a_layer_that_differs_from_its_blob_is_refused(
@@ -90,11 +101,7 @@ def test_a_layer_that_differs_from_its_blob_is_refused(
     mutated = mutate(path.read_text(), alice, bob)
     assert mutated != path.read_text()
     path.write_text(mutated)
-    target = oms.GrainStore(tmp_path / "target")
-    if holding:
-        target.put(
-            oms.Belief("carol", "works_at", "Umbrella", 0.7, created_at=1768471200000)
-        )
+    target = target_store(tmp_path, holding)
     before = dump(target)
     with pytest.raises(oms.DecodeError) as caught:
         target.import_(path)
@@ -111,11 +118,7 @@ def test_an_unchanged_export_restores_with_its_layer(
     tmp_path: Path, holding: bool
 ) -> None:
     path, _alice, _bob = export(tmp_path)
-    target = oms.GrainStore(tmp_path / "target")
-    if holding:
-        target.put(
-            oms.Belief("carol", "works_at", "Umbrella", 0.7, created_at=1768471200000)
-        )
+    target = target_store(tmp_path, holding)
     target.import_(path)
     assert sorted(g.fields["subject"] for g in target.beliefs()) == sorted(
         ["alice", "bob"] + (["carol"] if holding else [])
@@ -125,3 +128,51 @@ def test_an_unchanged_export_restores_with_its_layer(
         grains=True,
     )
     assert [str(r["o"].value) for r in rows] == ["Acme"]
+
+
+GOLDEN_V1 = Path(__file__).parent / "golden" / "layer-v1.nq"
+
+
+@pytest.mark.parametrize("holding", [False, True], ids=["fast restore", "general"])
+def test_an_export_with_the_earlier_layer_restores(
+    tmp_path: Path, holding: bool
+) -> None:
+    """An export written before ``oms:createdAt`` moved to the blob (where it equals
+    ``oms:systemFrom``) holds it in the layer: it is accepted as it is."""
+    text = GOLDEN_V1.read_text()
+    assert text.count(f"<{OMS.createdAt.value}>") == 3  # the earlier layout
+    target = target_store(tmp_path, holding)
+    target.import_(GOLDEN_V1)
+    assert sorted(g.fields["subject"] for g in target.beliefs()) == sorted(
+        ["alice", "http://example.org/bob", "dana"] + (["carol"] if holding else [])
+    )
+    again = tmp_path / "again.nq"
+    target.export(again)
+    oms.GrainStore(tmp_path / "third").import_(again)
+
+
+def test_an_earlier_layer_with_a_wrong_creation_time_is_refused(
+    tmp_path: Path,
+) -> None:
+    out = []
+    for line in GOLDEN_V1.read_text().splitlines(keepends=True):
+        if line.startswith("<nih:sha-256;05c55f29") and "createdAt" in line:
+            line = line.replace("10:00:00Z", "10:00:09Z")
+        out.append(line)
+    path = tmp_path / "wrong.nq"
+    path.write_text("".join(out))
+    assert path.read_text() != GOLDEN_V1.read_text()
+    target = oms.GrainStore(tmp_path / "target")
+    with pytest.raises(oms.DecodeError) as caught:
+        target.import_(path)
+    assert caught.value.code == "ERR_CORRUPT"
+
+
+def test_an_earlier_layer_goes_with_its_grain_on_erasure(tmp_path: Path) -> None:
+    target = oms.GrainStore(tmp_path / "target")
+    target.import_(GOLDEN_V1)
+    alice = "05c55f29c97f45b29918e050364c9af58b645a98ec2bf1c17c63801f0b38c003"
+    assert any(f"{alice}> <{OMS.createdAt.value}>" in q for q in dump(target))
+    target.erase(alice, reason="a subject's request")
+    left = [q for q in dump(target) if q.startswith(f"<nih:sha-256;{alice}>")]
+    assert [q for q in left if f"<{OMS.erasedAt.value}>" not in q] == []  # a tombstone

@@ -62,8 +62,33 @@ def test_private_imports_are_found(tmp_path: Path) -> None:
     assert private_imports(probe) == [f"{probe}:1 from .protocol import _WHERE"]
 
 
-def code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    """The lines of a function that hold code: no docstring, comment or blank."""
+def code_rows(source: str) -> set[int]:
+    """The rows of a source that hold a token of code (no comment, no blank)."""
+    skipped = {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+    return {
+        token.start[0]
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type not in skipped
+    }
+
+
+def code_lines(
+    source: str,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    rows: set[int] | None = None,
+) -> int:
+    """The lines of a function that hold code: no docstring, comment or blank.
+
+    ``rows``: the source's :func:`code_rows`, when the caller has them already
+    (tokenizing a module once serves all its functions).
+    """
     body = node.body
     doc = None
     first = body[0] if body else None
@@ -73,24 +98,14 @@ def code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int
         and isinstance(first.value.value, str)
     ):
         doc = (first.lineno, first.end_lineno or first.lineno)
-    skipped = {
-        tokenize.COMMENT,
-        tokenize.NL,
-        tokenize.NEWLINE,
-        tokenize.INDENT,
-        tokenize.DEDENT,
-        tokenize.ENDMARKER,
-    }
+    if rows is None:
+        rows = code_rows(source)
     end = node.end_lineno or node.lineno
-    lines = set()
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        row = token.start[0]
-        if token.type in skipped or not node.lineno <= row <= end:
-            continue
-        if doc is not None and doc[0] <= row <= doc[1]:
-            continue
-        lines.add(row)
-    return len(lines)
+    return sum(
+        1
+        for row in range(node.lineno, end + 1)
+        if row in rows and not (doc is not None and doc[0] <= row <= doc[1])
+    )
 
 
 def oversized(path: Path) -> list[str]:
@@ -100,9 +115,10 @@ def oversized(path: Path) -> list[str]:
     count = len(source.splitlines())
     if count > MAX_MODULE_LINES:
         found.append(f"{path}: {count} lines")
+    rows = code_rows(source)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            size = code_lines(source, node)
+            size = code_lines(source, node, rows)
             if size > MAX_FUNCTION_LINES:
                 found.append(f"{path}:{node.lineno} {node.name}: {size} code lines")
     return found

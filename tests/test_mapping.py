@@ -115,9 +115,23 @@ def test_determined_quads_are_not_written() -> None:
     assert OMS.subjectText not in iri_p and OMS.typeString not in iri_p
     assert minted_p[OMS.subjectText].value == "alice"  # a label: the text is kept
     assert minted_p[OMS.typeString].value == "fact"  # not the class's own name
-    # What it costs: class, confidence, createdAt, systemFrom, validFrom, namespace,
-    # rdf:subject, rdf:predicate, rdf:object and the blob.
-    assert len(grain_to_quads(iri)) == 10
+    # What it costs: class, confidence, systemFrom, validFrom, namespace,
+    # rdf:subject, rdf:predicate, rdf:object and the blob. The creation time is
+    # the system time here: oms:createdAt is left to the blob.
+    assert len(grain_to_quads(iri)) == 9
+    assert OMS.createdAt not in iri_p
+
+
+def test_created_at_is_written_where_it_differs_from_the_system_time() -> None:
+    fields = {"type": "belief", "subject": "a", "relation": "b", "object": "c",
+              "confidence": 0.5, "created_at": 1000}  # fmt: skip
+    plain = {q.predicate: q.object for q in grain_to_quads(oms.Grain.from_dict(fields))}
+    assert OMS.createdAt not in plain
+    assert plain[OMS.systemFrom].value == "1970-01-01T00:00:01.000Z"
+    late = oms.Grain.from_dict({**fields, "system_valid_from": 2000})
+    later = {q.predicate: q.object for q in grain_to_quads(late)}
+    assert later[OMS.createdAt].value == "1970-01-01T00:00:01.000Z"
+    assert later[OMS.systemFrom].value == "1970-01-01T00:00:02.000Z"
 
 
 def test_percent_encoding_rule() -> None:

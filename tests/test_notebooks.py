@@ -49,6 +49,15 @@ def test_notebook_runs(path: Path) -> None:
         if o.output_type == "error"
     ]
     assert not errors
+    # Wide tables are shown whole: pandas cuts no column ("...") and no cell.
+    tables = [
+        o["data"]["text/html"]
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if "text/html" in o.get("data", {})
+    ]
+    for table in tables:
+        assert "<th>...</th>" not in table and "...</td>" not in table, table[:400]
     images = [
         o
         for c in notebook.cells

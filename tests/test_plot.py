@@ -130,3 +130,67 @@ def test_a_chart_shows_in_a_notebook_with_its_alt_text() -> None:
     assert data["text/html"].startswith('<img src="data:image/png;base64,')
     assert 'alt="Timeline of alice works_at' in data["text/html"]
     assert chart.png().startswith(b"\x89PNG")
+
+
+def _hub_store() -> GrainStore:
+    """ann knows bob and cy and works at acme; acme employs forty people."""
+    store = GrainStore()
+    store.put_many([Belief("ann", "knows", "bob", 0.8, created_at=T0),
+                    Belief("ann", "knows", "cy", 0.8, created_at=T0 + 1),
+                    Belief("ann", "works_at", "acme", 0.8, created_at=T0 + 2),
+                    Belief("bob", "likes", "tea", 0.8, created_at=T0 + 3)])  # fmt: skip
+    store.put_many(Belief("acme", "employs", f"worker-{i:02}", 0.8, created_at=T0 + 10 + i)
+                   for i in range(40))  # fmt: skip
+    return store
+
+
+def test_entity_graph_keeps_its_subject_at_the_centre() -> None:
+    chart = plot.entity_graph(_hub_store(), "ann", hops=2)
+    ax = chart.figure.axes[0]
+    (x, y) = next(t.get_position() for t in ax.texts if t.get_text() == "ann")
+    (left, right), (bottom, top) = ax.get_xlim(), ax.get_ylim()
+    assert abs(x - (left + right) / 2) < 1e-9 * (right - left) + 1e-9
+    assert abs(y - (bottom + top) / 2) < 1e-9 * (top - bottom) + 1e-9
+
+
+def test_entity_graph_bundles_what_a_hub_links_beyond_its_cap() -> None:
+    chart = plot.entity_graph(_hub_store(), "ann", hops=2, hub=6)
+    ax = chart.figure.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    workers = [x for x in labels if x.startswith("worker-")]
+    assert len(workers) == 6  # the hub shows six of its forty
+    assert "+34 more" in labels  # and one node for the rest
+    assert {"ann", "bob", "cy", "acme", "tea"} <= set(labels)
+    assert "acme employs 34 more, not drawn one by one." in chart.alt.splitlines()
+    # The subject's own links are never bundled: the subject is what is asked about.
+    many = plot.entity_graph(_hub_store(), "acme", hops=1, hub=6)
+    assert (
+        len([t for t in many.figure.axes[0].texts if "worker-" in t.get_text()]) == 40
+    )
+
+
+def test_relations_are_drawn_in_the_okabe_ito_palette() -> None:
+    from matplotlib.colors import to_hex
+
+    okabe_ito = {"#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00",
+                 "#cc79a7", "#000000"}  # fmt: skip
+    ax = plot.entity_graph(_hub_store(), "ann", hops=2).figure.axes[0]
+    handles = ax.get_legend().legend_handles
+    colours = {to_hex(h.get_color()) for h in handles}
+    assert colours <= okabe_ito | {"#999999"} and len(colours) == len(handles)
+
+
+def test_timeline_titles_shorten_iris_with_prefixes() -> None:
+    store = GrainStore(clock=lambda: T0 + DAY)
+    store.put(Belief("http://xmlns.com/foaf/0.1/alice", "http://schema.org/worksFor",
+                     "http://example.org/acme", 0.9, created_at=T0))  # fmt: skip
+    title = plot.timeline(store, "http://xmlns.com/foaf/0.1/alice",
+                          "http://schema.org/worksFor").figure.axes[0].get_title()  # fmt: skip
+    assert title == "foaf:alice schema:worksFor: 1 version"
+    mine = plot.timeline(store, "http://xmlns.com/foaf/0.1/alice", "http://schema.org/worksFor",
+                         prefixes={"me": "http://xmlns.com/foaf/0.1/"})  # fmt: skip
+    assert mine.figure.axes[0].get_title().startswith("me:alice schema:worksFor")
+    base = store.settings.base_iri
+    store.put(Belief("bob", "works_at", "Acme", 0.9, created_at=T0))
+    plain = plot.timeline(store, "bob", "works_at").figure.axes[0].get_title()
+    assert plain == "bob works_at: 1 version" and base not in plain

@@ -36,11 +36,12 @@ def objects(store: oms.GrainStore, day: int, known: int) -> list[str]:
 def model(day: int, old: tuple[int, int | None], cut: tuple[int, int | None],
           new: str | None) -> list[str]:  # fmt: skip
     """What holds on a day after the change: the new value inside the portion
-    (none for a retraction), the old one in the rest of its interval."""
+    and the old interval (SQL:2011: the updated row's period is their
+    intersection; none for a retraction), the old one in the rest of its interval."""
     inside = cut[0] <= day and (cut[1] is None or day < cut[1])
-    if inside:
-        return [new] if new is not None else []
     in_old = old[0] <= day and (old[1] is None or day < old[1])
+    if inside:
+        return [new] if new is not None and in_old else []
     return ["http://example.org/acme"] if in_old else []
 
 

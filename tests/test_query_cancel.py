@@ -341,10 +341,12 @@ def test_writes_after_the_opening_are_seen_by_the_next_query(tmp_path: Path) -> 
         other.export(dump)
         store.import_(dump)
         assert counted(base) == 52
-        # While a bulk write runs no worker can open the store: the query is
-        # answered in the server's thread instead.
+        # While a bulk write runs no worker can open the store: the count is
+        # refused (tests/test_cancel_every_way.py), and answered once it ends.
         with store.backend.bulk_writing():  # type: ignore[attr-defined]
-            assert counted(base) == 52
+            refused = httpx.get(f"{base}/sparql", params={"query": count})
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["code"] == "ERR_CONFLICT"
         assert counted(base) == 52
     app.state.isolated.close()  # type: ignore[attr-defined]
     store.close()
@@ -433,7 +435,9 @@ def _quietly(base: str) -> None:
         pass  # the server stopped under it
 
 
-def test_memory_stores_stay_in_thread() -> None:
+def test_memory_stores_fork_a_child_per_query() -> None:
+    from oms_rdf.http.forking import ForkedQueries
+
     assert QueryProcesses.serving(GrainStore(), workers=2) is None
     app = create_app(GrainStore())
-    assert app.state.isolated is None  # type: ignore[attr-defined]
+    assert isinstance(app.state.isolated, ForkedQueries)  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ def rebuilt(quads: list[ox.Quad]) -> set[ox.Quad]:
     return set(store)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(grain_layers(), st.data())
 def test_the_check_agrees_with_the_rebuild(
     layer: list[ox.Quad], data: st.DataObject

@@ -483,9 +483,16 @@ def test_two_processes_racing_round_after_round_never_both_win(
     store.close()
 
 
-BEHAVIOUR = ["tests/test_temporal.py", "tests/test_time_travel.py", "tests/test_policy.py",
-             "tests/test_revision.py", "tests/test_lookup.py", "tests/test_search.py",
-             "tests/test_rewrite.py"]  # fmt: skip
+# In two halves, each one test, so that a tier's two workers share them: over
+# Virtuoso the suites take minutes. The random histories are in test_lookup and
+# test_rewrite, one in each half.
+BEHAVIOUR = {
+    "first-half": ["tests/test_temporal.py", "tests/test_time_travel.py",
+                   "tests/test_policy.py", "tests/test_lookup.py"],
+    "second-half": ["tests/test_revision.py", "tests/test_search.py",
+                    "tests/test_rewrite.py", "tests/test_changes.py",
+                    "tests/test_versions.py"],
+}  # fmt: skip
 
 
 # The default tier runs the suites' default tier over the server, less the random
@@ -497,17 +504,20 @@ SUITE = {"default": "not servers and not soak", "rest": "soak"}
 @pytest.mark.parametrize(
     "suite", ["default", pytest.param("rest", marks=pytest.mark.soak)]
 )
+@pytest.mark.parametrize("half", BEHAVIOUR)
 @pytest.mark.parametrize("kind", SERVERS)
-def test_the_behaviour_suites_pass_on_a_server(kind: str, suite: str) -> None:
-    """The bi-temporal, time-travel, policy, revision, lookup, search and rewrite
-    suites, with every in-memory store of theirs on a real server of this kind
+def test_the_behaviour_suites_pass_on_a_server(
+    kind: str, suite: str, half: str
+) -> None:
+    """The bi-temporal, time-travel, policy, revision, lookup, search, rewrite,
+    changes and versions suites, with every in-memory store of theirs on a real server of this kind
     (see conftest.py)."""
     import os
 
     root = Path(__file__).parent.parent
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-W", "ignore::ResourceWarning", "-m", SUITE[suite], *BEHAVIOUR],
+         "-W", "ignore::ResourceWarning", "-m", SUITE[suite], *BEHAVIOUR[half]],
         cwd=root, capture_output=True, text=True, timeout=1200,
         env={**os.environ, "OMS_RDF_TEST_BACKEND": kind},
     )  # fmt: skip
@@ -548,7 +558,7 @@ def test_virtuoso_reads_a_graph_larger_than_it_answers_at_once_in_shares(
     shares of its subjects. With small shares, the export is still every quad, once."""
     store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")))
     store.put_many(
-        [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(300)]
+        [oms.Belief("s", "r", str(i), 0.5, created_at=i) for i in range(400)]
     )
     whole = sorted(map(str, store.backend.quads()))
     store.backend.max_rows = 397  # as if so set in virtuoso.ini: 256 shares

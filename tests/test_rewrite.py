@@ -10,6 +10,7 @@ and contradiction.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -247,7 +248,9 @@ HISTORY_QUERIES = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Over a server (OMS_RDF_TEST_BACKEND) every example builds a history by requests.
+@settings(max_examples=60 if os.environ.get("OMS_RDF_TEST_BACKEND") is None else 12,
+          deadline=None, suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(history=history_steps, probes=st.lists(st.tuples(st.integers(-40, 60), st.integers(0, 60)),
                                               min_size=1, max_size=4))  # fmt: skip
 def test_random_histories_answer_the_same_both_ways(

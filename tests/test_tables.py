@@ -199,3 +199,17 @@ def test_every_time_column_of_a_grain_frame_is_an_aware_datetime_column() -> Non
     rows = {r.subject: r for r in frame.itertuples()}
     assert pd.isna(rows["a"].valid_to) and pd.isna(rows["a"].system_to)
     assert rows["x"].valid_to == pd.Timestamp("2100-01-01T00:00:00Z")
+
+
+def test_a_wide_table_scrolls_and_wraps_instead_of_being_clipped() -> None:
+    store = GrainStore()
+    long = "a long object " * 40
+    store.put(Belief("ann", "said", long, 0.9, created_at=1_700_000_000_000))
+    shown = store.beliefs()._repr_html_()
+    # One box that scrolls sideways when the table is wider than the page.
+    assert shown.startswith('<div style="overflow-x: auto')
+    assert shown.endswith("</div>")
+    # Long cells wrap within their column, and nothing is cut: all of the text is there.
+    assert "overflow-wrap: anywhere" in shown and long.strip() in shown
+    rows = store.query("SELECT ?o WHERE { ?s ?p ?o }")
+    assert rows._repr_html_().startswith('<div style="overflow-x: auto')

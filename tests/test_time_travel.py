@@ -7,6 +7,8 @@ lookups (store/lookup.py), so the two paths are independent.
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +17,9 @@ from oms_rdf import GrainStore
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
+# Over a server (tests/test_remote.py) every example makes hundreds of requests:
+# fewer examples there, as many as ever in process.
+EXAMPLES = 40 if os.environ.get("OMS_RDF_TEST_BACKEND") is None else 12
 PEOPLE = [f"http://example.org/people/{n}" for n in ("ann", "ben", "cat")]
 WORKS_AT = "http://example.org/vocab#worksAt"
 PLACES = [f"http://example.org/org/{n}" for n in ("acme", "initech", "globex", "hooli")]
@@ -63,7 +68,9 @@ def build(history: list[Step]) -> tuple[GrainStore, int]:
     return store, day
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(history=steps, probes=st.lists(st.tuples(st.integers(-40, 60), st.integers(0, 60)), min_size=1, max_size=6))  # fmt: skip
 def test_time_travel_sparql_agrees_with_beliefs(
     history: list[Step], probes: list[tuple[int, int]]

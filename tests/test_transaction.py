@@ -178,3 +178,91 @@ def test_a_kill_during_transactions_leaves_each_whole_or_absent(tmp_path: Path) 
     assert set(parts.values()) == {3}
     assert store.verify_audit().ok
     store.close()
+
+
+# --- a failure injected at each step of a transaction's commit -------------------
+
+_STEPS = ("update", "load", "query", "quads", "quads_of", "bulk_load")
+
+
+class InjectedError(Exception):
+    """The failure injected into one backend call of a commit."""
+
+
+def _inject(store: oms.GrainStore, plan: dict[str, Any]) -> None:
+    """Count every backend call of the store (the real on-disk backend) and raise
+    ``InjectedError`` at call ``plan['at']``, before it runs or after it returned."""
+    backend = store.core.backend
+    for name in _STEPS:
+        real = getattr(backend, name)
+
+        def call(*args: Any, _real: Any = real, **kw: Any) -> Any:
+            plan["calls"] += 1
+            mine = plan["calls"] == plan["at"]
+            if mine and plan["when"] == "before":
+                raise InjectedError
+            out = _real(*args, **kw)
+            if mine:
+                raise InjectedError
+            return out
+
+        setattr(backend, name, call)
+
+
+def _state(store: oms.GrainStore) -> tuple[list[str], int]:
+    """The grains and index, and how many audit events (their ids, and the
+    chain's, are random)."""
+    quads = store.core.backend.quads()
+    kept = sorted(
+        str(q)
+        for q in quads
+        if q.graph_name != OMS.audit and q.predicate != OMS.auditChain
+    )
+    return kept, len(events(store))
+
+
+def _published(
+    path: Path, plan: dict[str, Any] | None
+) -> tuple[oms.GrainStore, tuple[list[str], int]]:
+    """A publication committed on an on-disk store, with ``plan``'s failure
+    injected from the commit on; and the store's state before the commit."""
+    store = oms.GrainStore(path, clock=lambda: NOW)  # one clock value: same rows
+    store.put(belief("ann", "Acme"))
+    store.put(belief("bo", "Initech"))
+    ann, bo = address(store, "ann"), address(store, "bo")
+    block = store.transaction()
+    tx = block.__enter__()
+    tx.supersede(ann, belief("ann", "Umbrella", T0 + 10))
+    tx.put(belief("di", "Acme", T0 + 10))
+    tx.retract(bo, reason="left", valid_from=T0 + 5)
+    before = _state(store)
+    if plan is not None:
+        _inject(store, plan)  # every backend call of the commit
+    try:
+        block.__exit__(None, None, None)
+    except InjectedError:
+        pass
+    return store, before
+
+
+def test_a_failure_at_each_step_of_the_commit_leaves_all_or_nothing(
+    tmp_path: Path,
+) -> None:
+    plain, _ = _published(tmp_path / "plain", None)
+    after = _state(plain)
+    plain.close()
+    counted = {"at": 0, "calls": 0, "when": "before"}
+    _published(tmp_path / "count", counted)[0].close()
+    assert counted["calls"] >= 1  # the commit's reads and its one write
+    seen = set()
+    for at in range(1, counted["calls"] + 1):
+        for when in ("before", "after"):
+            path = tmp_path / f"{at}-{when}"
+            store, before = _published(path, {"at": at, "calls": 0, "when": when})
+            store.close()
+            with oms.GrainStore(path) as reopened:
+                state = _state(reopened)
+                assert reopened.verify_audit().ok
+            assert state in (before, after), (at, when)
+            seen.add("all" if state == after else "nothing")
+    assert seen == {"all", "nothing"}  # a failure before the write, and after it

@@ -6,6 +6,7 @@ import pytest
 
 import oms_rdf as oms
 from oms_rdf import GrainStore
+from oms_rdf.rdf.vocab import OMS
 
 T0 = 1_700_000_000_000
 EX = "http://example.org/"
@@ -187,13 +188,31 @@ def test_a_request_is_one_write_with_its_operations_in_order() -> None:
     assert store.query(f'ASK {{ <{EX}ann> <{EX}role> "user" }}') is True
     assert store.query(f"ASK {{ <{EX}ann> <{EX}name> ?n }}") is False
     assert store.verify_audit().ok
-    # One write: the retraction's event and the update's, nothing per operation.
-    audit = oms.rdf.vocab.OMS.audit
-    operations = sorted(
+    # One write, one transaction: the update's event, which names the retracted
+    # belief; nothing per operation.
+    assert operations(store) == ["put", "update"]
+    [event] = events(store, "update")
+    assert [t.rsplit(";", 1)[-1] for t in event[OMS.target.value]] == [user]
+
+
+def operations(store: GrainStore) -> list[str]:
+    """The operations of the audit log's events, sorted."""
+    return sorted(
         q.object.value
-        for q in store.backend.quads(None, oms.rdf.vocab.OMS.operation, None, audit)
+        for q in store.backend.quads(None, OMS.operation, None, OMS.audit)
     )
-    assert operations == ["put", "retract", "update"]
+
+
+def events(store: GrainStore, operation: str) -> list[dict[str, list[str]]]:
+    """The audit events of one operation: predicate IRI -> the objects' values."""
+    out = []
+    for q in store.backend.quads(None, OMS.operation, None, OMS.audit):
+        if q.object.value == operation:
+            event: dict[str, list[str]] = {}
+            for f in store.backend.quads(q.subject, None, None, OMS.audit):
+                event.setdefault(f.predicate.value, []).append(f.object.value)
+            out.append(event)
+    return out
 
 
 # --- soft_locked needs the caller's justification --------------------------------------
@@ -271,3 +290,264 @@ def test_a_refused_request_on_disk_leaves_the_store_byte_identical(
             store.update(PREFIX + text)
     with GrainStore(path) as reopened:
         assert dump(reopened) == before
+
+
+def test_the_update_event_names_its_actor_and_the_store_stays_whole() -> None:
+    store = GrainStore(clock=lambda: T0 + 10)
+    user = held(store, "user")
+    store.update(
+        PREFIX
+        + 'DELETE DATA { ex:ann ex:role "user" } ; INSERT DATA { ex:bo ex:name "Bo" }',
+        by="did:example:alice",
+        reason="checked",
+    )
+    [event] = events(store, "update")
+    assert event[OMS.actor.value] == ["did:example:alice"]
+    assert store.status(user).reason == "checked"
+    assert [g["object"] for g in store.beliefs(EX + "bo")] == ["Bo"]
+    assert store.verify_audit().ok
+
+
+def test_a_with_graph_ground_delete_is_delete_data_in_that_graph() -> None:
+    store = GrainStore(clock=lambda: T0)
+    store.update(
+        PREFIX + "INSERT DATA { GRAPH ex:g { ex:a ex:b ex:c } . ex:a ex:b ex:c }"
+    )
+    report = store.update(
+        PREFIX + "WITH ex:g DELETE { ex:a ex:b ex:c } WHERE { ex:a ex:b ex:c }"
+    )
+    assert len(report.retracted) == 1
+    assert store.query(f"ASK {{ GRAPH <{EX}g> {{ ?s ?p ?o }} }}") is False
+    assert store.query(f"ASK {{ <{EX}a> <{EX}b> <{EX}c> }}") is True
+
+
+def test_data_keeps_its_lexical_forms_and_the_request_order() -> None:
+    store = GrainStore(clock=lambda: T0)
+    store.update(
+        PREFIX
+        + 'INSERT DATA { ex:a ex:n "007"^^<http://www.w3.org/2001/XMLSchema#integer>, '
+        + '"1.50"^^<http://www.w3.org/2001/XMLSchema#decimal> ; ex:m 042 }'
+    )
+    objects = sorted(g["object"] for g in store.beliefs(EX + "a"))
+    assert objects == ["007", "042", "1.50"]
+
+
+def test_an_update_does_not_bring_back_an_erased_belief() -> None:
+    store = GrainStore(clock=lambda: T0)
+    text = PREFIX + 'INSERT DATA { ex:ann ex:name "Ann" }'
+    store.update(text)
+    [grain] = store.beliefs(EX + "ann")
+    store.erase(grain, reason="asked to forget")
+    before = dump(store)
+    with pytest.raises(oms.OmsError):
+        store.update(text)
+    assert dump(store) == before
+
+
+# --- portions of valid time (SQL:2011 FOR PORTION OF) ------------------------------
+
+DAY = 86_400_000
+
+
+def acme(store: GrainStore, *, end: int | None = 10 * DAY) -> str:
+    """ann worksAt acme, valid from T0 for ten days (or for good)."""
+    fields = {"type": "belief", "subject": EX + "ann", "relation": EX + "worksAt",
+              "object": EX + "acme", "confidence": 0.9, "created_at": T0,
+              "valid_from": T0}  # fmt: skip
+    if end is not None:
+        fields["valid_to"] = T0 + end
+    return store.put(fields)
+
+
+def works_at(store: GrainStore, day: int) -> list[str]:
+    """Where ann works on a day, as known now."""
+    found = store.beliefs(EX + "ann", EX + "worksAt", valid_at=T0 + day * DAY + 1)
+    return sorted(g["object"].removeprefix(EX) for g in found)
+
+
+def test_delete_data_over_a_portion_retracts_that_portion_only() -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    old = acme(store)
+    report = store.update(
+        PREFIX + "DELETE DATA { ex:ann ex:worksAt ex:acme }",
+        valid_from=T0 + 2 * DAY,
+        valid_to=T0 + 5 * DAY,
+        reason="on leave",
+    )
+    assert report.retracted == [old] and report.superseded == []
+    assert store.status(old).status == "retracted"
+    # Days 0-1 and 5-9 are still believed; 2-4 are not; after day 10 nothing was.
+    assert [works_at(store, d) for d in (0, 1, 2, 4, 5, 9, 10)] == [
+        ["acme"], ["acme"], [], [], ["acme"], ["acme"], [],
+    ]  # fmt: skip
+    pieces = sorted((g["valid_from"], g["valid_to"]) for g in store.derived(old))
+    assert pieces == [(T0, T0 + 2 * DAY), (T0 + 5 * DAY, T0 + 10 * DAY)]
+    assert store.query(f"ASK {{ <{EX}ann> <{EX}worksAt> <{EX}acme> }}") is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DELETE DATA { ex:ann ex:worksAt ex:acme } ; INSERT DATA { ex:ann ex:worksAt ex:initech }",
+        "INSERT DATA { ex:ann ex:worksAt ex:initech } ; DELETE DATA { ex:ann ex:worksAt ex:acme }",
+    ],
+    ids=["delete-insert", "insert-delete"],
+)
+def test_a_replacing_insert_supersedes_over_the_portion(text: str) -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    old = acme(store)
+    report = store.update(
+        PREFIX + text, valid_from=T0 + 2 * DAY, valid_to=T0 + 5 * DAY, by="did:x"
+    )
+    assert report.superseded == [old] and report.retracted == []
+    assert report.added == 1
+    state = store.status(old)
+    assert state.status == "superseded" and state.initiator == "did:x"
+    assert [works_at(store, d) for d in (0, 1, 2, 4, 5, 9, 10)] == [
+        ["acme"], ["acme"], ["initech"], ["initech"], ["acme"], ["acme"], [],
+    ]  # fmt: skip
+    [new] = [
+        g for g in store.beliefs(valid_at=T0 + 3 * DAY) if "initech" in g["object"]
+    ]
+    assert (new["valid_from"], new["valid_to"]) == (T0 + 2 * DAY, T0 + 5 * DAY)
+    assert new["derived_from"] == [old]
+    # Before the update, the store believed acme for all ten days.
+    then = store.beliefs(EX + "ann", valid_at=T0 + 3 * DAY, as_of=T0 + 1)
+    assert [g["object"] for g in then] == [EX + "acme"]
+
+
+def test_an_insert_on_a_functional_relation_supersedes_the_one_held() -> None:
+    store = GrainStore(
+        clock=lambda: T0 + 20 * DAY, functional_relations=[EX + "worksAt"]
+    )
+    old = acme(store, end=None)
+    report = store.update(
+        PREFIX + "INSERT DATA { ex:ann ex:worksAt ex:initech }",
+        valid_from=T0 + 2 * DAY,
+    )
+    assert report.superseded == [old]
+    # From day 2 on (no end): initech; before it, acme.
+    assert [works_at(store, d) for d in (0, 1, 2, 30)] == [
+        ["acme"], ["acme"], ["initech"], ["initech"],
+    ]  # fmt: skip
+    assert store.conflicts() == []
+
+
+def test_a_replacement_without_a_portion_supersedes_the_whole_belief() -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    old = acme(store, end=None)
+    report = store.update(
+        PREFIX
+        + "DELETE DATA { ex:ann ex:worksAt ex:acme } ; INSERT DATA { ex:ann ex:worksAt ex:initech }"
+    )
+    assert report.superseded == [old] and report.retracted == []
+    assert store.status(old).superseded_by is not None
+    assert [g["object"] for g in store.history(old)] == [EX + "acme", EX + "initech"]
+    # Superseded at system time T0 + 20 days: the new belief is valid from then.
+    assert [works_at(store, d) for d in (0, 19, 21)] == [
+        ["acme"],
+        ["acme"],
+        ["initech"],
+    ]
+
+
+def test_a_portion_that_misses_a_belief_changes_nothing() -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    acme(store)
+    before = dump(store)
+    report = store.update(
+        PREFIX + "DELETE DATA { ex:ann ex:worksAt ex:acme }",
+        valid_from=T0 + 10 * DAY,
+        valid_to=T0 + 12 * DAY,
+    )
+    assert report.retracted == [] and report.not_believed == 1
+    assert dump(store) == before
+
+
+def test_a_portion_covering_a_belief_retracts_it_whole() -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    old = acme(store)
+    store.update(PREFIX + "DELETE DATA { ex:ann ex:worksAt ex:acme }", valid_from=T0)
+    assert store.status(old).status == "retracted" and store.derived(old) == []
+    assert [works_at(store, d) for d in (0, 5)] == [[], []]
+
+
+def test_new_beliefs_of_a_portion_are_valid_over_it() -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    store.update(
+        PREFIX + "INSERT DATA { ex:ann ex:worksAt ex:acme }",
+        valid_from="2023-11-16T22:13:20Z",  # T0 + 2 days
+        valid_to=T0 + 4 * DAY,
+    )
+    assert [works_at(store, d) for d in (1, 2, 3, 4)] == [[], ["acme"], ["acme"], []]
+
+
+@pytest.mark.parametrize(
+    ("times", "code"),
+    [
+        ({"valid_to": T0}, oms.ErrorCode.SCHEMA),
+        ({"valid_from": T0 + DAY, "valid_to": T0 + DAY}, oms.ErrorCode.RANGE),
+        ({"valid_from": "not a time"}, oms.ErrorCode.SCHEMA),
+    ],
+    ids=["end-without-start", "empty", "not-a-time"],
+)
+def test_a_bad_portion_is_refused_and_writes_nothing(
+    times: dict[str, object], code: oms.ErrorCode
+) -> None:
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    acme(store)
+    before = dump(store)
+    with pytest.raises(oms.OmsError) as info:
+        store.update(PREFIX + "DELETE DATA { ex:ann ex:worksAt ex:acme }", **times)  # type: ignore[arg-type]
+    assert info.value.code == code
+    assert dump(store) == before
+
+
+def test_post_sparql_takes_the_portion_from_the_query_string() -> None:
+    import httpx
+
+    from oms_rdf.http.app import Token, create_app
+    from tests.test_server import running
+
+    store = GrainStore(clock=lambda: T0 + 20 * DAY)
+    old = acme(store)
+    secret = "update-writer-00000002"
+    app = create_app(store, tokens={secret: Token(namespaces=None, write=True)})
+    text = (
+        PREFIX
+        + "DELETE DATA { ex:ann ex:worksAt ex:acme } ; INSERT DATA { ex:ann ex:worksAt ex:initech }"
+    )
+    with running(app) as base, httpx.Client(base_url=base) as client:
+        done = client.post(
+            "/sparql",
+            params={
+                "valid_from": "2023-11-16T22:13:20Z",
+                "valid_to": str(T0 + 5 * DAY),
+            },
+            data={"update": text},
+            headers={"authorization": f"Bearer {secret}"},
+        )
+        refused = client.post(
+            "/sparql",
+            params={"valid_to": str(T0 + 5 * DAY)},
+            data={"update": text},
+            headers={"authorization": f"Bearer {secret}"},
+        )
+    assert done.status_code == 200, done.text
+    assert refused.status_code == 400 and "ERR_SCHEMA" in refused.text
+    # T0 is 2023-11-14T22:13:20Z: the portion is days 2 to 4.
+    assert store.status(old).status == "superseded"
+    assert [works_at(store, d) for d in (1, 2, 4, 5)] == [
+        ["acme"], ["initech"], ["initech"], ["acme"],
+    ]  # fmt: skip
+
+
+def test_an_update_may_use_the_prefixes_a_query_may_use_undeclared() -> None:
+    store = GrainStore(clock=lambda: T0)
+    store.update(
+        PREFIX + 'INSERT DATA { ex:ann rdfs:label "Ann" ; rdf:type owl:Thing }'
+    )
+    assert store.query(f'ASK {{ <{EX}ann> rdfs:label "Ann" ; a owl:Thing }}') is True
+    # The request's own declaration wins over the store's.
+    store.update('PREFIX rdfs: <http://example.org/> INSERT DATA { rdfs:a rdfs:b "c" }')
+    assert [g["object"] for g in store.beliefs(EX + "a")] == ["c"]

@@ -207,16 +207,8 @@ def test_query_multiple_dataset(endpoint: Endpoint) -> None:
         pytest.param("SELECT (1 AS ?value) {}", TABULAR_TYPES, id="select"),
         pytest.param("ASK {}", BOOLEAN_TYPES, id="ask"),
         pytest.param("DESCRIBE <http://example.org/>", RDF_TYPES, id="describe"),
-        pytest.param(
-            "CONSTRUCT { <s> <p> 1 } WHERE {}",
-            RDF_TYPES,
-            id="construct",
-            # Strict: the day the endpoint is the base IRI, this mark must go.
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the endpoint gives a query no base IRI: relative IRIs are refused",
-            ),
-        ),
+        # Relative IRIs: the endpoint's URL is the query's base IRI.
+        pytest.param("CONSTRUCT { <s> <p> 1 } WHERE {}", RDF_TYPES, id="construct"),
     ],
 )
 def test_query_content_type(

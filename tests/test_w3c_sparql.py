@@ -54,30 +54,9 @@ def _scope() -> tuple[list[w3c.Case], list[str]]:
     return passed, failed
 
 
-# Known to fail today, each way: inside a query the store's blank nodes are skolem
-# IRIs (only answers turn them back), so isBlank() is false, isIRI() true, and ORDER
-# BY sorts them among the IRIs. Strict: the day they pass, these marks must go.
-SKOLEM = "blank nodes are skolem IRIs inside a query, blank nodes only in its answer"
-KNOWN = {
-    "expr-builtin/dawg-isBlank-1": SKOLEM,
-    "expr-builtin/dawg-isIRI-1": SKOLEM,
-    "expr-builtin/dawg-isURI-1": SKOLEM,
-    "sort/dawg-sort-8": SKOLEM,
-}
-
-
 def _ids() -> list[Any]:
     cases, _ = _scope()
-    params = [
-        pytest.param(
-            case,
-            id=case.id,
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN[case.id])]
-            if case.id in KNOWN
-            else [],
-        )
-        for case in cases
-    ]
+    params = [pytest.param(case, id=case.id) for case in cases]
     return params or [pytest.param(None, id="files-not-fetched")]
 
 

@@ -33,10 +33,14 @@ class Backend(Protocol):
             query where it would make several lookups.
         path: the folder of an on-disk store in this process (it has a bulk
             loader and is compacted after large writes), else None.
+        exact_optionals: expressions over a group's OPTIONAL variables are
+            evaluated as SPARQL says beside that group's FILTERs (Virtuoso's are
+            not): else the store asks such a question in simpler queries.
     """
 
     shared: bool
     remote: bool
+    exact_optionals: bool
     path: Path | None
 
     def add(self, quads: Iterable[ox.Quad]) -> None:

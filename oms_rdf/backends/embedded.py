@@ -32,10 +32,9 @@ import pyoxigraph as ox
 
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.vocab import OMS, RDF
-from .base import Backend, grains_query
+from .base import grains_query
 
-# Backend is re-exported for the modules that still import it from here.
-__all__ = ["BULK_MARK", "Backend", "LocalBackend", "finish_vacuum"]
+__all__ = ["BULK_MARK", "LocalBackend", "finish_vacuum"]
 
 BULK_MARK = "oms-rdf-bulk.json"  # in the store's folder: see bulk_writing()
 
@@ -49,6 +48,7 @@ class LocalBackend:
 
     shared: bool = False  # this process is the store's only writer
     remote: bool = False  # lookups are calls in process: cheap
+    exact_optionals: bool = True  # Oxigraph evaluates SPARQL as written
 
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False

@@ -14,6 +14,15 @@ pooled connections (httpx):
 - ``add`` is one ``INSERT DATA``; ``load`` one Graph Store ``POST`` of N-Quads;
 - ``quads`` is a ``SELECT`` over the pattern; ``dump`` a Graph Store ``GET``.
 
+A query sent inside :func:`~oms_rdf.backends.deadline.time_limit` (the SPARQL
+endpoint and the MCP tool send each within their limit) is aborted at the limit,
+however slowly its answer comes, and raises
+:class:`~oms_rdf.backends.deadline.QueryTimeoutError` (ERR_QUERY). The standard
+protocol cannot tell the server the limit, and Oxigraph server 0.5 evaluates on
+after its client has gone (measured: a core's worth of CPU in each second after);
+started with ``--timeout-s``, it stops at its own limit and ends its answer with a
+message, which raises the same error instead of being read as half an answer.
+
 Several processes may write to one server. ``shared = True`` tells the store so:
 each write then re-makes, in its own ``WHERE``, the checks the store made before it
 (the grains it changes are still current; the audit chain's head is the one it
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -36,6 +46,7 @@ import pyoxigraph as ox
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.sparql import update_request
 from .base import grains_query
+from .deadline import QueryTimeoutError, remaining
 
 __all__ = ["SparqlBackend"]
 
@@ -59,6 +70,7 @@ class SparqlBackend:
     path: Path | None = None  # not a local directory: no bulk loader, no compaction
     shared: bool = True  # other processes write here too: writes re-check themselves
     remote: bool = True  # every call is a round trip: one query rather than lookups
+    exact_optionals: bool = True  # a standard server: SPARQL as written
 
     def __init__(
         self,
@@ -315,10 +327,74 @@ class SparqlBackend:
         self.client.close()
 
     def _send(self, what: str, url: str, **request: Any) -> httpx.Response:
+        left = remaining() if what == "query" else None
+        if left is not None:
+            return self._checked(what, url, self._send_within(url, left, request))
         try:
             response = self.client.post(url, **request)
         except httpx.HTTPError as exc:
             raise StoreError(f"{what} at {url} failed: {exc}") from exc
+        return self._checked(what, url, response)
+
+    def _send_within(
+        self, url: str, left: float, request: dict[str, Any]
+    ) -> httpx.Response:
+        """Send a query that must answer within ``left`` seconds: the server is
+        told the limit where it can be (:meth:`_limit_params`), and the request is
+        aborted at it, however slowly the answer comes.
+
+        Raises:
+            QueryTimeoutError: ERR_QUERY at the limit (or when it had passed).
+        """
+        if left <= 0:
+            raise QueryTimeoutError(
+                f"the query was not sent to {url}: its time had run out"
+            )
+        deadline = time.monotonic() + left
+        params = [*request.pop("params", []), *self._limit_params(left)]
+        asked = self.client.build_request(
+            "POST", url, params=params, timeout=httpx.Timeout(left), **request
+        )
+        try:
+            response = self.client.send(asked, stream=True)
+            try:
+                chunks = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise httpx.ReadTimeout("past the limit", request=asked)
+            finally:
+                response.close()
+        except httpx.TimeoutException:
+            raise QueryTimeoutError(
+                f"the query at {url} ran past its time limit of {left:.3g} s; "
+                "the request was aborted"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise StoreError(f"query at {url} failed: {exc}") from exc
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=b"".join(chunks),
+            request=asked,
+        )
+
+    def _limit_params(self, left: float) -> list[tuple[str, str]]:
+        """The request parameters that tell the server a query's time limit: none
+        in the standard protocol (Oxigraph server has only its start option
+        ``--timeout-s``, and evaluates on after its client has gone)."""
+        return []
+
+    def _cancelled(self, response: httpx.Response) -> bool:
+        """Whether the server stopped the query at its own time limit: Oxigraph
+        server (``--timeout-s``) then ends a 200 answer with its message."""
+        return response.content.rstrip().endswith(_OXIGRAPH_CANCELLED)
+
+    def _checked(self, what: str, url: str, response: httpx.Response) -> httpx.Response:
+        if what == "query" and self._cancelled(response):
+            raise QueryTimeoutError(
+                f"the server at {url} stopped the query at its own time limit"
+            )
         if response.status_code >= 400:
             message = response.text.strip()[:500]
             if response.status_code == 400 and what == "query":
@@ -329,6 +405,9 @@ class SparqlBackend:
                 f"{what} at {url} failed with HTTP {response.status_code}: {message}"
             )
         return response
+
+
+_OXIGRAPH_CANCELLED = b"The SPARQL operation has been cancelled"
 
 
 class _Stream(io.RawIOBase):

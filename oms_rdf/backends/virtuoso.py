@@ -36,6 +36,12 @@ differently from the standard, and what this backend does about it:
   refuses pages by ORDER BY and OFFSET past 10,000 rows, so a larger graph is
   read in shares of its subjects (by the first hex digits of their MD5), which
   also bounds the memory an export takes (``share_rows``).
+- **Time limits.** A query sent within :func:`~oms_rdf.backends.deadline.time_limit`
+  carries Virtuoso's ``timeout`` parameter (ms). Virtuoso then stops the
+  evaluation and answers what it had found, marked ``X-SQL-State: S1TAT`` (its
+  "anytime" answer): that part is never taken for the answer, the query raises
+  :class:`~oms_rdf.backends.deadline.QueryTimeoutError` (so does one its own
+  ``MaxQueryExecutionTime`` cut short).
 - **Transactions.** Virtuoso commits each operation of an update request on its
   own: when the third of three operations fails, the first two stay. The store's
   single writes (put, supersede, retract, …) are one operation each, guarded on
@@ -100,6 +106,10 @@ _ASK_VALUE = re.compile(rb'"__ASK_RETVAL"\s*:\s*\{[^}]*"value"\s*:\s*"(\d+)"')
 
 class VirtuosoBackend(SparqlBackend):
     """The store's backend over Virtuoso's SPARQL endpoint; see the module docstring."""
+
+    # Beside a FILTER, Virtuoso reads an unbound OPTIONAL variable of the same
+    # group as bound (BOUND is true, COALESCE skips its default).
+    exact_optionals = False
 
     def __init__(
         self,
@@ -224,6 +234,17 @@ class VirtuosoBackend(SparqlBackend):
             data=form,
             headers={"accept": accept, "connection": "close"},
         )
+
+    def _limit_params(self, left: float) -> list[tuple[str, str]]:
+        """Virtuoso's ``timeout`` (ms): at it, the server stops the evaluation."""
+        return [("timeout", str(max(1, math.ceil(left * 1000))))]
+
+    def _cancelled(self, response: httpx.Response) -> bool:
+        """Whether Virtuoso stopped the query at a time limit: its "anytime" answer
+        (SQL state S1TAT) is then the part it had, which is never given as the
+        answer."""
+        state = response.headers.get("x-sql-state", "")
+        return state == "S1TAT" or super()._cancelled(response)
 
     def _query_as_is(self, text: str, params: list[tuple[str, str]]) -> Any:
         return self._results(self._post_query(text, params).content)

@@ -15,6 +15,7 @@ store, io, http), their public names only; nothing imports it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -92,8 +93,37 @@ def cli(
     ctx.obj = Where(virtuoso=virtuoso, endpoints=endpoints, path=store_path)
 
 
+def store_after_command(
+    ctx: click.Context, _param: click.Parameter, value: str | None
+) -> None:
+    """Take ``--store`` given after the command as if it came before it."""
+    if value is not None:
+        root = ctx.find_root()
+        root.obj = dataclasses.replace(
+            root.obj, path=value, virtuoso=None, endpoints=None
+        )
+
+
+def accept_store_after(command: click.Command) -> None:
+    """Let ``oms-rdf beliefs --store DIR`` mean ``oms-rdf --store DIR beliefs``
+    (a command that serves has a ``--store`` of its own already)."""
+    if any("--store" in p.opts for p in command.params):
+        return
+    command.params.append(
+        click.Option(
+            ["--store"],
+            expose_value=False,
+            is_eager=True,  # before the arguments and options that open the store
+            callback=store_after_command,
+            help="The store, as the global --store (before the command) gives it.",
+        )
+    )
+
+
 for module in (grains, writes, questions, files, serving, privacy, demo):
     for command in module.COMMANDS:
+        if module not in (grains, demo):  # these open no store
+            accept_store_after(command)
         cli.add_command(command)
 
 

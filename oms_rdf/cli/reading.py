@@ -119,9 +119,15 @@ def one_grain(ctx: click.Context, param: click.Parameter, source: str) -> Any:
 
 def grains_from(source: str) -> list[Any]:
     """Read grains from a blob or COSE envelope file, a JSON object or array, or JSON Lines."""
+    return [item for _, item in placed_grains(source)]
+
+
+def placed_grains(source: str) -> list[tuple[str, Any]]:
+    """The grains of ``source``, each with its place (``file:line`` in JSON Lines,
+    ``file[index]`` in an array), so that a refusal can name the line, counted from 1."""
     data = read_bytes(source)
     if data[:1] == b"\x01" or is_envelope(data):
-        return [data]
+        return [(source, data)]
     try:
         text = data.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
@@ -143,11 +149,13 @@ def grains_from(source: str) -> list[Any]:
         lines = [
             (n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
         ]
-        return [json_grain(line, f"{source}:{n}") for n, line in lines]
-    return [json_grain(json.dumps(value), source)]
+        return [
+            (f"{source}:{n}", json_grain(line, f"{source}:{n}")) for n, line in lines
+        ]
+    return [(source, json_grain(json.dumps(value), source))]
 
 
-def array_grains(text: str, source: str) -> Iterator[Any]:
+def array_grains(text: str, source: str) -> Iterator[tuple[str, Any]]:
     """The grains of a JSON array, one item at a time: each item's text goes through
     the one JSON reader, and no parsed copy of the whole array is ever held."""
     decoder = json.JSONDecoder()
@@ -170,7 +178,7 @@ def array_grains(text: str, source: str) -> Iterator[Any]:
             _, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
             raise DecodeError(f"not JSON: {exc.msg}", path=where) from None
-        yield json_grain(text[at:end], where)
+        yield where, json_grain(text[at:end], where)
         at, index = end, index + 1
 
 

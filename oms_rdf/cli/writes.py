@@ -3,14 +3,16 @@ evidence and SPARQL Update. Each is one atomic write through the store's policie
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
-from ..errors import DecodeError
+from ..codec.grain import Grain
+from ..errors import DecodeError, OmsError
 from .opening import open_store
 from .options import FiniteFloat, invalidation_options
-from .reading import grains_from, one_grain, sparql_text
+from .reading import one_grain, placed_grains, sparql_text
 
 
 @click.command("put")
@@ -23,7 +25,11 @@ def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
 
         oms-rdf --store mem.db put beliefs.jsonl
     """
-    items = [item for source in sources for item in grains_from(source)]
+    items = [
+        checked(where, item)
+        for source in sources
+        for where, item in placed_grains(source)
+    ]
     if not items:
         raise DecodeError(f"no grain in {', '.join(sources)}: nothing was stored")
     store = open_store(ctx, create=True)
@@ -35,6 +41,19 @@ def put_cmd(ctx: click.Context, sources: tuple[str, ...]) -> None:
             if k in grain.fields
         )
         click.echo(f"{address}  {grain.type} {said}".rstrip())
+
+
+def checked(where: str, item: Any) -> Any:
+    """A JSON grain as a Grain, refused with its file and line (not its place in
+    the batch, which counts from 0); a blob or envelope is checked by ``put``."""
+    if not isinstance(item, Mapping):
+        return item
+    try:
+        return Grain.from_dict(item)
+    except OmsError as exc:
+        raise type(exc)(
+            f"{where}: {exc.message}", code=exc.code, path=f"{where}: {exc.path or '$'}"
+        ) from None
 
 
 @click.command("supersede")

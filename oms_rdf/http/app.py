@@ -8,13 +8,17 @@
   N-Triples or JSON-LD, by content negotiation. A malformed query is a 400 with
   the parser's message; a query over its time limit a 503, and cancelled (an
   answer that streams stops between two rows; what pyoxigraph 0.5 evaluates in
-  one step, such as an aggregate, keeps its worker until it ends). SPARQL Update over GET, or a request with both ``query`` and
-  ``update``, is a 400 (SPARQL 1.1 Protocol §2.1, §2.2).
+  one step, such as an aggregate, runs in a process killed at the limit:
+  :mod:`.isolation`, :mod:`.forking`). With no query, ``GET`` answers the Service
+  Description (:mod:`.description`). SPARQL Update over GET, or a request with both
+  ``query`` and ``update``, is a 400 (SPARQL 1.1 Protocol §2.1, §2.2).
 - ``/store``: the Graph Store Protocol, read-only (``?default``, ``?graph=IRI``),
   with ``valid_at``/``as_of``: the knowledge with the exact terms the grains record.
 - ``/v1/facts``: the facts API (:mod:`oms_rdf.http.facts`), described at ``/openapi.json``
-  and, for people, ``/docs``.
-- ``/``: a small page to run a query at a point in time.
+  and, for people, ``/docs``; ``/v1/transactions``, a publication as one store
+  transaction (:mod:`.batch`).
+- ``/``: the explorer, a page to query the store at any point in time and see
+  its history (:mod:`.page`, :mod:`.explorer`).
 
 - SPARQL Update at ``/sparql`` (``update=``, or a body of type
   ``application/sparql-update``) as belief operations (:mod:`oms_rdf.io.update`):
@@ -44,7 +48,7 @@ names, against DNS rebinding). Starlette and uvicorn come with the ``[server]`` 
 
 >>> from oms_rdf import GrainStore
 >>> app = create_app(GrainStore())
->>> sorted({r.path for r in app.routes})[:5]
+>>> sorted(r.path for r in app.routes if not r.path.startswith(("/explorer", "/v1")))
 ['/', '/docs', '/openapi.json', '/sparql', '/store']
 """
 
@@ -63,6 +67,8 @@ from starlette.responses import Response
 from ..errors import ErrorCode
 from ..store import GrainStore
 from .auth import Token, authorizer, load_tokens
+from .batch import batch_routes
+from .explorer import explorer_routes
 from .facts import fact_routes
 from .lanes import Lane, runner_on
 from .middleware import LOOPBACK, BodyLimit, HostCheck
@@ -117,7 +123,9 @@ def create_app(
         routes=[
             *protocol.routes(),
             page_route(),
+            *explorer_routes(store, authorize, run=runner_on(calls)),
             *fact_routes(store, authorize, run=runner_on(calls)),
+            *batch_routes(store, authorize, run=runner_on(calls)),
         ],
         middleware=_middleware(cors=cors, hosts=hosts, max_body=max_body),
         exception_handlers={HTTPException: _http_error, Exception: _http_error},

@@ -219,16 +219,15 @@ class FactsApi:
             asked = Listing.read(cursor)
         if asked.namespace is not None and not token.covers(asked.namespace):
             return JSONResponse({"facts": [], "next_cursor": None})
-        order = self.listings.addresses(token, asked)
+        addresses, after = self.listings.page(token, asked, limit)
         page = []
-        for address in order[asked.offset : asked.offset + limit]:
+        for address in addresses:
             try:
                 page.append(fact_json(self.store, self.store.get(address)))
             except NotFoundError:  # erased since the listing was read
                 continue
-        more = asked.offset + limit < len(order)
-        after = asked.at(asked.offset + limit).cursor() if more else None
-        return JSONResponse({"facts": page, "next_cursor": after})
+        cursor = None if after is None else after.cursor()
+        return JSONResponse({"facts": page, "next_cursor": cursor})
 
     def search(self, request: Request, raw: bytes) -> Response:
         """``GET /v1/facts/search?q=``: ranked recall."""

@@ -1,5 +1,16 @@
 """``GET /v1/facts`` pages: what a listing asks, pinned at a point in time, carried
-from page to page by an opaque cursor, its order kept for its next pages.
+from page to page by an opaque cursor.
+
+A listing of a subject, or by status, is read once and its order kept for its
+next pages (a few listings). Any other listing (every fact, or those of a
+relation or a namespace) is read as it is paged, so that a page costs its rows
+whatever the size of the store: its order is that of the store's index of
+candidate grains (a relation's, a namespace's, else every grain with a
+confidence), each kept when it is in force at the listing's point (the same
+conditions as ``beliefs()``, by pattern lookups). A cursor names the last fact
+it gave, and the next page starts after it: a write or an erasure between
+pages moves no fact from one page to another. A page deep in a large listing
+reads the candidates' order once, then keeps it (a few listings).
 
 >>> asked = Listing.of({"subject": "alice"}, now=1_700_000_000_000)
 >>> Listing.read(asked.at(100).cursor()) == asked.at(100)
@@ -13,18 +24,25 @@ import binascii
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import pyoxigraph as ox
+
 from ..errors import SchemaError
+from ..rdf.mapping import address_of, grain_iri, relation_pattern
+from ..rdf.vocab import OMS
 from ..store import GrainStore
+from ..store.lookup import in_force
 from ..times import to_millis
 from .auth import Token
 
-__all__ = ["LISTINGS_KEPT", "Listing", "Listings"]
+__all__ = ["LISTINGS_KEPT", "STREAMED", "Listing", "Listings"]
 
 LISTINGS_KEPT = 8  # listings whose order is kept for their next pages
+STREAMED = 1_000  # candidates a page passes, from the first, before the kept order
+_DEFAULT = ox.DefaultGraph()
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,9 @@ class Listing:
     valid_at: int | None
     as_of: int | None
     offset: int = 0
+    after: str | None = None  # the last fact given (a listing read as paged)
+    upcoming: str | None = None  # the first fact of the next page
+    position: int = 0  # how many candidates the pages have passed
 
     @classmethod
     def of(cls, q: Mapping[str, str], now: int) -> Listing:
@@ -87,11 +108,14 @@ class Listing:
             raise refused from None
         texts = (listing.subject, listing.relation, listing.namespace, listing.status)
         times = (listing.valid_at, listing.as_of)
+        counts = (listing.offset, listing.position)
         if (
-            not all(t is None or isinstance(t, str) for t in texts)
+            not all(
+                t is None or isinstance(t, str)
+                for t in (*texts, listing.after, listing.upcoming)
+            )
             or not all(t is None or type(t) is int for t in times)
-            or type(listing.offset) is not int
-            or listing.offset < 0
+            or not all(type(n) is int and n >= 0 for n in counts)
         ):
             raise refused
         return listing
@@ -120,16 +144,138 @@ class Listing:
 class Listings:
     """The order of the few listings paged last, by question and token scope."""
 
-    def __init__(self, store: GrainStore, *, kept: int = LISTINGS_KEPT) -> None:
-        self.store, self.kept = store, kept
+    def __init__(
+        self,
+        store: GrainStore,
+        *,
+        kept: int = LISTINGS_KEPT,
+        streamed: int = STREAMED,
+    ) -> None:
+        self.store, self.kept, self.streamed = store, kept, streamed
         self._orders: OrderedDict[tuple[Any, ...], list[str]] = OrderedDict()
+        self._scans: OrderedDict[tuple[Any, ...], tuple[list[str], dict[str, int]]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
+
+    def page(
+        self, token: Token, asked: Listing, limit: int
+    ) -> tuple[list[str], Listing | None]:
+        """Return the addresses of a page of ``asked``, at most ``limit``, and
+        the listing of the next page (None: this is the last)."""
+        if (
+            asked.subject is not None
+            or asked.status is not None
+            or self.store.backend.remote  # a lookup is a round trip: read once
+        ):
+            order = self.addresses(token, asked)
+            start = asked.offset
+            more = start + limit < len(order)
+            return order[start : start + limit], asked.at(
+                start + limit
+            ) if more else None
+        return self.scanned(token, asked, limit)
+
+    def scanned(
+        self, token: Token, asked: Listing, limit: int
+    ) -> tuple[list[str], Listing | None]:
+        """A page of a listing read as it is paged (see the module docstring)."""
+        backend, point = self.store.backend, (asked.valid_at, asked.as_of)
+        assert point[0] is not None and point[1] is not None  # pinned: no status
+        found: list[str] = []
+        position = asked.position
+        for position, node in self._after(token, asked):
+            if not self._wanted(token, asked, node) or not in_force(
+                backend, node, valid_at=point[0], as_of=point[1]
+            ):
+                continue
+            if len(found) == limit:  # one more in force: there is a next page
+                after = replace(
+                    asked,
+                    after=found[-1],
+                    upcoming=address_of(node),
+                    position=position,
+                )
+                return found, after.at(asked.offset + limit)
+            found.append(address_of(node))
+        return found, None
+
+    def _after(
+        self, token: Token, asked: Listing
+    ) -> Iterator[tuple[int, ox.NamedNode]]:
+        """The candidates from the cursor's next fact on, with their positions:
+        after its last fact given, or from the first of its next page when that
+        was erased; from where they were when both were."""
+        if asked.after is None or asked.upcoming is None:
+            yield from enumerate(self._candidates(token, asked))
+            return
+        marks = {grain_iri(asked.after).value: 1, grain_iri(asked.upcoming).value: 0}
+        if asked.position > self.streamed:
+            nodes, index = self._scan(token, asked)
+            found = [index[m] + skip for m, skip in marks.items() if m in index]
+            begin = min(found) if found else asked.position
+            for at in range(begin, len(nodes)):
+                yield at, ox.NamedNode(nodes[at])
+            return
+        began = False
+        for at, node in enumerate(self._candidates(token, asked)):
+            if began:
+                yield at, node
+            elif node.value in marks:
+                began = True
+                if marks[node.value] == 0:
+                    yield at, node
+        if not began:  # both erased: from where they were
+            for at, node in enumerate(self._candidates(token, asked)):
+                if at >= asked.position:
+                    yield at, node
+
+    def _scan(self, token: Token, asked: Listing) -> tuple[list[str], dict[str, int]]:
+        """The candidates of a listing in order, and their positions by node IRI:
+        read once, kept."""
+        key = (*asked.key(), _scope(token))
+        with self._lock:
+            found = self._scans.get(key)
+            if found is not None:
+                self._scans.move_to_end(key)
+                return found
+        nodes = [n.value for n in self._candidates(token, asked)]
+        found = (nodes, {n: at for at, n in enumerate(nodes)})
+        with self._lock:
+            self._scans[key] = found
+            while len(self._scans) > self.kept:
+                self._scans.popitem(last=False)
+        return found
+
+    def _candidates(self, token: Token, asked: Listing) -> Iterator[ox.NamedNode]:
+        """The grain nodes a listing may hold, in the order of the store's index:
+        a relation's, a namespace's, else every grain with a confidence."""
+        backend = self.store.backend
+        if asked.relation is not None:
+            p, o = relation_pattern(asked.relation, self.store.settings)
+        elif asked.namespace is not None:
+            p, o = OMS.namespace, ox.Literal(asked.namespace)
+        else:
+            p, o = OMS.confidence, None
+        for quad in backend.quads(None, p, o, _DEFAULT):
+            if isinstance(quad.subject, ox.NamedNode):
+                yield quad.subject
+
+    def _wanted(self, token: Token, asked: Listing, node: ox.NamedNode) -> bool:
+        """Whether a candidate is of the listing's namespace and the token's."""
+        if asked.namespace is None and token.namespaces is None:
+            return True
+        backend = self.store.backend
+        spaces = [q.object for q in backend.quads(node, OMS.namespace, None, _DEFAULT)]
+        names = {t.value for t in spaces if isinstance(t, ox.Literal)}
+        if asked.namespace is not None and asked.namespace not in names:
+            return False
+        return any(token.covers(n) for n in names)
 
     def addresses(self, token: Token, asked: Listing) -> list[str]:
         """Return the addresses a listing pages through, in order: read once for
         its pinned point, then kept (a few listings), so a page costs its rows."""
-        scope = None if token.namespaces is None else tuple(sorted(token.namespaces))
-        key = (*asked.key(), scope)
+        key = (*asked.key(), _scope(token))
         with self._lock:
             found = self._orders.get(key)
             if found is not None:
@@ -153,3 +299,7 @@ class Listings:
             while len(self._orders) > self.kept:
                 self._orders.popitem(last=False)
         return found
+
+
+def _scope(token: Token) -> tuple[str, ...] | None:
+    return None if token.namespaces is None else tuple(sorted(token.namespaces))

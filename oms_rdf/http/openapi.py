@@ -289,6 +289,13 @@ OPENAPI: dict[str, Any] = {
             },
             "get": {
                 "summary": "List facts by status, subject, relation, namespace or time",
+                "description": "A page of at most `limit` facts (100 by default) "
+                "and `next_cursor`, which asks the next page (null: the last). The "
+                "first page pins the listing's point in time: every page answers "
+                "the same question. A subject's facts, and a status listing, come "
+                "highest effective confidence first; any other listing in the "
+                "store's index order, read as it is paged, so a page costs its "
+                "rows whatever the store's size.",
                 "parameters": [
                     _param(n)
                     for n in "status subject relation namespace valid_at as_of "
@@ -393,6 +400,20 @@ OPENAPI: dict[str, Any] = {
                 ),
                 "responses": {
                     "200": {"description": "what was erased, and what remains"},
+                    **_ERRORS,
+                },
+            }
+        },
+        "/v1/transactions": {
+            "post": {
+                "summary": "Put, supersede, retract and contradict facts (over a portion "
+                "of valid time: valid_from, valid_to) in one transaction: all or nothing",
+                "requestBody": _object_body(
+                    {"operations": {"type": "array", "items": {"type": "object"}}},
+                    required=["operations"],
+                ),
+                "responses": {
+                    "201": {"description": "what each operation made or targeted"},
                     **_ERRORS,
                 },
             }

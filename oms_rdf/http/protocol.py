@@ -27,15 +27,16 @@ from ..store import GrainStore
 from ..times import to_millis
 from .auth import OPEN, Authorize, Token
 from .bodies import body_text
+from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
-from .isolation import QueryProcesses, isolated_answer
+from .isolation import isolated_answer, isolation_for
 from .lanes import Job, Lane, wait_on
 from .responses import busy, error_response, refusal
 from .results import (
+    RDF_FORMATS,
     RESULT_TYPES,
     QueryRequest,
     negotiate,
-    rdf_bytes,
     run_query,
 )
 
@@ -67,8 +68,8 @@ class SparqlProtocol:
         self.store, self.authorize = store, authorize
         self.queries, self.calls = queries, calls
         self.query_timeout = query_timeout
-        # On disk, a query runs in a process that is killed at its time limit.
-        self.isolated = QueryProcesses.serving(store, workers=queries.workers)
+        # A query that could run past its limit runs in a process killed there.
+        self.isolated = isolation_for(store, workers=queries.workers)
 
     def routes(self) -> list[Route]:
         """Return ``/sparql`` and ``/store``."""
@@ -95,8 +96,14 @@ class SparqlProtocol:
                     "(SPARQL 1.1 Protocol §2.2)",
                 )
             return await self.update(token, params)
+        if request.method == "GET" and not params.keys() & {"query", "update"}:
+            work = description_work(self.store, request, params, token)
+            if isinstance(work, Response):
+                return work
+            return await _answered(self.queries, work, self.query_timeout)
         try:
-            asked = _query_request(request, params, token)
+            asked = _query_request(request, params, token, self.query_timeout)
+            asked = with_base(asked, endpoint_iri(request))
         except OmsError as exc:
             return refusal(exc)
         return await _answered(
@@ -125,24 +132,34 @@ class SparqlProtocol:
             return _not_acceptable(RESULT_TYPES["graph"])
         try:
             valid_at, as_of = time_point(params)
+            name = params["graph"][0] if "graph" in params else None
+            where = (
+                "{ ?s ?p ?o }" if name is None else f"GRAPH {_iri(name)} {{ ?s ?p ?o }}"
+            )
         except OmsError as exc:
             return refusal(exc)
-        name = params["graph"][0] if "graph" in params else None
+        # The knowledge of the point as a query: no copy of it is made here, and
+        # the dump runs in a process killed at the time limit.
+        asked = QueryRequest(
+            text=f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}",
+            accept=media,
+            valid_at=valid_at,
+            as_of=as_of,
+            namespaces=token.namespaces,
+            timeout=self.query_timeout,
+        )
 
         def answer(job: Job) -> tuple[bytes, str]:
-            snapshot = self.store.snapshot(
-                valid_at=valid_at, as_of=as_of, namespace=token.namespaces
+            body, answered = isolated_answer(
+                self.isolated,
+                asked,
+                job,
+                lambda: run_query(self.store, asked, job.check),
+                whole=True,
             )
-            job.check()
-            wanted = ox.DefaultGraph() if name is None else _iri(name)
-            triples = [
-                ox.Triple(q.subject, q.predicate, q.object)
-                for q in snapshot
-                if q.graph_name == wanted
-            ]
-            if name is not None and not triples:
+            if name is not None and not _holds_triples(body, answered):
                 raise LookupError(f"no graph {name} holds knowledge at that point")
-            return rdf_bytes(triples, media), media
+            return body, answered
 
         return await _answered(self.queries, answer, self.query_timeout)
 
@@ -167,7 +184,12 @@ class SparqlProtocol:
             return refusal(exc)
 
         def apply(job: Job) -> tuple[bytes, str]:
-            report = self.store.update(texts[0], namespace=namespace)
+            report = self.store.update(
+                texts[0],
+                namespace=namespace,
+                valid_from=params.get("valid_from", [None])[0],
+                valid_to=params.get("valid_to", [None])[0],
+            )
             body = {
                 "added": report.added,
                 "believed": report.believed,
@@ -218,7 +240,9 @@ def time_point(params: Params) -> tuple[int | None, int | None]:
     return valid, known
 
 
-def _query_request(request: Request, params: Params, token: Token) -> QueryRequest:
+def _query_request(
+    request: Request, params: Params, token: Token, timeout: float | None = None
+) -> QueryRequest:
     """The query a request asks, checked before any parser sees it.
 
     Raises:
@@ -250,6 +274,7 @@ def _query_request(request: Request, params: Params, token: Token) -> QueryReque
         namespaces=token.namespaces,
         default_graph_uris=default_uris or None,
         named_graph_uris=params.get("named-graph-uri") or None,
+        timeout=timeout,
     )
 
 
@@ -293,7 +318,8 @@ async def _answered(
         return error_response(
             503,
             ErrorCode.QUERY,
-            f"the query ran over the server's limit of {timeout:g} s and was cancelled",
+            f"the query ran over the server's limit of {timeout or 0:g} s and was "
+            "cancelled",
             headers={"retry-after": "1"},
         )
     except queue.Full:
@@ -303,6 +329,10 @@ async def _answered(
     except RecursionError:
         return error_response(400, ErrorCode.QUERY, "the request nests too deeply")
     except OmsError as exc:
+        if exc.code == ErrorCode.CONFLICT:  # an import runs: try again after it
+            return error_response(
+                503, exc.code, exc.message, exc.path, headers={"retry-after": "5"}
+            )
         return refusal(exc)
     return Response(body, media_type=media)
 
@@ -312,6 +342,12 @@ def _iri(text: str) -> ox.NamedNode:
         return ox.NamedNode(text)
     except ValueError:
         raise QueryError(f"{text!r} is not an IRI") from None
+
+
+def _holds_triples(body: bytes, media: str) -> bool:
+    """Whether a graph's serialisation holds a triple (a Turtle or JSON-LD one of
+    none still has its prefixes or brackets)."""
+    return bool(next(iter(ox.parse(body, format=RDF_FORMATS[media])), None))
 
 
 def _not_acceptable(offered: tuple[str, ...]) -> Response:

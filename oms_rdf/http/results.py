@@ -18,7 +18,7 @@ import pyoxigraph as ox
 
 from ..errors import QueryError
 from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
-from ..store import GrainStore, Solutions, Triples
+from ..store import GrainStore, Solutions, Triples, time_limit
 
 __all__ = [
     "RDF_FORMATS",
@@ -91,12 +91,17 @@ def negotiate(accept: str, offered: Iterable[str]) -> str | None:
 
 
 def serialize_results(
-    result: QueryResult, accept: str, *, check: Callable[[], None] | None = None
+    result: QueryResult,
+    accept: str,
+    *,
+    check: Callable[[], None] | None = None,
+    limit: int | None = None,
 ) -> tuple[bytes, str]:
     """Return a query result in the media type ``accept`` prefers, and that type.
 
     ``check`` is called every few rows; what it raises stops the answer (and lets
-    go of the result on this thread).
+    go of the result on this thread). ``limit``: at most that many rows (or
+    triples), the rest never read.
 
     Raises:
         QueryError: ERR_QUERY when no type the answer can take is acceptable.
@@ -112,20 +117,24 @@ def serialize_results(
         )
     if isinstance(result, bool):
         return write_boolean(result, media), media
+    check = check or (lambda: None)
     if isinstance(result, Triples):
-        triples = result if check is None else polled(result, check)
-        return rdf_bytes(triples, media), media
+        return rdf_bytes(polled(result, check, limit), media), media
     names = [v.value for v in result.variables]
-    rows = result if check is None else polled(result, check)
-    return write_solutions(names, rows, media), media
+    return write_solutions(names, polled(result, check, limit), media), media
 
 
-def polled(result: Rows[Item], check: Callable[[], None]) -> Iterator[Item]:
-    """Yield the rows of ``result``, calling ``check`` every few; the result is
-    let go of here, on its own thread, however the reading ends."""
+def polled(
+    result: Rows[Item], check: Callable[[], None], limit: int | None = None
+) -> Iterator[Item]:
+    """Yield the rows of ``result`` (at most ``limit``), calling ``check`` every
+    few; the result is let go of here, on its own thread, however the reading
+    ends."""
     rows = iter(result)
     try:
         for n, row in enumerate(rows):
+            if n == limit:
+                break
             if n % ROWS_PER_CHECK == 0:
                 check()
             yield row
@@ -155,6 +164,8 @@ class QueryRequest:
     namespaces: Sequence[str] | None = None  # the token's; None: every one
     default_graph_uris: list[str] | None = None
     named_graph_uris: list[str] | None = None
+    limit: int | None = None  # the most rows (or triples) answered
+    timeout: float | None = None  # seconds a server backend is given for it
 
 
 def run_query(
@@ -164,19 +175,21 @@ def run_query(
 
     The one place a SPARQL endpoint query is evaluated: on a thread of the query
     lane, or in a query worker; ``check`` raises once the request's time is up
-    (called between rows).
+    (called between rows). A query sent to a server is given ``asked.timeout``
+    (:func:`~oms_rdf.store.time_limit`): the request is aborted at it.
 
     Raises:
         QueryError: ERR_QUERY for a query the parser refuses, or an answer no
             accepted type can carry.
     """
     check()
-    result = store.query(
-        asked.text,
-        valid_at=asked.valid_at,
-        as_of=asked.as_of,
-        namespace=asked.namespaces,
-        default_graph_uris=asked.default_graph_uris,
-        named_graph_uris=asked.named_graph_uris,
-    )
-    return serialize_results(result, asked.accept, check=check)
+    with time_limit(asked.timeout):
+        result = store.query(
+            asked.text,
+            valid_at=asked.valid_at,
+            as_of=asked.as_of,
+            namespace=asked.namespaces,
+            default_graph_uris=asked.default_graph_uris,
+            named_graph_uris=asked.named_graph_uris,
+        )
+    return serialize_results(result, asked.accept, check=check, limit=asked.limit)

@@ -26,11 +26,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import OmsError
+from ..errors import ErrorCode, OmsError, StoreError
 from ..store import GrainStore
 from .results import QueryRequest, run_query
 
-__all__ = ["REPLY", "REQUEST", "zygote_main"]
+__all__ = ["REPLY", "REQUEST", "answer_of", "rebuilt", "reply_frame", "zygote_main"]
 
 REQUEST = struct.Struct(">I")  # a request: the length of its JSON text
 REPLY = struct.Struct(">IQ")  # a reply: the lengths of its JSON header and body
@@ -44,7 +44,7 @@ class _Reader:
         self.path = path
         self.version: str | None = None
         self.store: GrainStore | None = None
-        self.refusal = ""
+        self.refusal, self.code = "", str(ErrorCode.STORE)
         self.now = 0  # the server's clock reading for the query under way
 
     def clock(self) -> int:
@@ -61,7 +61,7 @@ class _Reader:
         try:
             self.store = GrainStore(self.path, read_only=True, clock=self.clock)
         except OmsError as exc:  # a bulk write runs (ERR_CONFLICT), or no store
-            self.refusal = exc.message
+            self.refusal, self.code = exc.message, str(exc.code)
             return
         self.version = version or None  # an unreadable folder is never current
 
@@ -69,25 +69,63 @@ class _Reader:
         """The reply to one request: the answer, an error, or why none can be."""
         self.open(str(request["version"]))
         if self.store is None:
-            return {"unavailable": self.refusal}, b""
+            return {"unavailable": self.refusal, "code": self.code}, b""
         if request["asked"] is None:
             return {"ready": True}, b""
         self.now = int(request["now"])
-        try:
-            body, media = run_query(self.store, QueryRequest(**request["asked"]))
-        except OmsError as exc:
-            error: dict[str, str | None] = {"kind": "oms", "path": exc.path}
-            error |= {"class": type(exc).__name__, "code": str(exc.code)}
-            error["message"] = exc.message
-            return {"error": error}, b""
-        except RecursionError as exc:
-            return {"error": {"kind": "recursion", "message": str(exc)}}, b""
-        except LookupError as exc:
-            return {"error": {"kind": "lookup", "message": str(exc)}}, b""
-        except Exception as exc:  # reported, not lost: the server answers a 500
-            message = f"{type(exc).__name__}: {exc}"
-            return {"error": {"kind": "other", "message": message}}, b""
-        return {"media": media}, body
+        return answer_of(self.store, QueryRequest(**request["asked"]))
+
+
+def answer_of(store: GrainStore, asked: QueryRequest) -> tuple[dict[str, Any], bytes]:
+    """A reply's header and body: the answer to ``asked`` over ``store``, or the
+    error it raised, told so that :func:`rebuilt` raises it again."""
+    try:
+        body, media = run_query(store, asked)
+    except OmsError as exc:
+        error: dict[str, str | None] = {"kind": "oms", "path": exc.path}
+        error |= {"class": type(exc).__name__, "code": str(exc.code)}
+        error["message"] = exc.message
+        return {"error": error}, b""
+    except RecursionError as exc:
+        return {"error": {"kind": "recursion", "message": str(exc)}}, b""
+    except LookupError as exc:
+        return {"error": {"kind": "lookup", "message": str(exc)}}, b""
+    except Exception as exc:  # reported, not lost: the server answers a 500
+        message = f"{type(exc).__name__}: {exc}"
+        return {"error": {"kind": "other", "message": message}}, b""
+    return {"media": media}, body
+
+
+def reply_frame(header: dict[str, Any], body: bytes) -> bytes:
+    """A reply as it goes on the wire: the two lengths, the header, the body."""
+    data = json.dumps(header).encode()
+    return REPLY.pack(len(data), len(body)) + data + body
+
+
+def rebuilt(header: dict[str, Any]) -> BaseException:
+    """The exception a reply reports, as it was raised where it was made."""
+    error = header.get("error") or {}
+    kind = error.get("kind")
+    message = str(error.get("message", "the process gave no reason"))
+    if kind == "oms":
+        cls = _error_class(str(error["class"]))
+        return cls(message, code=ErrorCode(error["code"]), path=error.get("path"))
+    if kind == "recursion":
+        return RecursionError(message)
+    if kind == "lookup":
+        return LookupError(message)
+    return StoreError(f"the query failed in its worker process: {message}")
+
+
+def _error_class(name: str) -> type[OmsError]:
+    """The OmsError subclass of that name (StoreError if none is)."""
+    stack: list[type[OmsError]] = [OmsError]
+    while stack:
+        cls = stack.pop()
+        if cls.__name__ == name:
+            return cls
+        stack.extend(cls.__subclasses__())
+    return StoreError
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
@@ -129,8 +167,7 @@ def _serve(fd: int, path: Path) -> None:
         busy.set()
         header, body = reader.reply(json.loads(text))
         busy.clear()  # before the reply: the next request may follow it at once
-        data = json.dumps(header).encode()
-        reply = memoryview(REPLY.pack(len(data), len(body)) + data + body)
+        reply = memoryview(reply_frame(header, body))
         while reply:
             reply = reply[os.write(fd, reply) :]
 

@@ -24,7 +24,7 @@ import pyoxigraph as ox
 
 from ..codec.grain import DEFAULT_NAMESPACE, Grain
 from ..errors import ErrorCode, OmsError, SchemaError, StoreError
-from ..rdf.mapping import Row, address_of, belief_terms
+from ..rdf.mapping import Row, address_of, grain_belief_terms
 from ..rdf.terms import (
     GRAPH,
     blank_text,
@@ -37,7 +37,7 @@ from ..rdf.terms import (
 from ..rdf.vocab import OMS, RDF
 from ..store import RESERVED_GRAPHS, BulkImport, GrainStore
 from .records import ImportReport, fail_or_skip
-from .sources import Progress, line_of, parse_source
+from .sources import Progress, line_of, parse_source, prefix_rows
 
 ADOPT_CACHE = 250_000  # new beliefs kept from the checking pass instead of re-reading
 
@@ -161,7 +161,7 @@ def adopted_grain(
     # The grain must give the quad back exactly (as stored: blank nodes skolemised);
     # the codec normalises text to NFC, so this is checked on the encoded grain.
     given = tuple(skolem(t) for t in (quad.subject, quad.predicate, quad.object))
-    s, p, o, g = belief_terms(grain.fields, settings)
+    s, p, o, g = grain_belief_terms(grain, settings)
     if (s, p, o) != given or (g or ox.DefaultGraph()) != skolem(graph):
         raise SchemaError(
             f"the triple {quad.subject} {quad.predicate} {quad.object} cannot be "
@@ -230,6 +230,7 @@ def plan_adoption(
     def rows() -> Iterator[Row]:
         for grain in fresh():
             yield from store.rows_for(grain)
+        yield from prefix_rows(store, read.declared)  # its @prefix lines, kept
 
     yield rows
 
@@ -252,6 +253,7 @@ class _Adoption:
         self.digest, self.base_iri = digest, base_iri
         self.namespace, self.confidence = namespace, confidence
         self.created = store.clock()  # adoption happens at the store's now
+        self.declared: dict[str, str] = {}  # the source's prefixes, from the check
 
     def grains(
         self,
@@ -263,14 +265,21 @@ class _Adoption:
         read), a quad no belief can hold is reported, or stops the import."""
         labels = _Labels(self.digest)
         with self.reopen() as raw:
-            quads = parse_source(raw, self.fmt, self.base_iri, progress)
+            declared = self.declared if report is not None else None
+            quads = parse_source(raw, self.fmt, self.base_iri, progress, declared)
+            blank = ox.BlankNode
             for quad in quads:
-                quad = ox.Quad(
-                    _relabel(quad.subject, labels),
-                    quad.predicate,
-                    _relabel(quad.object, labels),
-                    _relabel(quad.graph_name, labels),
-                )
+                if (
+                    type(quad.subject) is blank
+                    or type(quad.object) is blank
+                    or type(quad.graph_name) is blank
+                ):  # most triples have none: no new quad for them
+                    quad = ox.Quad(
+                        _relabel(quad.subject, labels),
+                        quad.predicate,
+                        _relabel(quad.object, labels),
+                        _relabel(quad.graph_name, labels),
+                    )
                 try:
                     grain = adopted_grain(
                         quad,
@@ -306,7 +315,7 @@ class _Believed:
         self.claims: dict[tuple[Any, str], set[str]] = {}
 
     def __call__(self, grain: Grain) -> bool:
-        s, p, o, g = belief_terms(grain.fields, self.store.settings)
+        s, p, o, g = grain_belief_terms(grain, self.store.settings)
         backend = self.store.backend
         if next(backend.quads(s, p, o, OMS.current if g is None else g), None) is None:
             return False  # nobody asserts it now: the common case, one lookup

@@ -15,7 +15,6 @@ from ..codec.grain import Grain
 from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
 from ..rdf.mapping import NIH_PREFIX, literal_value
 from ..rdf.vocab import OMS
-from ..store import PREFIXES as STORE_PREFIXES
 from ..store import GrainStore
 from ..times import TimeLike
 from .container import tombstone_entry, write_mg
@@ -23,7 +22,7 @@ from .formats import PREFIXES, RDF_FORMATS, TURTLE_PREFIXES, format_for
 from .jsonl import dumps_jsonl, dumps_tombstone
 from .manifest import manifest_entry
 from .records import term_text
-from .sources import Source, open_output
+from .sources import Source, open_output, recorded_prefixes
 
 
 def export(
@@ -40,7 +39,7 @@ def export(
 
     ``turtle``, ``ntriples`` and ``rdfxml`` write the plain knowledge, and so do
     ``trig``, ``nquads`` and ``jsonld`` with ``grains=False`` (named graphs kept;
-    Turtle and TriG declare the store's prefixes): the knowledge
+    Turtle and TriG declare the store's prefixes and its adopted sources'): the knowledge
     held now, or the snapshot of ``valid_at``/``as_of``, or one ``namespace``, with
     the exact terms the grains record. They return the number of triples (quads).
     The other formats, and ``turtle``/``ntriples`` with ``grains=True`` (the grain
@@ -58,7 +57,7 @@ def export(
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
         with _writing(dest) as out:
-            _plain(view.quads, out, RDF_FORMATS[fmt])
+            _plain(view.quads, out, RDF_FORMATS[fmt], prefixes_of(store))
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
         raise SchemaError(
@@ -74,6 +73,12 @@ def export(
             return _write_jsonl(store, out)
         _write_rdf(store, out, fmt)
     return len(store)
+
+
+def prefixes_of(store: GrainStore) -> dict[str, str]:
+    """The prefixes a plain Turtle or TriG export declares: the store's own, then
+    its adopted sources' (see :func:`.sources.recorded_prefixes`)."""
+    return recorded_prefixes(store)
 
 
 def _write_jsonl(store: GrainStore, out: IO[bytes]) -> int:
@@ -117,9 +122,12 @@ def _write_rdf(store: GrainStore, out: IO[bytes], fmt: str) -> None:
 PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
 
 
-def _plain(quads: list[ox.Quad], out: IO[bytes], rdf: ox.RdfFormat) -> None:
+def _plain(
+    quads: list[ox.Quad], out: IO[bytes], rdf: ox.RdfFormat, declared: dict[str, str]
+) -> None:
     """Write plain knowledge with its exact terms (a triple format: the default
-    graph), Turtle and TriG with the store's prefixes declared."""
+    graph), Turtle and TriG with ``declared`` (the store's prefixes and its adopted
+    sources') declared."""
     items: Iterable[Any] = quads
     if not rdf.supports_datasets:
         items = (
@@ -127,9 +135,7 @@ def _plain(quads: list[ox.Quad], out: IO[bytes], rdf: ox.RdfFormat) -> None:
             for q in quads
             if isinstance(q.graph_name, ox.DefaultGraph)
         )
-    prefixes = (
-        STORE_PREFIXES if rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG) else None
-    )
+    prefixes = declared if rdf in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG) else None
     ox.serialize(items, out, format=rdf, prefixes=prefixes)
 
 

@@ -24,9 +24,9 @@ from functools import lru_cache
 
 import pyoxigraph as ox
 
-from ..codec.grain import Grain
-from ..rdf.mapping import MappingSettings, grain_to_quads
-from ..rdf.vocab import XSD
+from ..codec.grain import Grain, system_from
+from ..rdf.mapping import MappingSettings, grain_to_quads, millis_literal
+from ..rdf.vocab import OMS, XSD
 
 __all__ = ["LayerCheck"]
 
@@ -78,6 +78,8 @@ class LayerCheck:
         # grain node -> (quads, sum of their keyed hashes): the source's, the mapping's
         self.given: dict[object, tuple[int, int]] = {}
         self.made: dict[object, tuple[int, int]] = {}
+        # ... and the layer an earlier version's export gives it, where that differs
+        self.earlier: dict[object, tuple[int, int]] = {}
 
     def see(self, quad: ox.Quad) -> None:
         """Take a quad of the source's grain layer (the default graph).
@@ -89,14 +91,29 @@ class LayerCheck:
             _add(self.given, quad.subject, quad.predicate, quad.object)
 
     def grain(self, grain: Grain) -> None:
-        """Take a grain of the source: what the mapping makes of its blob."""
+        """Take a grain of the source: what the mapping makes of its blob.
+
+        An export of an earlier version wrote ``oms:createdAt`` beside an equal
+        ``oms:systemFrom``; that layer is the grain's too (ontology README,
+        "Earlier layouts"), so it is kept as the second layer the blob makes.
+        """
+        node: object = None
         for quad in grain_to_quads(grain, self.settings):
             if quad.graph_name == _DEFAULT:
-                _add(self.made, quad.subject, quad.predicate, quad.object)
+                node = quad.subject
+                _add(self.made, node, quad.predicate, quad.object)
+        created = grain.fields.get("created_at")
+        if node is not None and type(created) is int and created == system_from(grain):
+            earlier: dict[object, tuple[int, int]] = {node: self.made[node]}
+            _add(earlier, node, OMS.createdAt, millis_literal(created))
+            self.earlier[node] = earlier[node]
 
     def matches(self, node: object) -> bool:
         """Whether the source gives ``node`` exactly the layer its blob makes."""
-        return self.given.get(node) == self.made.get(node)
+        given = self.given.get(node)
+        return given == self.made.get(node) or (
+            given is not None and given == self.earlier.get(node)
+        )
 
     def differing(self) -> Iterator[object]:
         """The grain nodes whose layer in the source is not the mapping's."""

@@ -15,6 +15,10 @@ import pyoxigraph as ox
 
 from ..codec import MAX_BLOB
 from ..errors import DecodeError, ErrorCode, StoreError
+from ..rdf.mapping import Row
+from ..rdf.vocab import OMS
+from ..store import PREFIXES as STORE_PREFIXES
+from ..store import GrainStore
 from .entity_guard import EntityGuard
 
 Source = str | os.PathLike[str] | IO[bytes]
@@ -105,9 +109,16 @@ class Counting(_io.RawIOBase):
 
 
 def parse_source(
-    raw: IO[bytes], fmt: ox.RdfFormat, base_iri: str | None, progress: Progress = None
+    raw: IO[bytes],
+    fmt: ox.RdfFormat,
+    base_iri: str | None,
+    progress: Progress = None,
+    prefixes: dict[str, str] | None = None,
 ) -> Iterator[ox.Quad]:
     """Stream the quads of a source; a syntax error names its line.
+
+    ``prefixes``, when given, takes the prefixes the source declares (Turtle's and
+    TriG's ``@prefix``, a JSON-LD context's), once the source is read to its end.
 
     RDF/XML is read through :class:`~.entity_guard.EntityGuard`: pyoxigraph expands the
     entities a DTD declares, nested ones included (a 1.3 KB "billion laughs" file
@@ -122,7 +133,10 @@ def parse_source(
     if fmt == ox.RdfFormat.RDF_XML:
         stream = EntityGuard(stream)
     try:
-        yield from ox.parse(_io.BufferedReader(stream), format=fmt, base_iri=base_iri)
+        parser = ox.parse(_io.BufferedReader(stream), format=fmt, base_iri=base_iri)
+        yield from parser
+        if prefixes is not None:
+            prefixes.update(parser.prefixes)
     except DecodeError:
         raise  # the entity guard's refusal, raised from inside the parser's read
     except SyntaxError as exc:
@@ -142,6 +156,45 @@ def parse_source(
             "16 MiB buffer (no grain of at most 1 MiB needs one so long)",
             code=ErrorCode.CORRUPT,
         ) from None
+
+
+# The prefixes adopted sources declared, kept on the store's settings node as
+# "name namespace" (a prefix name and an IRI hold no space).
+PREFIX = ox.NamedNode("https://w3id.org/oms-rdf/ns#prefix")
+
+
+def recorded_prefixes(store: GrainStore) -> dict[str, str]:
+    """The store's own prefixes, then those its adopted sources declared.
+
+    A name is never given two namespaces: the store's own come first, then each
+    recorded one (one name that two merged stores recorded differently: the
+    namespace first in IRI order).
+    """
+    found = store.backend.quads(OMS.settings, PREFIX, None, OMS.index)
+    pairs = sorted(
+        q.object.value.split(" ") for q in found if isinstance(q.object, ox.Literal)
+    )
+    merged = dict(STORE_PREFIXES)
+    for pair in pairs:
+        if len(pair) == 2:  # anything else is no record of ours
+            merged.setdefault(pair[0], pair[1])
+    return merged
+
+
+def prefix_rows(store: GrainStore, declared: dict[str, str]) -> list[Row]:
+    """The rows recording the prefixes a source declared that the store has no
+    name for yet: a name the store already has keeps its first namespace."""
+    known = recorded_prefixes(store)
+    return [
+        (
+            str(OMS.settings),
+            str(PREFIX),
+            str(ox.Literal(f"{name} {iri}")),
+            str(OMS.index),
+        )
+        for name, iri in sorted(declared.items())
+        if name not in known and " " not in name + iri
+    ]
 
 
 def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:

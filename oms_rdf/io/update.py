@@ -1,142 +1,68 @@
 """SPARQL Update as belief operations: INSERT DATA adopts, DELETE DATA retracts.
 
 A SPARQL user adds and removes knowledge without the grain API, and no policy can
-be bypassed: ``INSERT DATA`` adopts each triple as a belief (the same mapping and
-checks as an import), ``DELETE DATA`` retracts the current beliefs that assert
-those triples through the policies. A request is one transaction: all of its
-operations are checked, in order, before anything is written, and then written
-in one atomic write through the store's write path, or (any refused) not at all.
+be bypassed: ``INSERT DATA`` adopts each triple as a belief (the same mapping as
+an import, put through ``put_many``), ``DELETE DATA`` retracts the current
+beliefs that assert those triples through the policies, and an ``INSERT DATA``
+that replaces a held triple supersedes it. A request is one
+:meth:`~oms_rdf.store.GrainStore.transaction`: all of its operations are
+checked, in order, before anything is written, and then written in one atomic
+write with one ``update`` audit event, or (any refused) not at all.
 A ``soft_locked`` belief is retracted only with the caller's ``reason``. Any
 other update form (``DELETE/INSERT ... WHERE``, ``LOAD``, ``CLEAR``, ``DROP``, ...)
 is refused: it would rewrite the store's graphs instead of revising beliefs. The
 one exception is ``DELETE { t } WHERE { t }`` over the same ground triples, which
 means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way).
 
-rdflib parses the request (pyoxigraph exposes no update parser).
+An inserted triple *replaces* a held one when they share subject, relation,
+graph and namespace, differ in object, and the request deletes the held triple
+too (in either order), or the relation is one of the store's functional
+relations and one belief holds it: the new belief supersedes the held one.
+
+With a portion of valid time ``[valid_from, valid_to)`` the request is about that
+portion only (SQL:2011 ``FOR PORTION OF``, as ``supersede`` and ``retract`` with
+the same arguments): ``DELETE DATA`` retracts the portion of each belief that
+asserts the triple (the pieces outside it stay, as new grains derived from it),
+a replacing insertion supersedes over the portion, and a new belief is valid
+over the portion.
+
+pyoxigraph reads the request (see :mod:`.update_syntax`); no rdflib is involved.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyoxigraph as ox
 
-from ..codec.grain import Grain
-from ..errors import ErrorCode, QueryError
-from ..rdf.mapping import address_of
+from ..codec.grain import Grain, system_from
+from ..errors import ErrorCode, SchemaError, TimeRangeError
+from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
-from ..rdf.vocab import OMS, RDF
-from ..store import GrainStore
+from ..rdf.vocab import OMS
+from ..store import PREFIXES, GrainStore
+from ..store.lookup import believers
+from ..times import TimeLike, to_millis
 from .adopt import adopted_grain
+from .update_syntax import DataOperation, data_operations
 
-__all__ = ["UpdateReport", "data_operations", "update"]
+__all__ = ["DataOperation", "UpdateReport", "data_operations", "update"]
 
-_ALLOWED = {"InsertData": "insert", "DeleteData": "delete"}
+Portion = tuple[int, int | None]  # [valid_from, valid_to); None: no end
+_Claim = tuple[Any, Any, Any, Any]  # subject, predicate, object, knowledge graph
 
 
 @dataclass
 class UpdateReport:
-    """What an update did: beliefs added, already believed, and retracted."""
+    """What an update did: beliefs added, already believed, retracted, superseded."""
 
     added: int = 0
     believed: int = 0
     retracted: list[str] = field(default_factory=list)  # addresses
     not_believed: int = 0  # deleted triples no current belief asserted
-
-
-def data_operations(text: str) -> list[tuple[str, list[ox.Quad]]]:
-    """Parse an update request into its INSERT DATA and DELETE DATA quads, in order.
-
-    Raises:
-        QueryError: ERR_QUERY for malformed SPARQL (with the parser's position) or
-            any other update form.
-    """
-    from pyparsing import ParseException
-    from rdflib.plugins.sparql.algebra import translateUpdate
-    from rdflib.plugins.sparql.parser import parseUpdate
-
-    try:
-        request = translateUpdate(parseUpdate(text))
-    except ParseException as exc:
-        raise QueryError(
-            f"not valid SPARQL Update: {exc.msg} (line {exc.lineno}, column {exc.col})"
-        ) from None
-    except Exception as exc:  # rdflib's translation raises plain exceptions
-        raise QueryError(f"not valid SPARQL Update: {exc}") from None
-    operations = []
-    for op in request.algebra:
-        kind = _ALLOWED.get(op.name)
-        if kind is None and _ground_delete(op):
-            # DELETE { t } WHERE { t } with the same ground triples: DELETE DATA, as
-            # rdflib's SPARQLUpdateStore.remove writes it.
-            operations.append(("delete", _quads(op["delete"], _part(op, "withClause"))))
-            continue
-        if kind is None:
-            raise QueryError(
-                f"{op.name} is refused: only INSERT DATA (adopt triples as beliefs) and "
-                "DELETE DATA (retract the beliefs that assert them) change this store, "
-                "so that every change goes through the belief operations and policies",
-                code=ErrorCode.QUERY,
-            )
-        operations.append((kind, _quads(op)))
-    return operations
-
-
-def _ground_delete(op: Any) -> bool:
-    """Whether a Modify only deletes ground triples its WHERE matches exactly."""
-    from rdflib.term import Literal, URIRef
-
-    if op.name != "Modify" or "insert" in op or "using" in op or "delete" not in op:
-        return False
-    template = op["delete"]
-    if _part(template, "quads"):
-        return False
-    triples = list(_part(template, "triples") or ())
-    pattern = _bgp_triples(op["where"])
-    ground = all(
-        isinstance(term, URIRef | Literal) for triple in triples for term in triple
-    )
-    return (
-        bool(triples)
-        and ground
-        and pattern is not None
-        and set(pattern) == set(triples)
-    )
-
-
-def _part(node: Any, key: str) -> Any:
-    """A part of an rdflib algebra node, or None (its ``get`` returns the key itself)."""
-    return node[key] if key in node else None
-
-
-def _bgp_triples(node: Any) -> list[Any] | None:
-    """The triples of a WHERE made only of basic graph patterns, else None."""
-    from rdflib.plugins.sparql.parserutils import CompValue
-
-    name = node.name if isinstance(node, CompValue) else None
-    if name == "BGP":
-        return list(_part(node, "triples") or ())
-    if name == "Join":
-        left, right = _bgp_triples(node["p1"]), _bgp_triples(node["p2"])
-        return None if left is None or right is None else left + right
-    return None
-
-
-def _quads(op: Any, graph: Any = None) -> list[ox.Quad]:
-    with_graph = f" {graph.n3()}" if graph is not None else ""
-    lines = [
-        f"{s.n3()} {p.n3()} {o.n3()}{with_graph} ."
-        for s, p, o in _part(op, "triples") or ()
-    ]
-    for name, triples in (_part(op, "quads") or {}).items():
-        lines += [f"{s.n3()} {p.n3()} {o.n3()} {name.n3()} ." for s, p, o in triples]
-    try:
-        return list(ox.parse("\n".join(lines), format=ox.RdfFormat.N_QUADS))
-    except SyntaxError as exc:
-        raise QueryError(f"cannot read the update's data: {exc}") from None
+    superseded: list[str] = field(default_factory=list)  # replaced by an insertion
 
 
 def update(
@@ -147,6 +73,8 @@ def update(
     confidence: float = 1.0,
     by: str | None = None,
     reason: str | None = None,
+    valid_from: TimeLike | None = None,
+    valid_to: TimeLike | None = None,
 ) -> UpdateReport:
     """Apply an update request to ``store`` as belief operations (see the module).
 
@@ -154,68 +82,81 @@ def update(
     in order, each seeing what the ones before it would do (a triple deleted and
     then inserted again is a new belief; one inserted and then deleted is not
     kept); then everything is written in one atomic write, with one ``update``
-    audit event beside the retractions' own. A refused request writes nothing.
+    audit event (actor ``by``) listing what it retracted and superseded. A
+    refused request writes nothing; one that changes nothing writes nothing.
 
-    ``reason`` is the caller's: it is recorded with each retraction and is the
-    justification a ``soft_locked`` belief needs (spec §8.3). Without it the
-    retractions are recorded as "SPARQL DELETE DATA", and a request that would
-    retract a soft_locked belief is refused.
+    ``reason`` is the caller's: it is recorded with each retraction and
+    supersession and is the justification a ``soft_locked`` belief needs (spec
+    §8.3). Without it a request that would retract or supersede a soft_locked
+    belief is refused.
 
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL or a refused update form.
         SchemaError: ERR_SCHEMA for inserted data a belief cannot hold (a reserved
-            graph, an RDF 1.2 triple term).
+            graph, an RDF 1.2 triple term), or ``valid_to`` without ``valid_from``.
         PolicyError: ERR_INVALIDATION_DENIED when a policy protects a belief that
-            DELETE DATA would retract (soft_locked: without ``reason``).
+            the request would retract or supersede (soft_locked: without ``reason``).
+        TimeRangeError: ERR_RANGE for an empty portion of valid time.
     """
-    operations = data_operations(text)
+    operations = data_operations(text, PREFIXES)  # those a query may use undeclared
+    portion = _portion(valid_from, valid_to)
     report = UpdateReport()
-    with store.core.lock:  # the checks and the write see one state of the store
-        plan = _Plan(store, namespace, confidence, report)
-        for kind, quads in operations:
-            if kind == "insert":
-                plan.insert(quads)
+    with store.transaction(event="update", by=by) as tx:
+        plan = _Plan(tx, namespace, confidence, portion, report)
+        for operation in operations:
+            if operation.kind == "insert":
+                plan.insert(operation.quads)
             else:
-                plan.delete(quads)
-        plan.write(by=by, reason=reason)
+                plan.delete(operation.quads)
+        plan.apply(by=by, reason=reason)
     return report
 
 
-_Claim = tuple[Any, Any, Any, Any]  # subject, predicate, object, knowledge graph
+def _portion(valid_from: TimeLike | None, valid_to: TimeLike | None) -> Portion | None:
+    """The portion of valid time a request is about, or None for all of it."""
+    if valid_from is None:
+        if valid_to is not None:
+            raise SchemaError(
+                "valid_to= needs valid_from=: a portion of valid time has a start",
+                code=ErrorCode.SCHEMA,
+            )
+        return None
+    start = to_millis(valid_from, "valid_from")
+    end = None if valid_to is None else to_millis(valid_to, "valid_to")
+    if end is not None and end <= start:
+        raise TimeRangeError(
+            f"a portion of valid time [{start}, {end}) must end after it begins"
+        )
+    return start, end
 
 
 class _Plan:
-    """A request's changes, checked in order and held until its one write."""
+    """A request's changes, checked in order and made at the end of its transaction."""
 
     def __init__(
         self,
         store: GrainStore,
         namespace: str | None,
         confidence: float,
+        portion: Portion | None,
         report: UpdateReport,
     ) -> None:
-        self.store, self.namespace = store, namespace
+        self.store, self.namespace, self.portion = store, namespace, portion
         self.confidence, self.report = confidence, report
-        self.created = store.clock()  # the request's beliefs are adopted at one time
+        self.created = store.clock()  # the transaction's one system time
         self.new: dict[str, Grain] = {}  # address -> belief to put
+        self.terms: dict[str, _Claim] = {}  # address -> what it asserts
         # what the new beliefs assert -> their addresses (a claim may have several,
         # one per namespace)
         self.claims: dict[_Claim, list[str]] = {}
         self.leaving: dict[str, None] = {}  # stored beliefs to retract, in order
+        # subject, relation and graph of the beliefs to retract -> their addresses
+        self.leaving_by: dict[tuple[Any, Any, Any], list[str]] = {}
 
     def insert(self, quads: list[ox.Quad]) -> None:
         """Adopt each triple as a belief unless one (new or stored) asserts it."""
-        labels = _labels(quads)
         for quad in quads:
-            terms = (quad.subject, quad.predicate, quad.object, quad.graph_name)
-            quad = ox.Quad(*(labels(t) for t in terms))
-            grain = adopted_grain(
-                quad,
-                self.store,
-                namespace=self.namespace,
-                confidence=self.confidence,
-                created=self.created,
-            )
+            grain = self._belief(quad)
             ns = grain.namespace
             claim = _claim_of(quad)
             if grain.address in self.new or grain.address in self.store:
@@ -229,8 +170,22 @@ class _Plan:
                 self.report.believed += 1
                 continue
             self.new[grain.address] = grain
+            self.terms[grain.address] = claim
             self.claims.setdefault(claim, []).append(grain.address)
-            self.report.added += 1
+
+    def _belief(self, quad: ox.Quad) -> Grain:
+        grain = adopted_grain(
+            quad,
+            self.store,
+            namespace=self.namespace,
+            confidence=self.confidence,
+            created=self.created,
+        )
+        if self.portion is None:
+            return grain
+        start, end = self.portion
+        times = {"valid_from": start} | ({} if end is None else {"valid_to": end})
+        return Grain.from_dict({**grain.fields, **times})
 
     def delete(self, quads: list[ox.Quad]) -> None:
         """Retract the current beliefs (new in this request, or stored) of each triple."""
@@ -240,12 +195,13 @@ class _Plan:
             for address in self._pending(claim, self.namespace):
                 del self.new[address]  # never written
                 self.claims[claim].remove(address)
-                self.report.added -= 1
                 found = True
             for address in list(self._stored(claim, self.namespace)):
-                self.leaving[address] = None
-                self.report.retracted.append(address)
-                found = True
+                if self._overlaps(self.store.get(address)):
+                    self.leaving[address] = None
+                    key = (claim[0], claim[1], claim[3])
+                    self.leaving_by.setdefault(key, []).append(address)
+                    found = True
             self.report.not_believed += not found
 
     def _pending(self, claim: _Claim, namespace: str | None) -> list[str]:
@@ -257,54 +213,115 @@ class _Plan:
         ]
 
     def _stored(self, claim: _Claim, namespace: str | None) -> Iterator[str]:
-        """The stored current beliefs (of the namespace, if given) that assert
+        """The stored beliefs held (of the namespace, if given) that assert
         ``claim`` and that this request does not retract."""
-        s, p, o, graph = claim
-        backend, default = self.store.backend, ox.DefaultGraph()
-        if next(backend.quads(s, p, o, graph), None) is None:
+        backend = self.store.backend
+        if next(backend.quads(*claim), None) is None:
             return  # nobody asserts it now: the common case, one lookup
-        for q in list(backend.quads(None, RDF.subject, s, default)):
-            node = q.subject
-            if not isinstance(node, ox.NamedNode) or not all(
-                next(backend.quads(node, p_, v, default), None) is not None
-                for p_, v in ((RDF.predicate, p), (RDF.object, o))
-            ):
-                continue
-            named = next(backend.quads(node, OMS.graph, None, default), None)
-            if (OMS.current if named is None else named.object) != graph:
-                continue
-            if next(backend.quads(node, OMS.systemTo, None, OMS.index), None):
-                continue
+        for node in list(believers(backend, ox.Quad(*claim))):
             address = address_of(node)
             if address in self.leaving:
                 continue
-            grain = self.store.get(address)
-            if namespace is None or grain.namespace == namespace:
+            if namespace is None or self.store.get(address).namespace == namespace:
                 yield address
 
-    def write(self, *, by: str | None, reason: str | None) -> None:
-        """Check the retractions and the new beliefs, then write all in one write."""
-        store = self.store
-        change = store.invalidation.plan_void(
-            list(self.leaving),
-            "retract",
-            reason=reason or "SPARQL DELETE DATA",
-            justification=reason,
-            by=by,
-        )
-        for grain in self.new.values():
-            store.check_new(grain, self.new)
-        if not self.new and not change.current:
-            return  # nothing changes: no write, no audit event
-        try:
-            rows = [row for grain in self.new.values() for row in store.rows_for(grain)]
-            audit = store.audit_rows("update", actor=by, count=len(self.new))
-            store.core.write(
-                change.delete, [*change.insert, *rows, *audit], current=change.current
+    def _overlaps(self, grain: Grain) -> bool:
+        """Whether a belief's valid time meets the request's portion (if any)."""
+        if self.portion is None:
+            return True
+        low, high = _interval(grain)
+        start, end = self.portion
+        return (high is None or start < high) and (end is None or low < end)
+
+    def _covers(self, grain: Grain) -> bool:
+        """Whether the request's portion (if any) holds all of a belief's valid time."""
+        if self.portion is None:
+            return True
+        low, high = _interval(grain)
+        start, end = self.portion
+        return start <= low and (end is None or (high is not None and high <= end))
+
+    def apply(self, *, by: str | None, reason: str | None) -> None:
+        """Make the changes, as operations of the request's transaction."""
+        store, report = self.store, self.report
+        pairs = self._replacements()
+        replaced = {old for old, _new in pairs}
+        leaving = [a for a in self.leaving if a not in replaced]
+        whole = [a for a in leaving if self._covers(store.get(a))]
+        if whole:  # together: a triple two of them assert leaves the knowledge
+            store.retract_all(whole, reason=reason or "", by=by)
+        start, end = self.portion or (None, None)
+        for address in leaving:
+            if address not in whole:
+                store.retract(
+                    address, reason=reason or "", by=by, valid_from=start, valid_to=end
+                )
+        report.retracted += leaving
+        for old, new in pairs:
+            store.supersede(
+                old,
+                dict(new.fields),
+                justification=reason,
+                by=by,
+                valid_from=start,
+                valid_to=end,
             )
-        except BaseException:
-            store.core.forget(self.new)  # the search index took the new beliefs
-            raise
+            report.superseded.append(old)
+        taken = {new.address for _old, new in pairs}
+        rest = [grain for address, grain in self.new.items() if address not in taken]
+        if rest:
+            store.put_many(rest)
+        report.added = len(self.new)
+
+    def _replacements(self) -> list[tuple[str, Grain]]:
+        """The held beliefs the new ones replace: (old address, new belief)."""
+        pairs: list[tuple[str, Grain]] = []
+        taken: set[str] = set()
+        functional = self.store.functional_relations
+        for address, grain in self.new.items():
+            claim = self.terms[address]
+            deleted = [
+                old
+                for old in self.leaving_by.get((claim[0], claim[1], claim[3]), ())
+                if old not in taken and self._replaces(grain, old, claim)
+            ]
+            if not deleted and grain["relation"] in functional:
+                deleted = self._rivals(grain, claim, taken)
+                deleted = deleted if len(deleted) == 1 else []
+            if deleted:
+                taken.add(deleted[0])
+                pairs.append((deleted[0], grain))
+        return pairs
+
+    def _replaces(self, grain: Grain, old: str, claim: _Claim) -> bool:
+        """Whether ``grain`` asserts another object for a held belief's subject,
+        relation and graph, in its namespace, over time the belief holds."""
+        held = self.store.get(old)
+        if held.namespace != grain.namespace or not self._overlaps(held):
+            return False
+        s, p, o, graph = claim
+        hs, hp, ho, hg = belief_terms(held.fields, self.store.settings)
+        return (hs, hp, hg or OMS.current) == (s, p, graph) and ho != o
+
+    def _rivals(self, grain: Grain, claim: _Claim, taken: set[str]) -> list[str]:
+        """The beliefs held on a functional relation that ``grain`` would replace."""
+        at = None if self.portion is None else self.portion[0]
+        found = []
+        for held in self.store.beliefs(
+            grain["subject"], grain["relation"], namespace=grain.namespace, valid_at=at
+        ):
+            address = held.address
+            if address in taken or address in self.leaving or address in self.new:
+                continue
+            if not self.store.status(address).is_current:
+                continue
+            if self._replaces(grain, address, claim):
+                found.append(address)
+        return found
+
+
+def _interval(grain: Grain) -> Portion:
+    return grain.get("valid_from", system_from(grain)), grain.get("valid_to")
 
 
 def _claim_of(quad: ox.Quad) -> _Claim:
@@ -317,23 +334,3 @@ def _claim_of(quad: ox.Quad) -> _Claim:
         skolem(quad.object),
         OMS.current if isinstance(graph, ox.DefaultGraph) else skolem(graph),
     )
-
-
-def _labels(quads: list[ox.Quad]) -> Callable[[Any], Any]:
-    """Blank node labels for one INSERT DATA, as an import of its N-Quads gives
-    them: from the bytes' digest and the order of first appearance, so the same
-    operation again asserts the same terms (and adds nothing)."""
-    data = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
-    digest = hashlib.sha256(data).hexdigest()
-    seen: dict[str, ox.BlankNode] = {}
-
-    def label(term: Any) -> Any:
-        if not isinstance(term, ox.BlankNode):
-            return term
-        if term.value not in seen:
-            n = len(seen)
-            text = "b" + hashlib.sha256(f"{digest}:{n}".encode()).hexdigest()[:32]
-            seen[term.value] = ox.BlankNode(text)
-        return seen[term.value]
-
-    return label

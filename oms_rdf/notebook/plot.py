@@ -21,11 +21,7 @@ pyplot, so nothing is shown twice and no GUI backend is needed.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,11 +31,13 @@ import pyoxigraph as ox
 from ..codec.grain import Grain, system_from
 from ..errors import NotFoundError
 from ..rdf.tables import python_value
+from ..store import COMMON_PREFIXES, PREFIXES
 from ..times import moment, to_millis
+from .chart import Chart, short
+from .chart import figure as new_figure
+from .graph import entity_graph
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from ..store import GrainStore
 
 __all__ = ["Chart", "confidence", "entity_graph", "timeline"]
@@ -51,54 +49,6 @@ _KINDS = {
     "retracted": ("#D55E00", "xx"),
     "past (kept after supersession)": ("#56B4E9", ".."),
 }
-_RELATION_COLOURS = (
-    "#0072B2",
-    "#E69F00",
-    "#009E73",
-    "#CC79A7",
-    "#D55E00",
-    "#56B4E9",
-    "#F0E442",
-    "#000000",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    """A figure and its alt text; shown in a notebook as an image that carries both."""
-
-    figure: Figure
-    alt: str
-
-    def png(self) -> bytes:
-        """The figure as PNG bytes."""
-        out = io.BytesIO()
-        self.figure.savefig(out, format="png", dpi=110, bbox_inches="tight")
-        return out.getvalue()
-
-    def save(self, path: str, **options: Any) -> None:
-        """Save the figure (format from the file name, as matplotlib's ``savefig``)."""
-        self.figure.savefig(path, bbox_inches="tight", **options)
-
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        png = self.png()
-        data = base64.b64encode(png).decode()
-        return (
-            {
-                "image/png": data,
-                "text/html": f'<img src="data:image/png;base64,{data}" alt="{html.escape(self.alt)}">',
-                "text/plain": self.alt,
-            },
-            {"image/png": {"alt": self.alt}},
-        )
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
 
 
 def _moment(ms: float) -> datetime:
@@ -132,12 +82,7 @@ def _regions(store: GrainStore, grains: Sequence[Grain]) -> Iterator[_Region]:
         known_from = system_from(grain)
         valid_from = grain.get("valid_from", known_from)
         valid_to = grain.get("valid_to")
-        if state.status == "retracted" or state.voided_at is not None:
-            kind = "retracted"
-        elif state.is_current:
-            kind = "current"
-        else:
-            kind = "superseded"
+        kind = state.kind
         yield _Region(
             grain, kind, (valid_from, valid_to), (known_from, state.system_to)
         )
@@ -159,6 +104,7 @@ def timeline(
     *,
     namespace: str | None = None,
     now: Any = None,
+    prefixes: Mapping[str, str] | None = None,
 ) -> Chart:
     """Draw every version of one subject and relation: valid time against system time.
 
@@ -166,7 +112,9 @@ def timeline(
     be true over its valid interval (horizontal). Current, superseded and retracted
     versions are told apart by colour and hatching, and after a supersession the
     old version's account of the past is drawn as well. The axes fit the data and
-    now; an open-ended interval runs to the edge, marked with an arrow.
+    now; an open-ended interval runs to the edge, marked with an arrow. The title
+    writes IRIs ``prefix:local``, with ``prefixes`` (by default the common
+    vocabularies' and the store's own, ``entity:`` and ``rel:``).
 
     Raises:
         NotFoundError: ERR_NOT_FOUND when the store holds no such belief.
@@ -177,7 +125,7 @@ def timeline(
     edges = [t for r in regions for t in (*r.valid, *r.known) if t is not None]
     low, high = min(edges), max([*edges, now_ms])
     frame = _Frame(low, high, max((high - low) * 0.06, 86_400_000))
-    figure = _figure(9, 5)
+    figure = new_figure(9, 5)
     ax = figure.add_subplot()
     seen: set[str] = set()
     for region in regions:
@@ -188,7 +136,15 @@ def timeline(
     ax.yaxis_date()
     ax.set_xlabel("valid time (when it was true)")
     ax.set_ylabel("system time (when we knew it)")
-    ax.set_title(f"{subject} {relation}: {len(grains)} versions")
+    known = dict(prefixes or {})  # the caller's first: they win a tie
+    for name, iri in _own_prefixes(store).items():
+        if name not in known and iri not in known.values():
+            known[name] = iri
+    n = len(grains)
+    ax.set_title(
+        f"{_compact(subject, known)} {_compact(relation, known)}: "
+        f"{n} version{'' if n == 1 else 's'}"
+    )
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.2)
     return Chart(figure, _timeline_alt(subject, relation, len(grains), regions))
@@ -254,7 +210,7 @@ def _draw_region(ax: Any, region: _Region, frame: _Frame, *, legend: bool) -> No
     middle = bottom + height / 2
     if not region.kind.startswith("past"):
         ax.annotate(
-            _short(str(region.grain.get("object")), 28),
+            short(str(region.grain.get("object")), 28),
             (left + width / 2, middle),
             ha="center",
             va="center",
@@ -302,215 +258,30 @@ def _timeline_alt(
     return "\n".join(lines)
 
 
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+# The vocabularies a title shortens without being told.
+TITLE_PREFIXES = {**PREFIXES, **COMMON_PREFIXES}
 
 
-# --- the entity graph ---------------------------------------------------------------
-
-Edge = tuple[str, str, str]  # subject, relation, object (as labels)
-
-
-def entity_graph(
-    source: GrainStore | Iterable[Any],
-    subject: str | None = None,
-    *,
-    hops: int = 1,
-    limit: int = 50,
-    namespace: str | None = None,
-) -> Chart:
-    """Draw entities and what is believed between them.
-
-    ``source`` is a store (then the neighbourhood of ``subject``, ``hops`` steps out
-    either way, among the beliefs held now), or what a query gave: a CONSTRUCT's
-    triples, a SELECT's rows (their first three variables are subject, relation and
-    object), or a list of grains. At most ``limit`` nodes are drawn, nearest to
-    ``subject`` first; relations are told apart by colour, and labels sit on white
-    so they stay legible.
-    """
-    import networkx as nx
-
-    graph = _relation_graph(_edges(source, subject, hops, namespace))
-    total = graph.number_of_nodes()
-    shells = _shells(graph, subject, limit)
-    graph = graph.subgraph([x for shell in shells for x in shell]).copy()
-    n = max(graph.number_of_nodes(), 1)
-    side = min(14.0, 5.0 + n * 0.16)
-    figure = _figure(side, side * 0.85)
-    ax = figure.add_subplot()
-    # Rings by distance from the subject: no two labels land on one spot, and
-    # what is near the subject is drawn near it.
-    layout = (
-        nx.shell_layout(graph, nlist=shells)
-        if n > 1
-        else {x: (0.0, 0.0) for x in graph}
-    )
-    _draw_edges(ax, graph, layout)
-    _draw_nodes(ax, graph, layout, subject, font=9 if n <= 20 else 7)
-    ax.legend(loc="lower left", fontsize=8, title="relation", title_fontsize=8)
-    shown, links = graph.number_of_nodes(), graph.number_of_edges()
-    about = f" around {subject}" if subject else ""
-    of = f" of {total}" if shown < total else ""
-    ax.set_title(f"Entity graph{about}: {shown}{of} nodes, {links} edges")
-    ax.set_xlabel("entities laid out by their links (position has no scale)")
-    ax.set_ylabel("")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    alt = [
-        f"Entity graph{about}: {shown} nodes and {links} edges"
-        f"{f' (of {total} nodes)' if shown < total else ''}."
-    ]
-    alt += [
-        f"{s} {d['relation']} {o}." for s, o, d in list(graph.edges(data=True))[:40]
-    ]
-    return Chart(figure, "\n".join(alt))
-
-
-def _relation_graph(edges: Iterable[Edge]) -> Any:
-    """The entities as a directed graph; the relations between two, one edge."""
-    import networkx as nx
-
-    graph = nx.DiGraph()
-    for s, p, o in edges:
-        if graph.has_edge(s, o) and p not in graph[s][o]["relation"].split(", "):
-            graph[s][o]["relation"] += f", {p}"
-        else:
-            graph.add_edge(s, o, relation=p)
-    return graph
-
-
-def _draw_edges(ax: Any, graph: Any, layout: Any) -> None:
-    """The edges, the most common relations each in a colour, the rest in grey."""
-    import networkx as nx
-
-    relations = [
-        r for r, _ in _by_count(d["relation"] for *_, d in graph.edges(data=True))
-    ]
-    colours = {
-        r: _RELATION_COLOURS[i]
-        for i, r in enumerate(relations[: len(_RELATION_COLOURS) - 1])
+def _own_prefixes(store: GrainStore) -> dict[str, str]:
+    base = store.settings.base_iri
+    return {
+        "schemas": "https://schema.org/",
+        **TITLE_PREFIXES,
+        "entity": f"{base}entity/",
+        "rel": f"{base}rel/",
     }
-    other = "#999999"
-    for relation in [*colours, None]:
-        chosen = [
-            (u, v)
-            for u, v, d in graph.edges(data=True)
-            if (d["relation"] in colours) == (relation is not None)
-            and (relation is None or d["relation"] == relation)
-        ]
-        if not chosen:
-            continue
-        colour = colours[relation] if relation else other
-        nx.draw_networkx_edges(
-            graph,
-            layout,
-            edgelist=chosen,
-            ax=ax,
-            arrows=True,
-            edge_color=colour,
-            alpha=0.7,
-            node_size=300,
-            connectionstyle="arc3,rad=0.08",
-        )
-        ax.plot([], [], color=colour, label=relation or "other relations")
 
 
-def _draw_nodes(
-    ax: Any, graph: Any, layout: Any, subject: str | None, *, font: int
-) -> None:
-    """The nodes, the subject's in orange, each labelled on white."""
-    import networkx as nx
-
-    centre = [subject] if subject in graph else []
-    others = [x for x in graph if x not in centre]
-    nx.draw_networkx_nodes(
-        graph, layout, nodelist=others, node_color="#dddddd", node_size=300, ax=ax
-    )
-    if centre:
-        nx.draw_networkx_nodes(
-            graph, layout, nodelist=centre, node_color="#E69F00", node_size=500, ax=ax
-        )
-    nx.draw_networkx_labels(
-        graph,
-        layout,
-        labels={x: _short(x, 22) for x in graph},
-        font_size=font,
-        ax=ax,
-        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
-    )
-
-
-def _edges(
-    source: Any, subject: str | None, hops: int, namespace: str | None
-) -> list[Edge]:
-    from ..store import GrainStore, Solutions, Triples
-
-    if isinstance(source, GrainStore):
-        beliefs = source.beliefs(namespace=namespace)
-        edges = [
-            (str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
-            for g in beliefs
-            if g.type == "belief"
-        ]
-        if subject is None:
-            return edges
-        near = {subject}
-        for _ in range(hops):
-            near |= {x for s, _, o in edges if s in near or o in near for x in (s, o)}
-        return [e for e in edges if e[0] in near and e[2] in near]
-    if isinstance(source, Triples):
-        return [
-            (_label(t.subject), _label(t.predicate), _label(t.object)) for t in source
-        ]
-    if isinstance(source, Solutions):
-        return [(_label(r[0]), _label(r[1]), _label(r[2])) for r in source]
-    return [
-        (str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
-        for g in source
-    ]
-
-
-def _label(term: Any) -> str:
-    value = python_value(term)
-    if isinstance(term, ox.NamedNode):
-        local = term.value.rstrip("/#").rsplit("#", 1)[-1].rsplit("/", 1)[-1]
-        return local or term.value
-    return str(value)
-
-
-def _shells(graph: Any, start: str | None, limit: int) -> list[list[str]]:
-    """At most ``limit`` nodes in rings by distance from ``start`` (breadth first, so
-    a node sits beside the one that reached it); without ``start``, from the best
-    connected node of each part of the graph."""
-    undirected = graph.to_undirected(as_view=True)
-    by_degree = sorted(graph, key=lambda x: (-graph.degree(x), x))
-    roots: list[str] = [start] if start is not None and start in graph else []
-    roots += [x for x in by_degree if x != start]
-    depth: dict[str, int] = {}
-    for root in roots:
-        if root in depth or len(depth) >= limit:
-            continue
-        depth[root] = 0 if root == start or not depth else 1
-        queue = deque([root])
-        while queue and len(depth) < limit:
-            node = queue.popleft()
-            for neighbour in sorted(
-                undirected[node], key=lambda x: (-graph.degree(x), x)
-            ):
-                if neighbour not in depth and len(depth) < limit:
-                    depth[neighbour] = depth[node] + 1
-                    queue.append(neighbour)
-    shells: list[list[str]] = [[] for _ in range(max(depth.values(), default=0) + 1)]
-    for node, d in depth.items():  # insertion order is breadth-first order
-        shells[d].append(node)
-    return [shell for shell in shells if shell]
-
-
-def _by_count(values: Iterable[str]) -> list[tuple[str, int]]:
-    counts: dict[str, int] = {}
-    for v in values:
-        counts[v] = counts.get(v, 0) + 1
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+def _compact(text: str, prefixes: Mapping[str, str]) -> str:
+    """An IRI as ``prefix:local`` (the longest namespace that fits); other text as is."""
+    try:
+        term = ox.NamedNode(text)
+    except ValueError:
+        return text
+    if ":" not in text:
+        return text
+    shortened = python_value(term, prefixes)
+    return shortened if isinstance(shortened, str) else text
 
 
 # --- earned confidence --------------------------------------------------------------
@@ -529,7 +300,7 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     born = system_from(grain)
     times = [_days(born)] + [_days(e.at) for e in log]
     values = [start] + [e.effective_confidence for e in log]
-    figure = _figure(8, 4)
+    figure = new_figure(8, 4)
     ax = figure.add_subplot()
     ax.step(times, values, where="post", color="#0072B2", label="effective confidence")
     for kind, marker, colour in (
@@ -565,7 +336,7 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     ax.set_xlabel("time of the evidence")
     ax.set_ylabel("effective confidence")
     said = f"{grain.get('subject')} {grain.get('relation')} {grain.get('object')!s}"
-    ax.set_title(_short(said, 70))
+    ax.set_title(short(said, 70))
     ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.2)
     figure.autofmt_xdate()

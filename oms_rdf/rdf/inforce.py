@@ -16,6 +16,17 @@ A belief is **held** (its triple is in ``oms:current``) when the index gives it
 no system end, ``oms:systemTo``: it is not superseded, retracted or
 contradicted, whatever its times.
 
+The same rules give the **extents** of a belief (:func:`extents`): the
+rectangles of (valid time, system time) in which it is in force, at most two:
+
+- from ``oms:systemFrom`` until it was superseded or voided (the earlier),
+  valid from ``oms:validFrom`` to ``oms:validTo``;
+- once superseded and until voided, valid from ``oms:validFrom`` up to its
+  successor's ``oms:validFrom`` (and not after ``oms:validTo``): rule 4.
+
+A belief is in force at (V, T) exactly when one of its extents holds the point,
+and a test holds the two definitions equal on random histories.
+
 Both are written here once, as SPARQL group patterns (:func:`in_force`,
 :func:`held`), and every query that asks them is built from them: the beliefs of
 a point, their count, the knowledge of a point (``snapshot``), the beliefs held,
@@ -43,17 +54,24 @@ from .vocab import OMS, RDF
 
 __all__ = [
     "BELIEFS_COUNT",
+    "EXTENT_VARIABLES",
     "NOW_ENDED",
     "TEXTS",
+    "During",
     "GrainClause",
     "beliefs_by_status_query",
     "beliefs_query",
+    "bounds_of",
     "current_beliefs_query",
+    "delta_query",
+    "extents",
     "grain_clause",
     "held",
     "in_force",
+    "in_force_at",
     "node_block",
     "snapshot_query",
+    "versions_query",
 ]
 
 # A variable's SPARQL text from its local name: "?name", or a name of the caller's.
@@ -110,6 +128,173 @@ def in_force(
         f"(BOUND({later_from}) && {valid_at} < {later_from}))",
     ]
     return "\n  ".join(lines)
+
+
+# What :func:`extents` binds: the extent's ends, xsd:dateTime (unbound: open).
+EXTENT_VARIABLES = ("validFrom", "validTo", "systemFrom", "systemTo")
+
+
+def extents(g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()) -> str:
+    """The group pattern of the extents of a belief ``g``: one solution per
+    extent (see the module), its ends bound to ``var`` of
+    :data:`EXTENT_VARIABLES` (``validTo``, ``systemTo`` unbound: open-ended);
+    ``first`` and ``then`` as for :func:`in_force`.
+
+    The conditions are those of :func:`in_force`, each turned into the end of an
+    interval: ``oms:validTo`` and the successor's ``oms:validFrom`` end valid
+    time, ``oms:systemTo`` and ``oms:voidedAt`` system time.
+    """
+    vf, sf, vt, void, st, later, later_from, part, end = map(
+        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom", "part", "end")
+    )
+    valid_from, valid_to, system_from, system_to = map(var, EXTENT_VARIABLES)
+    index = OMS.index
+    # Part 1: before any system end; part 2: superseded, its successor valid later.
+    superseded_only = f"BOUND({st}) && (!BOUND({void}) || {st} < {void})"
+    lines = [
+        node_block(g, [*first, (OMS.validFrom, vf), (OMS.systemFrom, sf), *then]),
+        f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
+        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} }}",
+        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",
+        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
+        f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
+        f"VALUES {part} {{ 1 2 }}",
+        f"FILTER ({part} = 1 || (BOUND({later_from}) && {superseded_only}))",
+        f"BIND (IF({superseded_only}, {st}, {void}) AS {end})",
+        f"BIND ({vf} AS {valid_from})",
+        f"BIND (IF({part} = 1 || (BOUND({vt}) && {vt} < {later_from}), {vt}, "
+        f"{later_from}) AS {valid_to})",
+        f"BIND (IF({part} = 1, {sf}, {st}) AS {system_from})",
+        f"BIND (IF({part} = 1, {end}, {void}) AS {system_to})",
+        f"FILTER (!BOUND({valid_to}) || {valid_from} < {valid_to})",
+        f"FILTER (!BOUND({system_to}) || {system_from} < {system_to})",
+    ]
+    return "\n  ".join(lines)
+
+
+@lru_cache(maxsize=16)
+def versions_query(texts: tuple[str, ...]) -> str:
+    """Every extent of every belief, whatever the times: when each was in force
+    (the version query "when was this true"). Bound through substitutions as
+    :func:`beliefs_query`; each row has ``?g``, its ``?blob``, the triple's
+    ``?o`` and the extent (:data:`EXTENT_VARIABLES`), oldest first."""
+    shown = " ".join(f"?{name}" for name in EXTENT_VARIABLES)
+    pattern = extents("?g", then=[(RDF.subject, "?entity"), (RDF.object, "?o")])
+    return f"""SELECT DISTINCT ?g ?blob ?o {shown} {_TEXT_VARIABLES} WHERE {{
+  {_text_patterns(texts)}
+  {pattern}
+  OPTIONAL {{ GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} }}
+}}
+ORDER BY ?systemFrom ?validFrom ?g"""
+
+
+@lru_cache(maxsize=16)
+def delta_query(texts: tuple[str, ...]) -> str:
+    """What entered and left between two points: the beliefs in force at
+    (``?validUntil``, ``?asOfUntil``) and not at (``?validSince``,
+    ``?asOfSince``), ``?change`` "entered", and the other way, "left".
+
+    Bound through substitutions (``xsd:dateTime``, and the ``texts`` named as
+    for :func:`beliefs_query`); each row has the belief ``?g``, its ``?blob``,
+    its triple ``?s ?p ?o`` and ``?change``, the highest rank first.
+
+    Only the beliefs one of whose bounds lies between the two points are asked
+    whether they are in force at each: a belief in force at one point and not
+    the other has an extent (:func:`extents`) that holds the one and not the
+    other, so one end of that extent lies between them, on the valid axis
+    (``oms:validFrom``, ``oms:validTo``, its successor's ``oms:validFrom``) or
+    on the system axis (``oms:systemFrom``, ``oms:systemTo``, ``oms:voidedAt``).
+    Each is asked by :func:`in_force_at` over its bounds, in the query's top
+    group: a server binds the points by a ``VALUES`` block there, which a nested
+    group would not see, and an ``EXISTS`` per candidate is a scan in Oxigraph.
+    """
+    v_lo, v_hi = _ordered("?validSince", "?validUntil")
+    k_lo, k_hi = _ordered("?asOfSince", "?asOfUntil")
+    index = OMS.index
+    later = f"GRAPH {index} {{ ?g {OMS.supersededBy} ?_later }}"
+    bounds = [
+        ("valid", f"?g {OMS.validFrom} ?_b"),
+        ("valid", f"?g {OMS.validTo} ?_b"),
+        ("valid", f"{later} ?_later {OMS.validFrom} ?_b"),
+        ("system", f"?g {OMS.systemFrom} ?_b"),
+        ("system", f"GRAPH {index} {{ ?g {OMS.systemTo} ?_b }}"),
+        ("system", f"GRAPH {index} {{ ?g {OMS.voidedAt} ?_b }}"),
+    ]
+    candidates = " UNION ".join(
+        f'{{ {pattern} BIND ("{axis}" AS ?_axis) }}' for axis, pattern in bounds
+    )
+    since = in_force_at("?validSince", "?asOfSince", var=lambda n: f"?_{n}")
+    until = in_force_at("?validUntil", "?asOfUntil", var=lambda n: f"?_{n}")
+    triple = node_block(
+        "?g",
+        [
+            (RDF.subject, "?s"),
+            (RDF.predicate, "?p"),
+            (RDF.object, "?o"),
+            (OMS.confidence, "?confidence"),
+        ],
+    )
+    times = "?validSince ?asOfSince ?validUntil ?asOfUntil"
+    shown = f"?g ?blob ?s ?p ?o ?change ?sf {times} {_TEXT_VARIABLES}"
+    return f"""SELECT {shown} WHERE {{
+  {_text_patterns(texts)}
+  {candidates}
+  FILTER (IF(?_axis = "valid", {v_lo} < ?_b && ?_b <= {v_hi},
+             {k_lo} < ?_b && ?_b <= {k_hi}))
+  {bounds_of("?g", var=lambda n: f"?_{n}")}
+  BIND (IF({until}, "entered", "left") AS ?change)
+  BIND (IF({since}, "entered", "left") AS ?_before)
+  FILTER (?change != ?_before)
+  BIND (?_sf AS ?sf)
+  {triple}
+  {_rank()}
+  OPTIONAL {{ GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} }}
+}}
+GROUP BY {shown} ?rank
+ORDER BY DESC(?rank) DESC(?sf) ?g"""
+
+
+def bounds_of(g: str, *, var: Namer = plain) -> str:
+    """The group pattern binding the bounds of a belief ``g`` that
+    :func:`in_force_at` reads: ``vf``, ``sf``, and where the belief has them
+    ``vt``, ``void``, ``st`` and ``nextFrom`` (each named by ``var``)."""
+    vf, sf, vt, void, st, later, later_from = map(
+        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom")
+    )
+    index = OMS.index
+    return "\n  ".join(
+        [
+            node_block(g, [(OMS.validFrom, vf), (OMS.systemFrom, sf)]),
+            f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
+            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} }}",
+            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",
+            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
+            f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
+        ]
+    )
+
+
+def in_force_at(valid_at: str, as_of: str, *, var: Namer = plain) -> str:
+    """The rules of :func:`in_force` as one boolean expression over the bounds
+    :func:`bounds_of` binds (named by the same ``var``): true when the belief
+    is in force at (``valid_at``, ``as_of``). A test holds the two equal."""
+    vf, sf, vt, void, st, later_from = map(
+        var, ("vf", "sf", "vt", "void", "st", "nextFrom")
+    )
+    # COALESCE, not BOUND: a comparison with an unbound end is an error, so it
+    # falls to the default; Virtuoso misreads BOUND beside a FILTER.
+    return (
+        f"{sf} <= {as_of} && {vf} <= {valid_at}"
+        f" && COALESCE({valid_at} < {vt}, true)"
+        f" && COALESCE({as_of} < {void}, true)"
+        f" && (COALESCE({as_of} < {st}, true)"
+        f" || COALESCE({valid_at} < {later_from}, false))"
+    )
+
+
+def _ordered(a: str, b: str) -> tuple[str, str]:
+    """The earlier and the later of two times, as SPARQL expressions."""
+    return f"IF({a} < {b}, {a}, {b})", f"IF({a} < {b}, {b}, {a})"
 
 
 def held(g: str, *, var: Namer = plain) -> str:
@@ -237,14 +422,55 @@ LIMIT 1"""
 # --- the rewrite's clause (store/rewrite.py) -------------------------------------
 
 
+# A range of time: its start and end (xsd:dateTime literals; None: open).
+Span = tuple[Literal | None, Literal | None]
+
+
+def overlaps(start: str, end: str, span: Span) -> str:
+    """The filter of an extent [``start``, ``end``) (``end`` unbound: open)
+    meeting ``span``; empty when nothing is asked of it."""
+    tests = []
+    if span[0] is not None:
+        tests.append(f"(!BOUND({end}) || {span[0]} < {end})")
+    if span[1] is not None:
+        tests.append(f"{start} < {span[1]}")
+    return f"FILTER ({' && '.join(tests)})" if tests else ""
+
+
+@dataclass(frozen=True, slots=True)
+class During:
+    """A range question: the beliefs in force at some point of ``valid``, as
+    known at ``as_of`` (a point) or at some point of ``system``."""
+
+    valid: Span
+    as_of: Literal | None = None
+    system: Span | None = None
+
+    def pattern(self, g: str, var: Namer, triple: Pairs) -> str:
+        """The extents of ``g`` that meet the range, bound to ``var`` of
+        :data:`EXTENT_VARIABLES` (the same rules as :func:`in_force`)."""
+        first = [(OMS.confidence, var("confidence"))]
+        parts = [extents(g, var=var, first=first, then=triple)]
+        vf, vt, sf, st = map(var, EXTENT_VARIABLES)
+        parts.append(overlaps(vf, vt, self.valid))
+        if self.system is not None:
+            parts.append(overlaps(sf, st, self.system))
+        else:
+            t = str(self.as_of)
+            parts.append(f"FILTER ({sf} <= {t} && (!BOUND({st}) || {t} < {st}))")
+        return " ".join(p for p in parts if p)
+
+
 @dataclass(frozen=True, slots=True)
 class GrainClause:
     """What a grain node holding a triple of the knowledge matches: in force at
     a point (``valid_at``, ``as_of``: ``xsd:dateTime`` literals), or held now
-    when there is no point; of some namespaces (none: every one)."""
+    when there is no point, or in force somewhere in a range (``during``); of
+    some namespaces (none: every one)."""
 
     point: tuple[Literal, Literal] | None
     namespaces: tuple[str, ...]
+    during: During | None = None
 
     def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
         """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
@@ -256,7 +482,9 @@ class GrainClause:
 
         g = var("g")
         triple = [(RDF.subject, s), (RDF.predicate, p), (RDF.object, o)]
-        if self.point is None:
+        if self.during is not None:
+            parts = [self.during.pattern(g, var, triple)]
+        elif self.point is None:
             blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
             parts = [node_block(g, triple), held(g, var=var), blob]
         else:
@@ -272,6 +500,42 @@ class GrainClause:
         else:
             parts.append(f"{g} {OMS.graph} {graph} .")
         return " ".join(parts)
+
+    def extent_of(self, atom: int) -> list[str]:
+        """The variables of an atom's extent, projected in a range question."""
+        if self.during is None:
+            return []
+        return [f"?_oms{name}_{atom}" for name in EXTENT_VARIABLES]
+
+    def joined(self, atoms: Sequence[int]) -> str:
+        """In a range question, the extent in which a solution held, bound to
+        ``?validFrom ?validTo ?systemFrom ?systemTo``: the latest start and the
+        earliest end of its atoms' extents (an atom unmatched, as in an
+        OPTIONAL, bounds nothing), kept only when it is not empty and meets
+        the range; empty otherwise."""
+        if self.during is None:
+            return ""
+        parts = []
+        for name, latest in zip(
+            EXTENT_VARIABLES, (True, False, True, False), strict=True
+        ):
+            values = [f"?_oms{name}_{a}" for a in atoms]
+            current = values[0] if values else "?_omsnone"
+            for i, value in enumerate(values[1:], 1):
+                pick = ">" if latest else "<"
+                nxt = f"?_omsacc{name}_{i}"
+                parts.append(
+                    f"BIND (COALESCE(IF({current} {pick} {value}, {current}, {value}), "
+                    f"{current}, {value}) AS {nxt})"
+                )
+                current = nxt
+            parts.append(f"BIND ({current} AS ?{name})")
+        parts.append("FILTER (!BOUND(?validTo) || ?validFrom < ?validTo)")
+        parts.append("FILTER (!BOUND(?systemTo) || ?systemFrom < ?systemTo)")
+        parts.append(overlaps("?validFrom", "?validTo", self.during.valid))
+        if self.during.system is not None:
+            parts.append(overlaps("?systemFrom", "?systemTo", self.during.system))
+        return " ".join(p for p in parts if p)
 
 
 def grain_clause(

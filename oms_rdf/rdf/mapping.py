@@ -22,21 +22,26 @@ True
 from __future__ import annotations
 
 import base64
-import json
-import time
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-import msgpack
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse
 
-from ..codec import EPOCH, MS, header_for
+from ..codec import header_for
 from ..codec.grain import Grain, namespace_of, system_from
 from ..codec.schema import BELIEF, type_for_byte
-from ..errors import DecodeError, ErrorCode
+from ..errors import DecodeError, SchemaError
+from .literals import (
+    Row,
+    lexical,
+    literal_value,
+    millis_literal,
+    nt_literal,
+    time_nt,
+    value_literal,
+)
 from .terms import (
     DEFAULT_SETTINGS,
     GENID,
@@ -66,12 +71,16 @@ from .vocab import (
 
 __all__ = [
     "DEFAULT_SETTINGS",  # defined in terms, where texts become terms
-    "MappingSettings",  # likewise
+    "TIME_FIELDS",
+    "MappingSettings",  # defined in terms too
+    "Row",  # Row, literal_value, millis_literal, nt_literal: defined in literals
     "belief_terms",
     "entity_iri",
     "grain_iri",
     "grain_to_quads",
+    "literal_value",
     "millis_literal",
+    "nt_literal",
     "quads_to_grain",
     "relation_iri",
     "relation_pattern",
@@ -146,132 +155,10 @@ def relation_iri(label: str, settings: MappingSettings = DEFAULT_SETTINGS) -> Na
     return NamedNode(f"{settings.base_iri}rel/{pct(label)}")
 
 
-def _time_nt(ms: int) -> str:
-    """A time field as an N-Triples literal (the hot path of every grain's rows)."""
-    if 0 <= ms < _YEAR_10000_MS:
-        seconds, milli = divmod(ms, 1000)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        return f'"{stamp}.{milli:03d}Z"^^<{_XSD_DATETIME}>'
-    return nt_literal(*_lexical_time(ms))
-
-
-def _lexical_time(ms: int) -> tuple[str, str]:
-    try:
-        dt = _EPOCH_NAIVE + ms * MS
-    except OverflowError:
-        return str(ms), _XSD_INTEGER
-    return dt.isoformat(timespec="milliseconds") + "Z", _XSD_DATETIME
-
-
-def millis_literal(ms: int) -> Literal:
-    """Return epoch milliseconds as UTC ``xsd:dateTime`` with millisecond precision.
-
-    Values outside years 1-9999 stay ``xsd:integer`` so that nothing is lost.
-
-    >>> millis_literal(1768471200000).value
-    '2026-01-15T10:00:00.000Z'
-    """
-    return _literal(*_lexical_time(ms))
-
-
-def _millis(lexical: str) -> int:
-    dt = datetime.fromisoformat(lexical)
-    return (dt - EPOCH) // MS
-
-
-def _json(value: Any) -> str:
-    # Sorted keys and Python's float repr: 1.0 stays "1.0", so int and float64
-    # survive the trip (JCS would write "1" and lose the float64 kind).
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _has_bytes(value: Any) -> bool:
-    if isinstance(value, bytes):
-        return True
-    if isinstance(value, dict):
-        return any(_has_bytes(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_bytes(v) for v in value)
-    return False
-
-
-def _lexical(value: Any) -> tuple[str, str]:
-    """Return the lexical form and datatype IRI that carry one field value exactly."""
-    t = type(value)
-    if t is str:
-        return value, _XSD_STRING
-    if t is bool:
-        return ("true" if value else "false"), _XSD_BOOLEAN
-    if t is int:
-        return str(value), _XSD_INTEGER
-    if t is float:
-        return repr(value), _XSD_DOUBLE
-    if t is bytes:
-        return base64.b64encode(value).decode(), _XSD_BASE64
-    if _has_bytes(value):
-        # JSON has no bytes: such a map travels as its canonical MessagePack.
-        packed = msgpack.packb(value, use_bin_type=True)
-        return base64.b64encode(packed).decode(), OMS.msgpack.value
-    return _json(value), RDF.JSON.value
-
-
-def _literal(text: str, datatype: str) -> Literal:
-    return Literal(text, datatype=NamedNode(datatype))
-
-
-def value_literal(value: Any) -> Literal:
-    """Return the literal that carries one field value exactly."""
-    return _literal(*_lexical(value))
-
-
-def literal_value(lit: Literal) -> Any:
-    """Return the field value a literal of :func:`value_literal` carries.
-
-    Raises:
-        DecodeError: ERR_CORRUPT for a datatype that carries no grain field.
-    """
-    dt = lit.datatype.value
-    text = lit.value
-    if dt == _XSD_STRING:
-        return text
-    if dt == _XSD_INTEGER:
-        return int(text)
-    if dt == _XSD_DOUBLE:
-        return float(text)
-    if dt == _XSD_BOOLEAN:
-        return text == "true"
-    if dt == _XSD_DATETIME:
-        return _millis(text)
-    if dt == _XSD_BASE64:
-        return base64.b64decode(text)
-    if dt == RDF.JSON.value:
-        return json.loads(text)
-    if dt == OMS.msgpack.value:
-        return msgpack.unpackb(base64.b64decode(text), raw=False)
-    raise DecodeError(
-        f"literal of datatype <{dt}> carries no grain field", code=ErrorCode.CORRUPT
-    )
-
-
-# N-Quads text: the store loads grains as text, which is several times faster
-# than building a pyoxigraph term object per triple. Terms are N-Triples strings.
-Row = tuple[str, str, str, str]  # subject, predicate, object, graph ("" = default)
-_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
-
-
-def nt_literal(text: str, datatype: str = "") -> str:
-    """Return a literal in N-Triples syntax (``datatype`` "" or xsd:string: plain)."""
-    if '"' in text or "\\" in text or "\n" in text or "\r" in text:
-        text = text.translate(_ESCAPES)
-    if not datatype or datatype == _XSD_STRING:
-        return f'"{text}"'
-    return f'"{text}"^^<{datatype}>'
-
-
 def _nt_value(name: str, value: Any) -> str:
     if name in TIME_FIELDS and type(value) is int:
-        return _time_nt(value)
-    return nt_literal(*_lexical(value))
+        return time_nt(value)
+    return nt_literal(*lexical(value))
 
 
 @lru_cache(maxsize=8192)
@@ -301,7 +188,8 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
     exactly, so the field literals are there for queries only. A belief's relation
     and object are its ``rdf:predicate``/``rdf:object``; its subject text is written
     only when it is not the IRI itself; derived_from and structural_tags are their
-    links; the type string only when it is not the class's own name.
+    links; the type string only when it is not the class's own name; the creation
+    time only when it is not the system time ``oms:systemFrom`` already carries.
     """
     node = f"<{NIH_PREFIX}{grain.address}>"
     fields = grain.fields
@@ -311,9 +199,12 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
     # By name: the quads are a function of the grain, not of the order its fields
     # were given in (a grain made from a dict keeps that order; one read from a
     # blob has the blob's).
+    since = system_from(fields)
     for name, value in sorted(fields.items()):
         if name in _SKIPPED:
             continue
+        if name == "created_at" and value == since:
+            continue  # oms:systemFrom carries it (ontology README): left to the blob
         if belief and name in _BELIEF_TERMS:
             if name == "subject" and not is_absolute_iri(value):
                 add((node, _P_SUBJECT_TEXT, nt_literal(value), ""))
@@ -329,15 +220,14 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
             add((node, prop, _nt_value(name, value), ""))
         elif name == "object":
             prop = _P_OBJECT_TEXT if type(value) is str else _P_OBJECT_VALUE
-            add((node, prop, nt_literal(*_lexical(value)), ""))
+            add((node, prop, nt_literal(*lexical(value)), ""))
         elif name not in EFFECTIVE:
             add((node, _field_nt(name), _nt_value(name, value), ""))
     # Effective values, always present so that time filters need no COALESCE.
-    since = system_from(fields)
-    system_nt = _time_nt(since)
+    system_nt = time_nt(since)
     add((node, _P_SYSTEM_FROM, system_nt, ""))
     valid_from = fields.get("valid_from", since)
-    valid_nt = system_nt if valid_from == since else _time_nt(valid_from)
+    valid_nt = system_nt if valid_from == since else time_nt(valid_from)
     add((node, _P_VALID_FROM, valid_nt, ""))
     add((node, _P_NAMESPACE, nt_literal(namespace_of(fields)), ""))
     for parent in fields.get("derived_from", ()):
@@ -348,14 +238,14 @@ def grain_rows(grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS) -> li
         prop = _RELATED_NT[link["relation_type"]]
         add((node, prop, f"<{NIH_PREFIX}{link['hash']}>", ""))
     if belief:  # last before the blob: knowledge_row() reads them back from here
-        s, p, o, g = belief_terms(fields, settings)
-        add((node, _P_RDF_SUBJECT, str(s), ""))
-        add((node, _P_RDF_PREDICATE, str(p), ""))
-        add((node, _P_RDF_OBJECT, str(o), ""))
-        if g is not None:
-            add((node, _P_GRAPH, str(g), ""))
+        s_nt, p_nt, o_nt, g_nt = _belief_nt(grain, settings)
+        add((node, _P_RDF_SUBJECT, s_nt, ""))
+        add((node, _P_RDF_PREDICATE, p_nt, ""))
+        add((node, _P_RDF_OBJECT, o_nt, ""))
+        if g_nt is not None:
+            add((node, _P_GRAPH, g_nt, ""))
     blob = base64.b64encode(grain.blob).decode()
-    add((node, _P_BLOB, f'"{blob}"^^<{_XSD_BASE64}>', _G_BLOBS))
+    add((node, _P_BLOB, f'"{blob}"^^<{XSD.base64Binary.value}>', _G_BLOBS))
     return rows
 
 
@@ -421,6 +311,76 @@ def belief_terms(
         if term is not None:
             refuse_reserved(term, role)
     return s, p, o, g
+
+
+def grain_belief_terms(
+    grain: Grain, settings: MappingSettings = DEFAULT_SETTINGS
+) -> tuple[NamedNode, NamedNode, Term, NamedNode | None]:
+    """:func:`belief_terms` of a belief grain, kept by address for a while.
+
+    An import asks twice for the same grain's terms (its check, then its rows):
+    the second time is a look-up.
+    """
+    key = (grain.address, settings)
+    found = _TERMS.get(key)
+    if found is None:
+        found = belief_terms(grain.fields, settings)
+        if len(_TERMS) >= _TERMS_KEPT:
+            _TERMS.clear()
+        _TERMS[key] = found
+    return found
+
+
+_TERMS: dict[
+    tuple[str, MappingSettings], tuple[NamedNode, NamedNode, Term, NamedNode | None]
+] = {}
+_TERMS_KEPT = 65_536
+
+
+def _belief_nt(
+    grain: Grain, settings: MappingSettings
+) -> tuple[str, str, str, str | None]:
+    """:func:`belief_terms` as N-Triples texts. A belief with no context and a
+    text object (most of them) takes its terms, and their check against the
+    store's own IRIs, from caches: subjects, relations and objects repeat."""
+    fields = grain.fields
+    obj, context = fields["object"], fields.get("context")
+    if type(obj) is not str or isinstance(context, Mapping):
+        s, p, o, g = grain_belief_terms(grain, settings)
+        return str(s), str(p), str(o), None if g is None else str(g)
+    namespace = namespace_of(fields)
+    relation = str(fields["relation"])
+    # In belief_terms' order: the object is made first, then the subject and
+    # relation; then they are checked subject first.
+    o = _plain_object(obj, relation, namespace, settings)
+    s = subject_term(str(fields["subject"]), namespace, settings)
+    terms = (s, relation_term(relation, settings), o)
+    texts = [_unreserved_nt(term) for term in terms]
+    for term, text, role in zip(
+        terms, texts, ("subject", "relation", "object"), strict=True
+    ):
+        if text is None:
+            refuse_reserved(term, role)
+    s_nt, p_nt, o_nt = texts
+    assert s_nt is not None and p_nt is not None and o_nt is not None
+    return s_nt, p_nt, o_nt, None
+
+
+@lru_cache(maxsize=65_536)
+def _plain_object(
+    value: str, relation: str, namespace: str, settings: MappingSettings
+) -> Term:
+    return object_term(value, relation, namespace, None, settings)
+
+
+@lru_cache(maxsize=65_536)
+def _unreserved_nt(term: Term) -> str | None:
+    """A term's N-Triples text, or None where :func:`refuse_reserved` refuses it."""
+    try:
+        refuse_reserved(term, "term")
+    except SchemaError:
+        return None
+    return str(term)
 
 
 def subject_pattern(text: str) -> tuple[NamedNode, Term]:
@@ -506,14 +466,6 @@ _TIME_NAMES = """
 TIME_FIELDS = frozenset(_TIME_NAMES.split())
 
 
-_EPOCH_NAIVE = datetime(1970, 1, 1)
-_YEAR_10000_MS = 253_402_300_800_000
-_XSD_STRING = XSD.string.value
-_XSD_BOOLEAN = XSD.boolean.value
-_XSD_INTEGER = XSD.integer.value
-_XSD_DOUBLE = XSD.double.value
-_XSD_DATETIME = XSD.dateTime.value
-_XSD_BASE64 = XSD.base64Binary.value
 _NAMED_NT = {name: str(prop) for name, prop in NAMED_FIELDS.items()}
 _P_SYSTEM_FROM, _P_VALID_FROM = str(OMS.systemFrom), str(OMS.validFrom)
 _P_NAMESPACE, _P_SUBJECT_TEXT = str(OMS.namespace), str(OMS.subjectText)

@@ -272,15 +272,27 @@ def _cell(value: Any, name: str) -> str:
 def html_table(
     columns: Sequence[str], rows: Sequence[Sequence[str]], *, total: int | None = None
 ) -> str:
-    """An HTML table of text cells (escaped here), saying how many rows it leaves out."""
+    """An HTML table of text cells (escaped here), saying how many rows it leaves out.
+
+    A wide table is not clipped: it sits in a box that scrolls sideways, and a
+    long cell wraps within a column of bounded width, with all of its text.
+    """
     total = len(rows) if total is None else total
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        "<tr>" + "".join(f"<td{_WRAP}>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in rows
     )
     note = f"{total} rows" if total == len(rows) else f"{len(rows)} of {total} rows"
     return (
+        f'<div style="overflow-x: auto; max-width: 100%">'
         f"<table><caption>{note}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{body}</tbody></table>"
+        f"<tbody>{body}</tbody></table></div>"
     )
+
+
+# A cell's style: long text wraps (anywhere, for IRIs), in a column of bounded width.
+_WRAP = (
+    ' style="max-width: 32em; white-space: normal; overflow-wrap: anywhere; '
+    'text-align: left; vertical-align: top"'
+)

@@ -108,6 +108,10 @@ JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")
 # The audit log's hash chain (store/audit.py); holder is the write lock of a
 # shared store (store/writelock.py).
 AUDIT_PROPERTIES = names("chain sequence previous hash auditHead auditChain holder")
+# The SPARQL endpoint's service description (http/description.py).
+SERVICE_TERMS = names(
+    "TimeTravelParameter timeTravelParameter parameterName systemTimeSpan"
+)
 INDIVIDUALS = names("""
     active superseded retracted unverified verified contradicted disputed
     blobs index current audit grains settings journal writer statusScheme msgpack
@@ -121,6 +125,7 @@ OMS = Namespace(
     + INDEX_PROPERTIES
     + JOURNAL_PROPERTIES
     + AUDIT_PROPERTIES
+    + SERVICE_TERMS
     + INDIVIDUALS,
 )
 

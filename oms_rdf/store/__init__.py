@@ -27,11 +27,13 @@ Callers above it use the names in ``__all__``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends import Backend, LocalBackend
+from ..backends.base import Backend
+from ..backends.deadline import QueryTimeoutError, time_limit
+from ..backends.embedded import LocalBackend
 from ..codec.grain import Grain
 from ..errors import ErrorCode, PolicyError
 from ..rdf.limits import check_query
@@ -42,13 +44,23 @@ from .admission import accept, check_new
 from .audit import AuditReport
 from .bulk_import import BulkImport
 from .changes import Axis, Changes, changes
+from .clock import load_history
 from .core import Core
 from .delegate import Delegated
 from .erasure import ErasureReport, SubjectReport, check_found, due, select
 from .erasure import erase as erase_grains
 from .erasure import report as subject_report
 from .invalidation import Invalidation
-from .knowledge import PREFIXES, RESERVED_GRAPHS, QueryRow, Snapshot, Solutions, Triples
+from .knowledge import (
+    COMMON_PREFIXES,
+    PREFIXES,
+    RESERVED_GRAPHS,
+    QueryRow,
+    Snapshot,
+    Solutions,
+    Triples,
+)
+from .lookup import count_grains
 from .progress import Stage
 from .questions import Questions
 from .rebuild import KnowledgeCheck
@@ -66,6 +78,7 @@ if TYPE_CHECKING:  # io builds on the store: its types only, for the signatures
     from ..io.update import UpdateReport
 
 __all__ = [
+    "COMMON_PREFIXES",
     "PREFIXES",
     "RESERVED_GRAPHS",
     "AuditReport",
@@ -78,11 +91,13 @@ __all__ = [
     "IndexState",
     "KnowledgeCheck",
     "QueryRow",
+    "QueryTimeoutError",
     "Snapshot",
     "Solutions",
     "Stage",
     "SubjectReport",
     "Triples",
+    "time_limit",
     "update_request",
 ]
 
@@ -106,6 +121,9 @@ class GrainStore:
         authorized: DIDs that may ``revise(..., force=True)`` (audited).
         read_only: open an on-disk store beside the process that writes it: reads
             see the store as of the opening; every write is refused (ERR_STORE).
+        forward_only: system time moves forward only: a write recording a
+            system time before the store's last commit is refused (ERR_RANGE),
+            except inside :meth:`load_history` (see :mod:`.clock`).
 
     The store holds its parts, each a module with one job: the ``core`` (backend,
     settings, reads, the one write path), ``questions`` (beliefs, their history),
@@ -128,6 +146,7 @@ class GrainStore:
         auto_revise: bool = False,
         authorized: Iterable[str] = (),
         read_only: bool = False,
+        forward_only: bool = False,
     ) -> None:
         if backend is None:
             backend = LocalBackend(path, read_only=read_only)
@@ -138,6 +157,7 @@ class GrainStore:
             entity_relations=entity_relations,
             clock=clock,
             read_only=read_only,
+            forward_only=forward_only,
         )
         self.questions = Questions(self.core)
         self.sparql = SparqlQueries(self.core, self.questions)
@@ -171,8 +191,26 @@ class GrainStore:
         return self.core.read_only
 
     @property
+    def folder(self) -> Path | None:
+        """The folder of an on-disk store opened in this process; None in memory
+        or over a server. Another process opens it with ``read_only=True``."""
+        return self.core.backend.path
+
+    @contextmanager
+    def writes_held(self) -> Iterator[None]:
+        """A block in which no write of this process runs on the store: its
+        writers wait until the block ends (a fork inside sees no write half made)."""
+        with self.core.lock:
+            yield
+
+    @property
     def entrenchment(self) -> Entrenchment:
         return self.revision.entrenchment
+
+    @property
+    def functional_relations(self) -> frozenset[str]:
+        """The relations with one current object per subject (see ``put``)."""
+        return self.writes.functional_relations
 
     # --- putting grains in (writes.py) and the write path every way in uses -----
 
@@ -184,6 +222,15 @@ class GrainStore:
     rows_for = Delegated("core", Core.rows_for)
     audit_rows = Delegated("core", Core.audit_rows)
     bulk = Delegated("core", Core.bulk)
+
+    def load_history(
+        self, reason: str | None = None, *, namespace: str | None = None
+    ) -> AbstractContextManager[None]:
+        """Load history: writes in the block may record past system times, into
+        a store that holds no grain yet, or into a ``namespace`` that holds none;
+        a block that raises leaves the store as it was (see
+        :func:`.clock.load_history`)."""
+        return load_history(self.core, reason, namespace)
 
     def check_new(
         self,
@@ -208,7 +255,7 @@ class GrainStore:
 
     def __len__(self) -> int:
         """Return the number of grains (counts them all: use is_empty to test)."""
-        return len(self.core)
+        return count_grains(self.core.backend)  # one COUNT, not a pass over the blobs
 
     # --- questions (questions.py, sparql_queries.py, recall.py) ------------------
 
@@ -218,6 +265,7 @@ class GrainStore:
     ancestors = Delegated("questions", Questions.ancestors)
     derived = Delegated("questions", Questions.derived)
     count_beliefs = Delegated("questions", Questions.count_beliefs)
+    versions = Delegated("questions", Questions.versions)
     query = Delegated("sparql", SparqlQueries.query)
     frame = Delegated("sparql", SparqlQueries.frame)
     snapshot = Delegated("sparql", SparqlQueries.snapshot)
@@ -269,7 +317,9 @@ class GrainStore:
         return changes(self.questions, since, until, namespace=namespace, axis=axis)
 
     @contextmanager
-    def transaction(self) -> Iterator[GrainStore]:
+    def transaction(
+        self, *, event: str = "transaction", by: str | None = None
+    ) -> Iterator[GrainStore]:
         """Make the operations in the block one atomic write, at one system time.
 
         Puts, supersessions, retractions, contradictions, evidence and
@@ -279,6 +329,8 @@ class GrainStore:
         listing them, or not at all when it raises. An operation on a grain an
         earlier one created or changed is refused (ERR_CONFLICT); imports and
         erasure are not part of a transaction (see :mod:`.transaction`).
+        ``event`` names the audit event (``"transaction"``; a SPARQL Update's is
+        ``"update"``) and ``by`` is its actor.
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -291,7 +343,7 @@ class GrainStore:
         >>> sorted(g["object"] for g in store.beliefs())
         ['Acme', 'Initech']
         """
-        with self.core.transaction():
+        with self.core.transaction(event=event, actor=by):
             yield self
 
     optimize = Delegated("core", Core.optimize)
@@ -305,6 +357,13 @@ class GrainStore:
         self.close()
 
     # --- import and export (oms_rdf.io) -------------------------------------------
+
+    def prefixes(self) -> dict[str, str]:
+        """The store's own prefixes, then those its adopted sources declared
+        (recorded at adoption; a name keeps its first namespace)."""
+        from ..io.export import prefixes_of
+
+        return prefixes_of(self)
 
     def export(
         self,
@@ -367,6 +426,8 @@ class GrainStore:
         confidence: float = 1.0,
         by: str | None = None,
         reason: str | None = None,
+        valid_from: TimeLike = None,
+        valid_to: TimeLike = None,
     ) -> UpdateReport:
         """Apply SPARQL Update as belief operations; see :mod:`oms_rdf.io.update`.
 
@@ -378,6 +439,11 @@ class GrainStore:
         the justification a ``soft_locked`` belief needs; without it such a
         retraction is refused (ERR_INVALIDATION_DENIED). Any other update form is
         refused with ERR_QUERY. Returns an ``UpdateReport``.
+
+        With ``valid_from`` (and ``valid_to``; none: no end) the request is about
+        that portion of valid time only (SQL:2011 ``FOR PORTION OF``): ``DELETE
+        DATA`` retracts the portion, an ``INSERT DATA`` that replaces a held
+        triple supersedes it over the portion, and new beliefs are valid over it.
         """
         from ..io.update import update
 
@@ -389,6 +455,8 @@ class GrainStore:
             confidence=confidence,
             by=by,
             reason=reason,
+            valid_from=valid_from,
+            valid_to=valid_to,
         )
 
     def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..errors import IntegrityError
 from ..rdf.mapping import (
     Row,

@@ -34,6 +34,7 @@ from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..errors import DecodeError, OmsError
 from ..rdf.mapping import Row, grain_iri, millis_literal
+from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 from .audit import check as check_audit
 from .erasure import erased_addresses
@@ -69,6 +70,12 @@ class BulkImport:
 
     def __init__(self, store: GrainStore, journal: Journal) -> None:
         self.store, self.journal = store, journal
+        # A forward-only store that holds grains takes no system time before its
+        # last commit from an import either (see :mod:`.clock`); an empty one
+        # takes the history an import or a restore carries.
+        system = store.core.system
+        forward = system.forward_only and not journal.empty and not system.loading
+        self._after = system.last(store.backend) if forward else None
 
     @classmethod
     @contextmanager
@@ -123,7 +130,15 @@ class BulkImport:
 
     def write(self, items: Iterable[Item], *, grains: int | None = None) -> None:
         """Write rows or quads in atomic chunks; ``grains``: how many they hold,
-        for the stage to count."""
+        for the stage to count.
+
+        Raises:
+            TimeRangeError: ERR_RANGE, on a forward-only store that holds grains,
+                for a row recording a system time before its last commit.
+        """
+        if self._after is not None:
+            items = as_rows(list(items))
+            self.store.core.system.check(self.store.backend, items, "this import")
         self.journal.write(items, grains=grains)
 
     def rewind(self) -> None:

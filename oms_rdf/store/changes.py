@@ -11,16 +11,27 @@ Between ``since`` and ``until``:
   ``(valid until, as of since)`` with ``(until, until)``.
 
 Each side is what :meth:`GrainStore.beliefs` answers for its point, so the delta
-has its semantics exactly.
+has its semantics exactly: both are asked in one SPARQL query built from the
+in-force definition (:func:`oms_rdf.rdf.inforce.delta_query`), which a query of
+the grain layer can run too::
+
+    from oms_rdf.rdf.inforce import delta_query
+    store.query(delta_query(()), grains=True, validSince=t1, asOfSince=t1,
+                validUntil=t2, asOfUntil=t2)   # datetimes
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyoxigraph import Variable
 
 from ..errors import ErrorCode, SchemaError
+from ..rdf.inforce import delta_query
+from ..rdf.mapping import address_of, millis_literal
 from ..rdf.tables import GrainList
+from .questions import bound_texts
 from .state import TimeLike, millis_or_now
 
 if TYPE_CHECKING:
@@ -65,11 +76,34 @@ def changes(
             f"axis is one of {sorted(points)}; found {axis!r}", code=ErrorCode.SCHEMA
         )
     valid, known = points[axis]
+    core = questions.core
+    if not core.backend.exact_optionals:
+        return _two_points(questions, (valid, known), end, namespace)
+    texts, bindings = bound_texts(None, None, namespace)
+    for name, t in (("validSince", valid), ("asOfSince", known)):
+        bindings[Variable(name)] = millis_literal(t)
+    for name in ("validUntil", "asOfUntil"):
+        bindings[Variable(name)] = millis_literal(end)
+    found: dict[str, list[Any]] = {"entered": [], "left": []}
+    for row in core.backend.query(delta_query(texts), bindings):
+        grain = core.grain_of(address_of(row["g"]), row["blob"])
+        found[row["change"].value].append(grain)
+    return Changes(
+        entered=GrainList(found["entered"], core.status),
+        left=GrainList(found["left"], core.status),
+    )
+
+
+def _two_points(
+    questions: Questions, since: tuple[int, int], until: int, namespace: str | None
+) -> Changes:
+    """The delta as the difference of the beliefs of the two points, for a
+    backend that cannot evaluate :func:`delta_query` as written."""
+    valid, known = since
     with questions.core.lock:  # both sides of one state of the store
         before = questions.beliefs(namespace=namespace, valid_at=valid, as_of=known)
-        after = questions.beliefs(namespace=namespace, valid_at=end, as_of=end)
-    was = {g.address for g in before}
-    now = {g.address for g in after}
+        after = questions.beliefs(namespace=namespace, valid_at=until, as_of=until)
+    was, now = {g.address for g in before}, {g.address for g in after}
     status = questions.core.status
     return Changes(
         entered=GrainList([g for g in after if g.address not in was], status),

@@ -43,6 +43,7 @@ from ..rdf.sparql import (
 from ..rdf.vocab import DEFAULT_BASE, OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
+from .clock import SystemClock
 from .journal import Journal, recover
 from .now import NowWatch
 from .progress import Stage
@@ -84,6 +85,7 @@ class Core:
         entity_relations: Iterable[str] = (),
         clock: Callable[[], int] | None = None,
         read_only: bool = False,
+        forward_only: bool = False,
     ) -> None:
         self.backend = backend
         self.read_only = read_only
@@ -101,6 +103,7 @@ class Core:
         # Whether oms:current is the knowledge of now, kept up by the writes.
         self.now_watch = NowWatch()
         self.pending: Pending | None = None  # an open transaction's writes
+        self.system = SystemClock(forward_only)  # see clock.py
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
@@ -263,6 +266,7 @@ class Core:
             self.search_index = None
             self._head = _UNREAD
             self.now_watch.forget()
+            self.system.forget()
 
     def status(self, address: str | Grain) -> IndexState:
         """Return the index state of a stored grain.
@@ -358,13 +362,14 @@ class Core:
         the one it links to. A write that lost a race on ``current`` raises
         ERR_CONFLICT; one that lost it on the head only is sealed again and retried.
         """
+        rows, times = self.system.admit(self.backend, insert)
         if self.pending is not None:  # inside a transaction: written at its end
-            self.pending.add(delete, insert, before, current)
+            self.pending.add(delete, rows, before, current)
             return
         if self.backend.shared:
-            self._write_guarded(delete, insert, before, current)
+            self._write_guarded(delete, rows, before, current)
+            self.system.advance(times)
             return
-        rows = as_rows(insert)
         if self._head is _UNREAD:
             self._head = current_head(self.backend)
         unchain, chain, head = seal(rows, self._head)  # type: ignore[arg-type]
@@ -377,6 +382,7 @@ class Core:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head
         self.now_watch.saw(rows, self.clock())
+        self.system.advance(times)
 
     def _write_guarded(
         self,
@@ -469,10 +475,13 @@ class Core:
             return verify_chain(self.backend)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(
+        self, *, event: str = "transaction", actor: str | None = None
+    ) -> Iterator[None]:
         """Hold the store for one transaction (see :mod:`.transaction`): its
         operations' writes are made at its end, in one atomic write, at one
-        system time; an exception in the block writes nothing.
+        system time; an exception in the block writes nothing. ``event`` names
+        its one audit event, ``actor`` who made it.
 
         Raises:
             StoreError: ERR_CONFLICT for a transaction inside another.
@@ -491,13 +500,14 @@ class Core:
             finally:
                 self.pending, self.clock = None, clock
             if pending.operations or pending.insert or pending.delete:
-                event = self.audit_rows(
-                    "transaction",
+                rows = self.audit_rows(
+                    event,
+                    actor=actor,
                     at=at,
                     count=len(pending.operations),
                     reason=pending.summary() or None,
                 )
-                insert = [*pending.insert, *pending.event(as_rows(event))]
+                insert = [*pending.insert, *pending.event(as_rows(rows))]
                 self.write(pending.delete, insert, current=pending.current)
 
     @contextmanager

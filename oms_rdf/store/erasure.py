@@ -5,7 +5,7 @@ subject report alike: as subject, as object, as ``user_id``, or as a text value
 anywhere in ``context`` or ``provenance_chain``; in every namespace unless one is
 given. Erasing a grain removes every quad of it in one atomic update: the grain
 node and its fields, the blob and any envelope, the index state, its evidence
-events, its knowledge triple (put back when another current grain asserts it),
+events, its knowledge triple (unless another belief held asserts it),
 the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
 ``oms:index``: the address and the time, so that no import and no ``put`` brings
 the grain back. The audit event names the address and the caller's reason.
@@ -27,14 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..errors import ErrorCode, NotFoundError, PolicyError, SchemaError
-from ..rdf.mapping import address_of, grain_iri, literal_value, millis_literal
+from ..rdf.mapping import (
+    address_of,
+    grain_iri,
+    literal_value,
+    millis_literal,
+    truthy_triple,
+)
 from ..rdf.terms import entity
 from ..rdf.vocab import OMS, PROV, RDF
 from ..times import iso
+from .lookup import believers
 from .policy import effective_mode
 
 if TYPE_CHECKING:
@@ -203,7 +210,8 @@ def erase(
                 targets.append(grain)
         if not targets:
             return report
-        ops = [_forget(store, grain) for grain in targets]
+        ops = [_forget(grain) for grain in targets]
+        leaving = _knowledge_leaving(store, targets)
         insert: list[Any] = []
         for grain in targets:
             node = grain_iri(grain.address)
@@ -211,7 +219,7 @@ def erase(
             insert += store.audit_rows(
                 "erase", target=grain.address, actor=by, reason=reason, at=now
             )
-        store.core.write([], insert, before=" ;\n".join(ops))
+        store.core.write(leaving, insert, before=" ;\n".join(ops))
         store.core.forget(g.address for g in targets)
         report.erased = [g.address for g in targets]
         erased = set(report.erased)
@@ -228,33 +236,33 @@ def erase(
     return report
 
 
-def _forget(store: GrainStore, grain: Grain) -> str:
-    """SPARQL update operations removing every quad of one grain (no prologue)."""
+def _forget(grain: Grain) -> str:
+    """SPARQL update operations removing every quad of one grain's node, index
+    state, evidence and disputes (no prologue); its knowledge triple is
+    :func:`_knowledge_leaving`'s."""
     g = str(grain_iri(grain.address))
-    idx, current = str(OMS.index), str(OMS.current)
-    rdf, oms = (
-        "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
-        "https://w3id.org/oms-rdf/ns#",
-    )
+    idx, oms = str(OMS.index), "https://w3id.org/oms-rdf/ns#"
     return f"""DELETE {{ GRAPH {idx} {{ ?e ?p ?o }} }}
 WHERE {{ GRAPH {idx} {{ ?e <{oms}evidenceFor> {g} . ?e ?p ?o }} }} ;
 DELETE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }}
 WHERE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }} ;
-DELETE {{ GRAPH ?kg {{ ?s ?p ?o }} }} WHERE {{
-  {g} <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
-  OPTIONAL {{ {g} <{oms}graph> ?named }}
-  BIND (COALESCE(?named, {current}) AS ?kg)
-}} ;
-INSERT {{ GRAPH ?kg {{ ?s ?p ?o }} }} WHERE {{
-  {g} <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
-  ?other <{rdf}subject> ?s ; <{rdf}predicate> ?p ; <{rdf}object> ?o .
-  FILTER (?other != {g})
-  FILTER NOT EXISTS {{ GRAPH {idx} {{ ?other <{oms}systemTo> ?closed }} }}
-  OPTIONAL {{ ?other <{oms}graph> ?named }}
-  BIND (COALESCE(?named, {current}) AS ?kg)
-}} ;
 DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
 DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }} }}"""
+
+
+def _knowledge_leaving(store: GrainStore, targets: list[Grain]) -> list[ox.Quad]:
+    """The knowledge triples of erased beliefs that no other belief held
+    (:func:`.lookup.believers`) keeps asserting."""
+    erased = {grain_iri(g.address) for g in targets}
+    leaving: dict[ox.Quad, None] = {}
+    for grain in targets:
+        quad = truthy_triple(grain, store.settings)
+        if quad is None or quad in leaving:
+            continue
+        others = [n for n in believers(store.backend, quad) if n not in erased]
+        if not others:
+            leaving[quad] = None
+    return list(leaving)
 
 
 def erased_at(backend: Backend, address: str) -> int | None:

@@ -33,7 +33,7 @@ from .admission import accept, check_new
 from .core import Core
 from .lookup import believers
 from .policy import check
-from .portion import Portion, check_portion, pieces, valid_interval
+from .portion import Portion, check_portion, pieces, valid_interval, within
 from .protectors import cosigners, protectors
 from .questions import Questions
 from .state import (
@@ -130,7 +130,7 @@ class Invalidation:
             self._require_current(old_address)
             if portion is not None:
                 check_portion(old_grain, *portion)
-                new = _over(new, portion)
+                new = _over(new, portion, old_grain)
             new_grain, signature = self._successor(
                 old_address, new, justification, auth, signer
             )
@@ -562,10 +562,10 @@ def _rest(
     """
     if portion is None:
         return []
-    if valid_interval(new) != portion:
+    if valid_interval(new) not in (portion, within(portion, old)):
         raise SchemaError(
             f"the new grain is valid over {valid_interval(new)}, not "
-            f"the portion {portion} it replaces the old one for",
+            f"the portion {within(portion, old)} it replaces the old one for",
             code=ErrorCode.SCHEMA,
         )
     return [accept(p)[0] for p in pieces(old, *portion, at=at, reason=reason)]
@@ -586,12 +586,14 @@ def _portion(
     return millis_or_now(valid_from, clock), end
 
 
-def _over(new: GrainLike, portion: Portion) -> GrainLike:
-    """A mapping ``new`` valid over the portion, unless it says otherwise."""
+def _over(new: GrainLike, portion: Portion, old: Grain) -> GrainLike:
+    """A mapping ``new`` valid over the portion within ``old``'s valid time (SQL:2011:
+    the updated row's period is the intersection), unless it says otherwise."""
     if not isinstance(new, Mapping):
         return new
+    start, end = within(portion, old)
     fields = dict(new)
-    fields.setdefault("valid_from", portion[0])
-    if portion[1] is not None:
-        fields.setdefault("valid_to", portion[1])
+    fields.setdefault("valid_from", start)
+    if end is not None:
+        fields.setdefault("valid_to", end)
     return fields

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pandas is optional
     import pandas
 
 __all__ = [
+    "COMMON_PREFIXES",
     "PREFIXES",
     "RESERVED_GRAPHS",
     "QueryResult",
@@ -51,6 +52,21 @@ PREFIXES = {
     "owl": "http://www.w3.org/2002/07/owl#",
     "prov": "http://www.w3.org/ns/prov#",
     "oms": "https://w3id.org/oms-rdf/ns#",
+}
+
+# Vocabularies people query with, beside the store's own: what the explorer
+# completes and a notebook's titles shorten without being told.
+COMMON_PREFIXES = {
+    "schema": "http://schema.org/",
+    "foaf": "http://xmlns.com/foaf/0.1/",
+    "skos": "http://www.w3.org/2004/02/skos/core#",
+    "dcterms": "http://purl.org/dc/terms/",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "sh": "http://www.w3.org/ns/shacl#",
+    "void": "http://rdfs.org/ns/void#",
+    "dcat": "http://www.w3.org/ns/dcat#",
+    "time": "http://www.w3.org/2006/time#",
+    "geo": "http://www.opengis.net/ont/geosparql#",
 }
 
 

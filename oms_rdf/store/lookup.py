@@ -19,17 +19,19 @@ from typing import Any, NamedTuple
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..rdf.mapping import (
     MappingSettings,
     literal_value,
     relation_pattern,
     subject_pattern,
 )
+from ..rdf.sparql import load_query
 from ..rdf.vocab import OMS, RDF
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
+_INDEX, _BLOBS, _BLOB = OMS.index, OMS.blobs, OMS.blob  # looked up once, not per quad
 
 
 class Solution(NamedTuple):
@@ -39,6 +41,23 @@ class Solution(NamedTuple):
     system_from: int
     node: NamedNode
     blob: Literal | None
+
+
+GRAIN_TOTAL = load_query("grain_total")
+HELD_COUNT = load_query("held_count")
+
+
+def count_grains(backend: Backend) -> int:
+    """The number of grains held (``queries/grain_total.rq``): one COUNT the
+    engine answers from its index, instead of a Python pass over every blob."""
+    rows = list(backend.query(GRAIN_TOTAL))
+    return int(rows[0]["count"].value) if rows else 0
+
+
+def count_held(backend: Backend) -> int:
+    """The number of beliefs held now, closed ones left out (``queries/held_count.rq``)."""
+    rows = list(backend.query(HELD_COUNT))
+    return int(rows[0]["count"].value) if rows else 0
 
 
 def subject_rows(
@@ -90,9 +109,9 @@ def _solutions(
         graph = quad.graph_name
         if graph == _DEFAULT:
             fields.setdefault(quad.predicate.value, []).append(quad.object)
-        elif graph == OMS.index:
+        elif graph == _INDEX:
             index.setdefault(quad.predicate.value, []).append(quad.object)
-        elif graph == OMS.blobs and quad.predicate == OMS.blob:
+        elif graph == _BLOBS and quad.predicate == _BLOB:
             blobs.append(quad.object)
     # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
     if any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ())):

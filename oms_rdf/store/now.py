@@ -23,7 +23,7 @@ from datetime import datetime
 
 from pyoxigraph import Literal, Variable
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..codec import EPOCH, MS
 from ..rdf.inforce import NOW_ENDED
 from ..rdf.mapping import Row, millis_literal

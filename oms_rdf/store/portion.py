@@ -21,7 +21,7 @@ from typing import Any
 from ..codec.grain import Grain, system_from
 from ..errors import TimeRangeError
 
-__all__ = ["Portion", "check_portion", "pieces", "valid_interval"]
+__all__ = ["Portion", "check_portion", "pieces", "valid_interval", "within"]
 
 Portion = tuple[int, int | None]  # [valid_from, valid_to); None: no end
 
@@ -44,6 +44,21 @@ def valid_interval(grain: Grain) -> Portion:
     """The valid interval of a grain: ``valid_from`` (default its system time) to
     ``valid_to`` (None: no end)."""
     return grain.get("valid_from", system_from(grain)), grain.get("valid_to")
+
+
+def within(portion: Portion, grain: Grain) -> Portion:
+    """The part of a portion inside the grain's valid interval: the valid time
+    of what replaces it there (SQL:2011: the updated row's period).
+
+    >>> from oms_rdf.codec.grain import Belief
+    >>> within((20, None), Belief("a", "r", "x", 0.9, created_at=0, valid_to=100))
+    (20, 100)
+    """
+    low, high = valid_interval(grain)
+    end = portion[1]
+    if high is not None:
+        end = high if end is None else min(end, high)
+    return max(portion[0], low), end
 
 
 def check_portion(grain: Grain, start: int, end: int | None) -> None:

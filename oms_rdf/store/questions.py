@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyoxigraph import (
+    BlankNode,
     Literal,
+    NamedNode,
     QuerySolutions,
     Variable,
 )
@@ -18,6 +21,7 @@ from ..rdf.inforce import (
     BELIEFS_COUNT,
     beliefs_by_status_query,
     beliefs_query,
+    versions_query,
 )
 from ..rdf.mapping import (
     DEFAULT_SETTINGS,
@@ -31,11 +35,34 @@ from ..rdf.mapping import (
 )
 from ..rdf.sparql import QUERIES
 from ..rdf.tables import GrainList
+from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS, RDF
 from .audit import current_head
 from .core import Core
-from .lookup import chain_rows, subject_rows
+from .lookup import chain_rows, count_held, subject_rows
 from .state import STATUSES, TimeLike, millis_or_now
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A belief and one extent in which it was in force: valid time
+    [``valid_from``, ``valid_to``) as known during system time
+    [``system_from``, ``system_to``), epoch milliseconds (None: still open)."""
+
+    grain: Grain
+    valid_from: int
+    valid_to: int | None
+    system_from: int
+    system_to: int | None
+
+    def holds(self, valid_at: int, as_of: int) -> bool:
+        """Whether the extent holds the point (``valid_at``, ``as_of``)."""
+        return (
+            self.valid_from <= valid_at
+            and (self.valid_to is None or valid_at < self.valid_to)
+            and self.system_from <= as_of
+            and (self.system_to is None or as_of < self.system_to)
+        )
 
 
 class Questions:
@@ -175,13 +202,8 @@ class Questions:
     ) -> int:
         """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size)."""
         if valid_at is None and as_of is None and self.now_point() is None:
-            # The beliefs of now are those held: two counts the engine keeps cheap.
-            backend = self.core.backend
-            held, closed = (
-                int(next(iter(backend.query(QUERIES[name])))["count"].value)
-                for name in ("grains_count", "closed_count")
-            )
-            return held - closed
+            # The beliefs of now are those held: one count the engine keeps cheap.
+            return count_held(self.core.backend)
         known = millis_or_now(as_of, self.core.clock)
         valid = millis_or_now(valid_at, self.core.clock)
         bindings = {
@@ -190,6 +212,62 @@ class Questions:
         }
         rows = list(self.core.backend.query(BELIEFS_COUNT, bindings))
         return int(rows[0]["count"].value) if rows else 0
+
+    def versions(
+        self,
+        subject: str | None = None,
+        relation: str | None = None,
+        object: Any = None,
+        *,
+        namespace: str | None = None,
+    ) -> list[Version]:
+        """When was this true: the extents in which each belief matching the
+        pattern was in force, oldest system time first.
+
+        ``subject`` and ``relation`` narrow as for :meth:`beliefs`; ``object`` is
+        a grain's object text or an RDF term. A belief has at most two extents:
+        until it was superseded or voided, and, once superseded, the part of its
+        valid time before its successor's (see :func:`.inforce.extents`). It is
+        in force at (V, T), as :meth:`beliefs` answers, exactly when one of its
+        versions holds that point.
+
+        >>> from oms_rdf import Belief, GrainStore
+        >>> store = GrainStore()
+        >>> old = store.put(Belief("ann", "works_at", "Acme", 0.9, created_at=1))
+        >>> _ = store.supersede(old, {"type": "belief", "subject": "ann",
+        ...     "relation": "works_at", "object": "Initech", "confidence": 0.9,
+        ...     "created_at": 5, "valid_from": 3})
+        >>> [(v.grain["object"], v.valid_from, v.valid_to)
+        ...  for v in store.versions("ann", "works_at", "Acme")][-1]
+        ('Acme', 1, 3)
+        """
+        texts, bindings = bound_texts(subject, relation, namespace, self.core.settings)
+        rows = self.core.backend.query(versions_query(texts), bindings)
+        found = []
+        for row in rows:
+            if isinstance(object, NamedNode | Literal | BlankNode):
+                if unskolem(row["o"]) != object:
+                    continue
+            grain = self.core.grain_of(address_of(row["g"]), row["blob"])
+            if object is not None and not isinstance(
+                object, NamedNode | Literal | BlankNode
+            ):
+                if grain.fields.get("object") != object:
+                    continue
+            valid_to, system_to = (
+                None if row[name] is None else literal_value(row[name])
+                for name in ("validTo", "systemTo")
+            )
+            found.append(
+                Version(
+                    grain,
+                    literal_value(row["validFrom"]),
+                    valid_to,
+                    literal_value(row["systemFrom"]),
+                    system_to,
+                )
+            )
+        return found
 
     def history(self, address: str | Grain) -> GrainList:
         """Return the supersession chain through a grain, oldest first (forks included)."""

@@ -12,8 +12,9 @@ of the query (expressions, modifiers, aggregates, the CONSTRUCT template) is
 kept as written, and its blank nodes become variables that ``SELECT *`` leaves
 out, as SPARQL does.
 
-What SPARQL cannot say over reified triples gives None, and the caller builds
-the point's knowledge and asks it there: paths with ``*``, ``+`` or ``?`` (they
+What SPARQL cannot say over reified triples gives None (:func:`why_not` says
+which form), and the caller builds the point's knowledge and asks it there in
+process, or refuses the query on a server: paths with ``*``, ``+`` or ``?`` (they
 repeat an edge that must be in force at every step), DESCRIBE (the server would
 describe the grain layer), FROM, SERVICE, RDF-star terms, a GRAPH pattern that
 matches no triple of its own (it would list the graphs), and a VALUES block after
@@ -35,10 +36,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..rdf.inforce import GrainClause
+from ..rdf.inforce import EXTENT_VARIABLES, GrainClause
 from .querytext import Token, UnreadableError, tokenize
 
-__all__ = ["rewrite"]
+__all__ = ["rewrite", "why_not"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
@@ -53,6 +54,18 @@ def rewrite(query: str, clause: GrainClause) -> str | None:
         return _Rewriter(query, clause).run()
     except UnreadableError:
         return None
+
+
+def why_not(query: str, clause: GrainClause) -> str:
+    """The form that keeps :func:`rewrite` from taking ``query``, in words
+    (empty when it takes it)."""
+    if "_oms" in query:
+        return "a name with _oms in it (the rewrite names its own variables so)"
+    try:
+        _Rewriter(query, clause).run()
+    except UnreadableError as exc:
+        return str(exc)
+    return ""
 
 
 # A path: ("iri", text) | ("var", text) | ("inv", path) | ("seq", [path]) |
@@ -71,6 +84,7 @@ class _Rewriter:
         self.labels: dict[str, str] = {}  # blank node label -> its variable
         self.inline = False  # inside EXISTS: see matched
         self.atoms = 0  # triple patterns matched, to name their own variables
+        self.spanned: list[int] = []  # in a range question, atoms whose extent shows
 
     # --- reading tokens -------------------------------------------------------------
 
@@ -136,6 +150,12 @@ class _Rewriter:
             self.edits.append((open_brace.start, open_brace.start, "WHERE "))
         before = self.fresh
         scope = self.group(None)
+        if self.clause.during is not None:  # the solution's extent, in its group
+            close = self.tokens[self.at - 1]
+            joined = self.clause.joined(self.spanned)
+            self.edits.append((close.start, close.start, f" {joined} "))
+            scope = [*scope, *(f"?{name}" for name in EXTENT_VARIABLES)]
+            before = -1  # SELECT * names its variables: not the atoms' own
         if short is not None:  # CONSTRUCT WHERE { … }: the template is the pattern
             inner = self.text[open_brace.end : self.tokens[self.at - 1].start]
             if re.search(r"_:|\[", inner):
@@ -561,6 +581,9 @@ class _Rewriter:
             inner += " " + extra
         ends = dict.fromkeys((s, p, o, graph or ""))
         shown = [t for t in ends if t[:1] in ("?", "$") and not t.startswith("?_omsnp")]
+        if not self.inline and self.clause.during is not None:
+            shown += self.clause.extent_of(self.atoms)
+            self.spanned.append(self.atoms)
         if self.inline:
             return f"{{ {inner} }}"
         if not shown:

@@ -21,6 +21,8 @@ from pyoxigraph import (
 from ..codec.grain import Grain
 from ..errors import QueryError
 from ..rdf.inforce import (
+    During,
+    GrainClause,
     current_beliefs_query,
     grain_clause,
     snapshot_query,
@@ -34,6 +36,7 @@ from ..rdf.sparql import term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS
+from .blanks import seen_as_blank
 from .core import Core
 from .knowledge import (
     PREFIXES,
@@ -46,7 +49,7 @@ from .knowledge import (
 )
 from .querytext import dataset_clause, dataset_start
 from .questions import Questions, bound_texts, namespaces_of
-from .rewrite import rewrite
+from .rewrite import rewrite, why_not
 from .state import TimeLike, millis_or_now
 
 if TYPE_CHECKING:  # pandas is optional
@@ -73,6 +76,8 @@ class SparqlQueries:
         default_graph_uris: Sequence[str] | None = None,
         named_graph_uris: Sequence[str] | None = None,
         held: bool = False,
+        valid_during: tuple[TimeLike, TimeLike] | None = None,
+        system_during: tuple[TimeLike, TimeLike] | None = None,
         **bindings: Any,
     ) -> QueryResult:
         """Run any SPARQL query over the knowledge, now or at a bi-temporal point.
@@ -90,6 +95,16 @@ class SparqlQueries:
         of a list).
         ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
         audit; see ``ontology/README.md``).
+
+        ``valid_during=(start, end)`` asks a range instead of a point: every
+        triple in force at some valid time in [start, end) (None: open), as
+        known at ``as_of`` (default now), or at some system time in
+        ``system_during`` (``(None, None)``: all of system time). Each solution
+        then binds ``?validFrom ?validTo ?systemFrom ?systemTo``
+        (``xsd:dateTime``; an unbound end is open): the extent in which it held,
+        the latest start and earliest end of its triples' extents, which the
+        query may use (FILTER, ORDER BY, SELECT); a triple held in two extents
+        gives two solutions.
 
         ``default_graph_uris`` and ``named_graph_uris`` narrow the dataset as the
         SPARQL Protocol's parameters of the same names do: the default graph is the
@@ -118,6 +133,11 @@ class SparqlQueries:
         ['http://example.org/bob']
         """
         check_query(sparql)  # before any parser: deep nesting crashes them
+        if valid_during is not None or system_during is not None:
+            return self._asked_during(
+                sparql, (valid_during, system_during, valid_at, as_of), namespace,
+                [*(substitutions or {}).items(), *bindings.items()],
+            )  # fmt: skip
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
         if (
@@ -133,6 +153,7 @@ class SparqlQueries:
         dataset = _dataset(default_graph_uris, named_graph_uris, grains)
         if grains:
             return run_query(self.core.backend, sparql, values, **dataset)
+        sparql = seen_as_blank(sparql, values)  # stored blank nodes are blank
         if timed or namespace is not None:
             return self._asked_at(sparql, values, dataset, valid_at, as_of, namespace)
         if not dataset:
@@ -147,6 +168,49 @@ class SparqlQueries:
                 **dataset,
             },
         )
+
+    def _asked_during(
+        self,
+        sparql: str,
+        times: tuple[Any, Any, TimeLike, TimeLike],
+        namespace: str | Sequence[str] | None,
+        bindings: Sequence[tuple[str | Variable, Any]],
+    ) -> QueryResult:
+        """A range question (see :meth:`query`), rewritten onto the grain layer."""
+        valid_during, system_during, valid_at, as_of = times
+        clock = self.core.clock
+        if valid_at is not None or (system_during is not None and as_of is not None):
+            raise QueryError(
+                "expected a point or a range on each axis; found valid_at with "
+                "valid_during, or as_of with system_during"
+            )
+
+        def span(pair: Any) -> Any:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise QueryError(f"a range is (start, end); found {pair!r}")
+            return tuple(
+                None if t is None else millis_literal(millis_or_now(t, clock))
+                for t in pair
+            )
+
+        during = During(
+            span(valid_during or (None, None)),
+            millis_literal(millis_or_now(as_of, clock)),
+            None if system_during is None else span(system_during),
+        )
+        values = {k: term_for(v) for k, v in bindings}
+        sparql = seen_as_blank(sparql, values)
+        run_query(ox.Store(), sparql, values)  # its own faults, worded as in process
+        clause = GrainClause(
+            None, tuple(n for n in namespaces_of(namespace) if n), during
+        )
+        text = rewrite(sparql, clause)
+        if text is None:
+            raise QueryError(
+                "expected a range question the grain layer can answer; found "
+                f"{why_not(sparql, clause)}"
+            )
+        return run_query(self.core.backend, text, values)
 
     def _asked_at(
         self,
@@ -164,6 +228,8 @@ class SparqlQueries:
         )
         if answer is not None:
             return answer
+        if self.core.backend.remote:  # never the point's knowledge copied here
+            raise _refused(sparql, dataset)
         view = self._knowledge_store(valid_at, as_of, namespace)
         if "default_graph" in dataset:  # the knowledge's default graph is the view's
             dataset["default_graph"] = [
@@ -329,6 +395,21 @@ class SparqlQueries:
         texts, bindings = bound_texts(None, None, namespace)
         query = current_beliefs_query(texts)
         return self.questions.grains_of(self.core.backend.query(query, bindings))
+
+
+def _refused(sparql: str, dataset: Mapping[str, Any]) -> QueryError:
+    """The refusal of a query of a point that the rewrite cannot take, on a server."""
+    if dataset:
+        form = "a dataset of the query's own (default_graph_uris, named_graph_uris)"
+    else:
+        form = why_not(sparql, grain_clause(None, None, ())) or "its form"
+    return QueryError(
+        "expected a query of a point that can be asked of the grain layer where "
+        f"the data is; found {form}, which on a SPARQL server would need the "
+        "point's knowledge copied into this process. Ask it without that form "
+        "(a fixed path length instead of * or +, SELECT instead of DESCRIBE), "
+        "or of an embedded store"
+    )
 
 
 def _own_dataset(sparql: str) -> tuple[str, dict[str, Any]]:

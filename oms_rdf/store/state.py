@@ -54,6 +54,14 @@ class IndexState:
         """Whether the grain is current: active, not closed, not contradicted."""
         return self.system_to is None
 
+    @property
+    def kind(self) -> str:
+        """How a timeline draws the grain: ``retracted`` (or contradicted),
+        ``current``, or ``superseded`` (it still describes the past)."""
+        if self.status == "retracted" or self.voided_at is not None:
+            return "retracted"
+        return "current" if self.is_current else "superseded"
+
 
 @dataclass(frozen=True, slots=True)
 class Signature:

@@ -23,7 +23,7 @@ import uuid
 
 import pyoxigraph as ox
 
-from ..backends.embedded import Backend
+from ..backends.base import Backend
 from ..codec.grain import now_ms
 from ..errors import ErrorCode, StoreError
 from ..rdf.sparql import update_request

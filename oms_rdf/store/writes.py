@@ -140,7 +140,8 @@ class Writes:
                 if tick is not None:
                     tick(1)
             audit = as_rows(self.core.audit_rows("put_many", count=len(fresh)))
-            if not extra and (empty or self.core.backend.shared):
+            bulk = empty or self.core.backend.shared
+            if not extra and bulk and self.core.pending is None:
                 # Too large for one transaction, perhaps (a server may take far less
                 # in one request than in process): journalled, bulk-loaded on disk.
                 with self.core.bulk(stage=progress) as journal:

@@ -11,12 +11,11 @@ import json
 import queue
 import re
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
 from itertools import islice
 from typing import Annotated, Any, Literal, TypeVar
 
-import pyoxigraph as ox
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
@@ -30,13 +29,13 @@ from ...errors import (
     SchemaError,
 )
 from ...rdf.limits import check_query
-from ...rdf.results import write_solutions
-from ...store import GrainStore, Solutions
+from ...store import GrainStore
 from ...times import to_millis
 from ..federation import is_federated
+from ..isolation import Isolation, isolated_answer, isolation_for
 from ..lanes import Cancelled, Job, Lane
 from ..render import evidence_json, fact_json
-from ..results import QueryResult, polled
+from ..results import QueryRequest, run_query
 from .arguments import (
     MAX_ROWS,
     Address,
@@ -54,6 +53,9 @@ from .arguments import (
 __all__ = ["RECENT", "Memory"]
 
 RECENT = 50  # beliefs in oms://beliefs/recent
+_WORKERS = 2  # queries evaluated at once
+_NTRIPLES = "application/n-triples"
+_ACCEPT = f"application/sparql-results+json, {_NTRIPLES}"  # each form's own
 _T = TypeVar("_T")
 Row = TypeVar("Row")
 
@@ -77,14 +79,30 @@ class Memory:
         self.query_timeout = query_timeout
         self._lane: Lane | None = None  # made at the first query
         self._lock = threading.Lock()
+        # Where a query runs so that it is killed at its limit (on disk the worker
+        # processes start now, while the session starts).
+        self._isolated: Isolation | None = isolation_for(store, workers=_WORKERS)
+        self._closed = False
 
     def close(self) -> None:
-        """Stop the queries running and let go of their threads (the next query
-        makes them again)."""
+        """Stop the queries running, kill their processes and let go of their
+        threads (the next query makes them again)."""
         with self._lock:
             lane, self._lane = self._lane, None
+            isolated, self._isolated = self._isolated, None
+            self._closed = True
         if lane is not None:
             lane.close(grace=0)
+        if isolated is not None:
+            isolated.close()
+
+    def isolated(self) -> Isolation | None:
+        """The processes queries run in (made again after :meth:`close`)."""
+        with self._lock:
+            if self._closed:
+                self._isolated = isolation_for(self.store, workers=_WORKERS)
+                self._closed = False
+            return self._isolated
 
     # --- the session's namespaces ------------------------------------------------
 
@@ -380,13 +398,20 @@ class Memory:
             raise QueryError(
                 "SERVICE is refused: this server sends no requests elsewhere"
             )
-        valid, known = _when(valid_at, "valid_at"), _when(as_of, "as_of")
+        asked = QueryRequest(
+            text=query,
+            accept=_ACCEPT,
+            valid_at=_when(valid_at, "valid_at"),
+            as_of=_when(as_of, "as_of"),
+            namespaces=self.scope,
+            limit=limit + 1,  # one more tells whether there were more
+            timeout=self.query_timeout,
+        )
+        isolated = self.isolated()
 
         def answer(job: Job) -> dict[str, Any]:
-            result = self.store.query(
-                query, valid_at=valid, as_of=known, namespace=self.scope
-            )
-            return _answer(result, limit, job)
+            here = lambda: run_query(self.store, asked, job.check)  # noqa: E731
+            return _answer(*isolated_answer(isolated, asked, job, here), limit)
 
         return self.within_time(answer)
 
@@ -395,7 +420,7 @@ class Memory:
         try:
             with self._lock:
                 if self._lane is None:
-                    self._lane = Lane("mcp-queries", workers=2, backlog=16)
+                    self._lane = Lane("mcp-queries", workers=_WORKERS, backlog=16)
                 job, future = self._lane.submit(work)
         except queue.Full:
             raise QueryError(
@@ -446,28 +471,16 @@ def _when(text: str | None, name: str) -> int | None:
     return None if text is None else to_millis(text, name)
 
 
-def _answer(result: QueryResult, limit: int, job: Job) -> dict[str, Any]:
-    """A query's answer as JSON, at most ``limit`` rows; released on this thread."""
-    if isinstance(result, bool):
-        return {"form": "ask", "boolean": result}
-    if isinstance(result, Solutions):
-        rows = polled(result, job.check)
-        taken, truncated = _taken(rows, limit)
-        names = [v.value for v in result.variables]
-        media = "application/sparql-results+json"
-        body = json.loads(write_solutions(names, taken, media))
-        return {"form": "solutions", **body, "truncated": truncated}
-    triples = polled(result, job.check)
-    kept, truncated = _taken(triples, limit)
-    text = ox.serialize(kept, format=ox.RdfFormat.N_TRIPLES)
-    return {"form": "graph", "ntriples": (text or b"").decode(), "truncated": truncated}
-
-
-def _taken(rows: Iterator[Row], limit: int) -> tuple[list[Row], bool]:
-    """The first ``limit`` rows, and whether there were more; the rest let go of."""
-    try:
-        taken = list(islice(rows, limit))
-        return taken, len(taken) == limit and next(rows, None) is not None
-    finally:
-        if isinstance(rows, Generator):
-            rows.close()
+def _answer(body: bytes, media: str, limit: int) -> dict[str, Any]:
+    """A query's answer (serialised, at most ``limit + 1`` rows) as the tool's
+    JSON, at most ``limit`` rows, and whether there were more."""
+    if media == _NTRIPLES:  # one triple a line
+        lines = body.decode().splitlines(keepends=True)
+        kept = "".join(lines[:limit])
+        return {"form": "graph", "ntriples": kept, "truncated": len(lines) > limit}
+    answer = json.loads(body)
+    if "boolean" in answer:
+        return {"form": "ask", "boolean": answer["boolean"]}
+    rows = answer["results"]["bindings"]
+    answer["results"]["bindings"] = rows[:limit]
+    return {"form": "solutions", **answer, "truncated": len(rows) > limit}

@@ -1,0 +1,191 @@
+"""Time travel: queries at a past point against the same queries now, here and in oxilite.
+
+N beliefs (default 100,000; ``OMS_BENCH_TIMETRAVEL_N`` scales it): N/2 people,
+each with an employer (``worksAt``, one of 97 organisations) and a department
+(``inDept``, one of 13). Then five rounds, each one system time later, supersede
+20% of the employers (drawn with a fixed seed). The points are the state after
+the load (P0) and after each round (P1..P5); now is P5.
+
+Measured, each the median of a few runs:
+
+- a selective lookup (one person's employer, 50 people), a selective join (the
+  departments of one organisation's people) and a COUNT/GROUP BY (people per
+  organisation), at P1 (``valid_at=as_of=P1``) and now (no time: the plain path);
+- ``store.changes`` between each pair of adjacent points;
+- the same workload on oxilite 0.9.1 with ``set_versioning("log")``: the load
+  and each round as one commit, ``query(as_of="#tick")`` at P1, and
+  ``changes(after, until)`` between adjacent commits.
+
+The ratios printed are past / present for each engine (how much a past point
+costs over now, in the same engine and run), and ours / oxilite.
+
+Run: .venv/bin/python -m benchmarks.bench_timetravel
+     OMS_BENCH_TIMETRAVEL_N=10000 .venv/bin/python -m benchmarks.bench_timetravel
+     (OMS_BENCH_TIMETRAVEL_RUNS: runs per figure, default 5; changes at most 3)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import oms_rdf as oms
+
+EX = "http://example.org/"
+WORKS, DEPT = f"{EX}worksAt", f"{EX}inDept"
+T0 = 1_700_000_000_000
+STEP = 86_400_000  # a day between rounds
+ROUNDS, SHARE, ORGS, DEPTS = 5, 0.2, 97, 13
+
+
+RUNS = int(os.environ.get("OMS_BENCH_TIMETRAVEL_RUNS", "5"))
+
+
+def median_time(fn: Callable[[], object], runs: int = RUNS) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def plan(n: int) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """The initial N-Triples lines, and each round's (person, new org) pairs."""
+    people = n // 2
+    lines = []
+    for i in range(people):
+        lines.append(f"<{EX}p{i}> <{WORKS}> <{EX}org{i % ORGS}> .")
+        lines.append(f"<{EX}p{i}> <{DEPT}> <{EX}dept{i % DEPTS}> .")
+    rng = random.Random(7)
+    rounds = []
+    for r in range(ROUNDS):
+        chosen = rng.sample(range(people), int(people * SHARE))
+        rounds.append([(p, (p + r + 1) % ORGS) for p in chosen])
+    return lines, rounds
+
+
+QUERIES = {
+    "lookup": f"SELECT ?o WHERE {{ <{EX}p{{k}}> <{WORKS}> ?o }}",
+    "join": f"SELECT ?p ?d WHERE {{ ?p <{WORKS}> <{EX}org5> . ?p <{DEPT}> ?d }}",
+    "group": f"SELECT ?o (COUNT(?p) AS ?n) WHERE {{ ?p <{WORKS}> ?o }} GROUP BY ?o",
+}
+
+
+def workload(ask: Callable[[str], Any], people: int) -> dict[str, Callable[[], int]]:
+    """Each query as a function returning its row count (lookup: 50 people)."""
+    picks = random.Random(3).sample(range(people), min(50, people))
+
+    def lookup() -> int:
+        return sum(
+            len(list(ask(QUERIES["lookup"].replace("{k}", str(k))))) for k in picks
+        )
+
+    return {
+        "lookup": lookup,
+        "join": lambda: len(list(ask(QUERIES["join"]))),
+        "group": lambda: len(list(ask(QUERIES["group"]))),
+    }
+
+
+def ours(lines: list[str], rounds: list[list[tuple[int, int]]]) -> dict[str, float]:
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    start = time.perf_counter()
+    store.import_(io.BytesIO("\n".join(lines).encode()), format="ntriples")
+    load = time.perf_counter() - start
+    start = time.perf_counter()
+    for r, moves in enumerate(rounds, 1):
+        clock[0] = T0 + r * STEP
+        with store.transaction() as tx:
+            for person, org in moves:
+                (old,) = store.beliefs(f"{EX}p{person}", WORKS)
+                fields = dict(old.fields)
+                fields.update(object=f"{EX}org{org}", created_at=clock[0])
+                fields.pop("valid_from", None)
+                tx.supersede(old, fields)
+    rounds_s = time.perf_counter() - start
+    clock[0] = T0 + (ROUNDS + 1) * STEP
+    past = T0 + STEP
+    out = {"load": load, "rounds": rounds_s}
+    now_q = workload(lambda q: store.query(q), len(lines) // 2)
+    past_q = workload(
+        lambda q: store.query(q, valid_at=past, as_of=past), len(lines) // 2
+    )
+    for name in QUERIES:
+        assert now_q[name]() > 0 and past_q[name]() > 0, name
+        out[f"{name} now"] = median_time(now_q[name])
+        out[f"{name} past"] = median_time(past_q[name])
+    out["changes"] = statistics.median(
+        median_time(
+            lambda r=r: store.changes(T0 + r * STEP, T0 + (r + 1) * STEP), min(RUNS, 3)
+        )
+        for r in range(ROUNDS)
+    )
+    return out
+
+
+def oxilite_side(
+    lines: list[str], rounds: list[list[tuple[int, int]]]
+) -> dict[str, float]:
+    import oxilite
+
+    store = oxilite.Store()
+    store.set_versioning("log")
+    start = time.perf_counter()
+    store.load("\n".join(lines).encode(), format=oxilite.RdfFormat.N_TRIPLES)
+    load = time.perf_counter() - start
+    ticks = [store.history()[0].tick]
+    employer = {i: i % ORGS for i in range(len(lines) // 2)}
+    start = time.perf_counter()
+    for moves in rounds:
+        deleted = "\n".join(
+            f"<{EX}p{p}> <{WORKS}> <{EX}org{employer[p]}> ." for p, _ in moves
+        )
+        inserted = "\n".join(f"<{EX}p{p}> <{WORKS}> <{EX}org{o}> ." for p, o in moves)
+        store.update(f"DELETE DATA {{ {deleted} }} ;\nINSERT DATA {{ {inserted} }}")
+        employer.update(moves)
+        ticks.append(store.history()[0].tick)
+    rounds_s = time.perf_counter() - start
+    past = f"#{ticks[1]}"
+    out = {"load": load, "rounds": rounds_s}
+    now_q = workload(lambda q: store.query(q), len(lines) // 2)
+    past_q = workload(lambda q: store.query(q, as_of=past), len(lines) // 2)
+    for name in QUERIES:
+        assert now_q[name]() > 0 and past_q[name]() > 0, name
+        out[f"{name} now"] = median_time(now_q[name])
+        out[f"{name} past"] = median_time(past_q[name])
+    out["changes"] = statistics.median(
+        median_time(lambda r=r: store.changes(ticks[r], ticks[r + 1]), min(RUNS, 3))
+        for r in range(ROUNDS)
+    )
+    return out
+
+
+def main() -> None:
+    n = int(os.environ.get("OMS_BENCH_TIMETRAVEL_N", "100000"))
+    lines, rounds = plan(n)
+    print(
+        f"N = {n:,} beliefs, {ROUNDS} rounds of {SHARE:.0%} supersessions (of worksAt)"
+    )
+    a = ours(lines, rounds)
+    b = oxilite_side(lines, rounds)
+    print(f"{'':16}{'oms_rdf':>12}{'oxilite':>12}{'ours/oxilite':>14}")
+    for key in a:
+        print(f"{key:16}{a[key]:11.4f}s{b[key]:11.4f}s{a[key] / b[key]:13.2f}x")
+    print("past / present (P1 vs now), each engine against itself:")
+    for name in QUERIES:
+        ra, rb = (
+            a[f"{name} past"] / a[f"{name} now"],
+            b[f"{name} past"] / b[f"{name} now"],
+        )
+        print(f"  {name:8} oms_rdf {ra:7.2f}x   oxilite {rb:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

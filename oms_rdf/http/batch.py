@@ -1,0 +1,133 @@
+"""``POST /v1/transactions``: a publication over HTTP, as one store transaction.
+
+The body is ``{"operations": [...]}``, each operation one of::
+
+    {"op": "put", "fact": {...}}
+    {"op": "supersede", "id": ID, "fact": {...}, "justification": TEXT,
+     "valid_from": T, "valid_to": T}
+    {"op": "retract", "id": ID, "reason": TEXT, "valid_from": T, "valid_to": T}
+    {"op": "contradict", "id": ID, "reason": TEXT}
+
+``fact`` is a fact's fields as ``POST /v1/facts`` takes them, ``T`` epoch ms or
+ISO 8601 text; ``valid_from``/``valid_to`` make the change one over that portion
+of valid time (SQL:2011 ``FOR PORTION OF``). Every operation is checked against
+the token first (a fact outside its namespaces is a 404, a new one a 403), then
+all run in one :meth:`~oms_rdf.GrainStore.transaction`: one atomic write, one
+system time, one audit event, or nothing. A refused operation is answered as the
+facts API answers it (``{"code", "message", "path"}``, ``path`` naming the
+operation: ``$.operations[2]``) and the store is unchanged. The answer (201) lists
+the address each operation made or targeted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..codec.grain import Grain
+from ..errors import ErrorCode, OmsError, SchemaError
+from ..store import GrainStore
+from .auth import Authorize, Token
+from .bodies import json_body
+from .facts import FactsApi
+from .lanes import Runner
+
+__all__ = ["MAX_OPERATIONS", "batch_routes"]
+
+MAX_OPERATIONS = 10_000  # operations of one transaction
+_OPS = ("put", "supersede", "retract", "contradict")
+
+
+def batch_routes(
+    store: GrainStore, authorize: Authorize, *, run: Runner
+) -> list[Route]:
+    """Return the ``POST /v1/transactions`` route over ``store``."""
+    api = FactsApi(store, authorize, run)
+    return [Route("/v1/transactions", api.guarded(_transaction), methods=["POST"])]
+
+
+def _transaction(api: FactsApi, request: Request, raw: bytes) -> Response:
+    token = api.scope(request, write=True)
+    body = json_body(raw)
+    operations = body.get("operations")
+    if not isinstance(operations, list) or not 0 < len(operations) <= MAX_OPERATIONS:
+        raise SchemaError(
+            f'expected "operations": a list of 1 to {MAX_OPERATIONS} operations',
+            path="$.operations",
+        )
+    checked = [_checked(api, token, i, op) for i, op in enumerate(operations)]
+    done: list[dict[str, Any]] = []
+    with api.store.transaction() as tx:
+        for i, (op, target, item) in enumerate(checked):
+            try:
+                done.append({"op": op["op"], "id": _apply(tx, op, target, item)})
+            except OmsError as exc:
+                raise _at(exc, i) from None
+    return JSONResponse({"operations": done}, status_code=201)
+
+
+def _checked(
+    api: FactsApi, token: Token, i: int, op: Any
+) -> tuple[dict[str, Any], Grain | None, Any]:
+    """An operation with the fact it targets and the fields it writes, each
+    checked against the token; nothing is written yet."""
+    where = f"$.operations[{i}]"
+    if not isinstance(op, dict) or op.get("op") not in _OPS:
+        raise SchemaError(
+            f'each operation is an object whose "op" is one of {_OPS}', path=where
+        )
+    try:
+        target = None
+        if op["op"] != "put":
+            ref = op.get("id")
+            if not isinstance(ref, str):
+                raise SchemaError(
+                    f'"{op["op"]}" needs the "id" of a fact', path=f"{where}.id"
+                )
+            target = api.fact(token, ref)
+        item = None
+        if op["op"] in ("put", "supersede"):
+            if not isinstance(op.get("fact"), dict):
+                raise SchemaError(
+                    'needs "fact": the fields of a fact', path=f"{where}.fact"
+                )
+            item = api.writable(token, op["fact"])[0]
+        elif not isinstance(op.get("reason", ""), str) or (
+            op["op"] == "retract" and not op.get("reason")
+        ):
+            raise SchemaError(
+                'say why in "reason" (it is audited)', path=f"{where}.reason"
+            )
+    except OmsError as exc:
+        raise _at(exc, i) from None
+    return op, target, item
+
+
+def _apply(tx: GrainStore, op: dict[str, Any], target: Grain | None, item: Any) -> str:
+    """Run one operation on the transaction; the address it made or targeted."""
+    portion = {k: op[k] for k in ("valid_from", "valid_to") if op.get(k) is not None}
+    kind = op["op"]
+    if kind == "put":
+        return tx.put(item)
+    assert target is not None  # every other operation names a fact (_checked)
+    if kind == "supersede":
+        return tx.supersede(
+            target, item, justification=op.get("justification"), **portion
+        )
+    if kind == "retract":
+        tx.retract(target, reason=op["reason"], **portion)
+    else:
+        tx.contradict(target, reason=op.get("reason"))
+    return target.address
+
+
+def _at(exc: OmsError, i: int) -> OmsError:
+    """The same error, saying which operation it is of."""
+    path = f"$.operations[{i}]" + (
+        exc.path[1:] if exc.path and exc.path.startswith("$") else ""
+    )
+    code = exc.code if isinstance(exc.code, ErrorCode) else None
+    return type(exc)(f"operation {i}: {exc.message}", code=code, path=path)

@@ -1,0 +1,311 @@
+"""The data of a SPARQL Update request, read by pyoxigraph's parsers.
+
+A request is split into its operations (``;`` outside any block, string, IRI or
+comment), each known by its keywords. Only ``INSERT DATA``, ``DELETE DATA`` and
+``[WITH <g>] DELETE { t } WHERE { t }`` over the same ground triples (what
+rdflib's ``SPARQLUpdateStore`` writes for ``DELETE DATA``) are read; any other
+form is refused before anything runs it. The whole request is then checked by
+pyoxigraph's SPARQL parser, on an empty store of its own, so a malformed request
+is refused with that parser's line and column. The quads of a DATA block are
+read by pyoxigraph's TriG parser (its default-graph triples in ``{ }``, its
+``GRAPH g { }`` blocks as they are, the request's ``PREFIX`` and ``BASE`` before
+them), which keeps every lexical form as written (a store would canonicalise
+``"042"^^xsd:integer``) and the order of the request.
+
+Blank nodes get labels derived from the block's text and their order of first
+appearance, so the same operation again asserts the same terms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..errors import ErrorCode, QueryError
+
+__all__ = ["DataOperation", "data_operations"]
+
+_STRING = "|".join(
+    (
+        r'"""(?:[^"\\]|\\.|"(?!""))*"""',
+        r"'''(?:[^'\\]|\\.|'(?!''))*'''",
+        r'"(?:[^"\\\r\n]|\\.)*"',
+        r"'(?:[^'\\\r\n]|\\.)*'",
+    )
+)
+_TOKEN = re.compile(
+    r"(?P<space>\s+)|(?P<comment>#[^\r\n]*)"
+    f"|(?P<string>{_STRING})"
+    r"|(?P<iri><[^<>\"{}|^`\\\x00-\x20]*>)"
+    r"|(?P<open>\{)|(?P<close>\})|(?P<semi>;)"
+    r"|(?P<word>[^\s{};<>\"'#]+)|(?P<other>.)",
+    re.S,
+)
+_REFUSED_FORMS = {"LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY"}
+_MODIFY = {"INSERT", "DELETE", "WITH"}
+_WHY = (
+    "is refused: only INSERT DATA (adopt triples as beliefs) and DELETE DATA "
+    "(retract the beliefs that assert them) change this store, so that every "
+    "change goes through the belief operations and policies"
+)
+
+
+@dataclass(frozen=True)
+class DataOperation:
+    """One INSERT DATA or DELETE DATA of a request: its quads, in its order."""
+
+    kind: str  # "insert" or "delete"
+    quads: list[ox.Quad]
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class _Op:
+    """An operation's parts: words and IRIs outside blocks, and its blocks."""
+
+    prologue: list[str]
+    parts: list[_Token | list[_Token]] = field(default_factory=list)
+    start: int = 0
+
+    def keywords(self) -> list[str]:
+        """Its words (upper case), with ``{}`` for a block and ``<>`` for an IRI."""
+        return [
+            "{}" if isinstance(p, list) else "<>" if p.kind == "iri" else p.text.upper()
+            for p in self.parts
+        ]
+
+
+def data_operations(
+    text: str, prefixes: Mapping[str, str] | None = None
+) -> list[DataOperation]:
+    """Read an update request into its INSERT DATA and DELETE DATA quads, in order.
+
+    ``prefixes``: prefixes the request may use without declaring them (its own
+    declarations win).
+
+    Raises:
+        QueryError: ERR_QUERY for malformed SPARQL (with the parser's line and
+            column) or any other update form.
+    """
+    given = dict(prefixes or {})
+    known = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in given.items())
+    ops = _split(text)
+    plans = [_plan(text, op, known) for op in ops]  # refuses other forms before any run
+    _check_syntax(text, given)
+    return [DataOperation(kind, _read(trig)) for kind, trig in plans]
+
+
+def _tokens(text: str) -> Iterator[_Token]:
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "other"
+        if kind not in ("space", "comment"):
+            yield _Token(kind, match.group(), match.start(), match.end())
+
+
+def _split(text: str) -> list[_Op]:
+    """The request's operations, each with the prologue declared before it."""
+    tokens = list(_tokens(text))
+    prologue: list[str] = []
+    ops: list[_Op] = []
+    op = _Op(list(prologue))
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        keyword = token.text.upper() if token.kind == "word" else ""
+        if token.kind == "semi":
+            ops.append(op)
+            op = _Op(list(prologue))
+            i += 1
+        elif keyword in ("PREFIX", "BASE") and not op.parts:
+            size = 3 if keyword == "PREFIX" else 2
+            declared = tokens[i : i + size]
+            prologue.append(text[declared[0].start : declared[-1].end])
+            op.prologue = list(prologue)
+            i += size
+        elif token.kind == "open":
+            end = _matching(tokens, i)
+            op.parts.append(tokens[i + 1 : end])
+            i = end + 1
+        else:
+            if not op.parts:
+                op.start = token.start
+            op.parts.append(token)
+            i += 1
+    ops.append(op)
+    return [op for op in ops if op.parts]
+
+
+def _matching(tokens: list[_Token], i: int) -> int:
+    """The index of the brace that closes the one at ``i`` (the end if none)."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += {"open": 1, "close": -1}.get(tokens[j].kind, 0)
+        if depth == 0:
+            return j
+    return len(tokens)
+
+
+def _plan(text: str, op: _Op, known: str = "") -> tuple[str, str]:
+    """What an operation does, and the TriG document of its data.
+
+    Raises:
+        QueryError: ERR_QUERY for a form other than the DATA ones.
+    """
+    words = op.keywords()
+    blocks = [p for p in op.parts if isinstance(p, list)]
+    head = known + "\n".join(op.prologue) + "\n"
+    if words in (["INSERT", "DATA", "{}"], ["DELETE", "DATA", "{}"]):
+        return words[0].lower(), head + _trig(text, blocks[0])
+    with_graph = words[:1] == ["WITH"] and len(words) > 1
+    if (words[2:] if with_graph else words) == ["DELETE", "{}", "WHERE", "{}"]:
+        graph = op.parts[1] if with_graph else None
+        if not isinstance(graph, list):
+            trig = _ground_delete(text, head, graph, blocks[0], blocks[1])
+            if trig is not None:
+                return "delete", trig
+    first = words[0] if words else ""
+    if first in _REFUSED_FORMS:
+        name = first
+    elif words[:2] == ["DELETE", "WHERE"]:
+        name = "DELETE WHERE"
+    elif first in _MODIFY:
+        name = "DELETE/INSERT ... WHERE"
+    else:
+        line, column = _position(text, op.start)
+        raise QueryError(
+            f"not valid SPARQL Update: expected an update operation, found "
+            f"{first or op.parts[0]!r} (line {line}, column {column})"
+        )
+    raise QueryError(f"{name} {_WHY}", code=ErrorCode.QUERY)
+
+
+def _trig(text: str, block: list[_Token]) -> str:
+    """A DATA block as TriG: default-graph triples in ``{ }``, graphs as written."""
+    pieces: list[str] = []
+    segment: list[_Token] = []
+    i = 0
+
+    def close_segment() -> None:
+        if segment:
+            pieces.append("{ " + text[segment[0].start : segment[-1].end] + " }")
+            segment.clear()
+
+    while i < len(block):
+        token = block[i]
+        graph = token.kind == "word" and token.text.upper() == "GRAPH"
+        if graph and i + 2 < len(block) and block[i + 2].kind == "open":
+            close_segment()
+            end = _matching(block, i + 2)
+            last = block[min(end, len(block) - 1)]
+            pieces.append(
+                f"GRAPH {block[i + 1].text} " + text[block[i + 2].start : last.end]
+            )
+            i = end + 1
+            if i < len(block) and block[i].text == ".":
+                i += 1  # the optional "." after a graph block
+            continue
+        segment.append(token)
+        i += 1
+    close_segment()
+    return "\n".join(pieces)
+
+
+def _ground_delete(
+    text: str,
+    head: str,
+    graph: _Token | None,
+    template: list[_Token],
+    where: list[_Token],
+) -> str | None:
+    """The TriG of ``DELETE { t } WHERE { t }`` over the same ground triples, else None."""
+
+    def ground(block: list[_Token]) -> set[ox.Quad] | None:
+        if not block or any(t.kind in ("open", "close") for t in block):
+            return None
+        body = text[block[0].start : block[-1].end]
+        try:
+            quads = list(ox.parse(head + "{ " + body + " }", format=ox.RdfFormat.TRIG))
+        except SyntaxError:
+            return None
+        terms = [t for q in quads for t in (q.subject, q.predicate, q.object)]
+        if any(not isinstance(t, ox.NamedNode | ox.Literal) for t in terms):
+            return None
+        return set(quads)
+
+    deleted, matched = ground(template), ground(where)
+    if not deleted or deleted != matched:
+        return None
+    body = text[template[0].start : template[-1].end]
+    if graph is None:
+        return head + "{ " + body + " }"
+    return head + f"GRAPH {graph.text} {{ {body} }}"
+
+
+def _check_syntax(text: str, prefixes: dict[str, str]) -> None:
+    """Run the request (only DATA operations by now) on an empty store of its own:
+    pyoxigraph's SPARQL parser refuses what is not SPARQL Update.
+
+    Raises:
+        QueryError: ERR_QUERY with the parser's line and column.
+    """
+    try:
+        ox.Store().update(text, prefixes=prefixes)
+    except SyntaxError as exc:
+        message = str(exc)
+        found = re.match(r"error at (\d+):(\d+): (.*)", message, re.S)
+        if found is None:
+            raise QueryError(f"not valid SPARQL Update: {message}") from None
+        line, column, why = found.groups()
+        raise QueryError(
+            f"not valid SPARQL Update: {why} (line {line}, column {column})"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise QueryError(f"not valid SPARQL Update: {exc}") from None
+
+
+def _read(trig: str) -> list[ox.Quad]:
+    """The quads of a DATA block's TriG, blank nodes labelled from its text."""
+    digest = hashlib.sha256(trig.encode()).hexdigest()
+    seen: dict[str, ox.BlankNode] = {}
+
+    def label(term: Any) -> Any:
+        if not isinstance(term, ox.BlankNode):
+            return term
+        if term.value not in seen:
+            n = len(seen)
+            text = "b" + hashlib.sha256(f"{digest}:{n}".encode()).hexdigest()[:32]
+            seen[term.value] = ox.BlankNode(text)
+        return seen[term.value]
+
+    try:
+        quads = list(ox.parse(trig, format=ox.RdfFormat.TRIG))
+    except SyntaxError as exc:
+        raise QueryError(f"cannot read the update's data: {exc}") from None
+    if not any(
+        isinstance(t, ox.BlankNode)
+        for q in quads
+        for t in (q.subject, q.object, q.graph_name)
+    ):
+        return quads
+    return [
+        ox.Quad(*(label(t) for t in (q.subject, q.predicate, q.object, q.graph_name)))
+        for q in quads
+    ]
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of an offset."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1

@@ -1,0 +1,130 @@
+"""Range questions: every triple in force at some point of a valid-time range,
+with the extent in which it held bound to ?validFrom ?validTo ?systemFrom ?systemTo.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.rdf.mapping import literal_value
+from tests.test_versions import ANN, DAY, T0, WORKS, belief, story
+
+ASK = f"SELECT ?o ?validFrom ?validTo ?systemFrom ?systemTo WHERE {{ <{ANN}> <{WORKS}> ?o }}"
+
+
+def day(term: Any) -> int | None:
+    return None if term is None else (literal_value(term) - T0) // DAY
+
+
+def rows(result: Any) -> set[tuple[Any, ...]]:
+    return {
+        (r["o"].value.rsplit("/", 1)[1], day(r["validFrom"]), day(r["validTo"]),
+         day(r["systemFrom"]), day(r["systemTo"]))
+        for r in result
+    }  # fmt: skip
+
+
+def test_a_valid_range_as_known_now() -> None:
+    store = story()  # now: day 30. Acme [0, 5) as known from day 10; Initech retracted.
+    assert rows(store.query(ASK, valid_during=(T0 + DAY, T0 + 8 * DAY))) == {
+        ("acme", 0, 5, 10, None)
+    }
+    assert rows(store.query(ASK, valid_during=(T0 + 6 * DAY, T0 + 8 * DAY))) == set()
+
+
+def test_a_valid_range_as_known_then() -> None:
+    store = story()
+    # As known on day 12: Acme [0, 5) and Initech [5, open), both from day 10.
+    got = store.query(ASK, valid_during=(T0 + DAY, T0 + 8 * DAY), as_of=T0 + 12 * DAY)
+    assert rows(got) == {("acme", 0, 5, 10, None), ("initech", 5, None, 10, 20)}
+    # As known on day 2: Acme, open-ended, known from day 0 until day 10.
+    got = store.query(ASK, valid_during=(T0 + 6 * DAY, None), as_of=T0 + 2 * DAY)
+    assert rows(got) == {("acme", 0, None, 0, 10)}
+
+
+def test_all_of_system_time_gives_every_version() -> None:
+    store = story()
+    got = store.query(ASK, valid_during=(None, None), system_during=(None, None))
+    want = {
+        (v.grain["object"].rsplit("/", 1)[1],
+         (v.valid_from - T0) // DAY, None if v.valid_to is None else (v.valid_to - T0) // DAY,
+         (v.system_from - T0) // DAY, None if v.system_to is None else (v.system_to - T0) // DAY)
+        for v in store.versions(ANN, WORKS)
+    }  # fmt: skip
+    assert (
+        rows(got)
+        == want
+        == {
+            ("acme", 0, None, 0, 10),
+            ("acme", 0, 5, 10, None),
+            ("initech", 5, None, 10, 20),
+        }
+    )
+
+
+def test_a_join_holds_where_both_triples_held() -> None:
+    # Ann at Acme [0, 5) then Initech [5, open); Acme in Paris [3, 9); Initech in
+    # Rome from day 0. Where was Ann's employer, during days [0, 20)?
+    store = oms.GrainStore(clock=lambda: T0 + 30 * DAY)
+    acme = store.put(belief("acme", at=T0, valid=T0))
+    store.supersede(acme, belief("initech", at=T0 + DAY, valid=T0 + 5 * DAY))
+    city = "http://example.org/in"
+    for org, place, start, end in (
+        ("acme", "paris", 3, 9),
+        ("initech", "rome", 0, None),
+    ):
+        fields = {"type": "belief", "subject": f"http://example.org/{org}",
+                  "relation": city, "object": f"http://example.org/{place}",
+                  "confidence": 0.9, "created_at": T0, "valid_from": T0 + start * DAY}  # fmt: skip
+        if end is not None:
+            fields["valid_to"] = T0 + end * DAY
+        store.put(fields)
+    query = f"""SELECT ?c ?validFrom ?validTo WHERE {{
+      <{ANN}> <{WORKS}> ?o . ?o <{city}> ?c }}"""
+    got = store.query(query, valid_during=(T0, T0 + 20 * DAY))
+    spans = {
+        (r["c"].value.rsplit("/", 1)[1], day(r["validFrom"]), day(r["validTo"]))
+        for r in got
+    }
+    assert spans == {("paris", 3, 5), ("rome", 5, None)}
+    # The extent variables can be used by the query itself.
+    ordered = store.query(
+        query + " ORDER BY DESC(?validFrom)", valid_during=(T0, T0 + 20 * DAY)
+    )
+    assert [r["c"].value.rsplit("/", 1)[1] for r in ordered] == ["rome", "paris"]
+
+
+def test_a_range_with_a_point_or_a_form_it_cannot_take_is_refused() -> None:
+    store = story()
+    with pytest.raises(oms.QueryError):
+        store.query(ASK, valid_during=(T0, T0 + DAY), valid_at=T0)
+    with pytest.raises(oms.QueryError) as refused:
+        store.query(
+            f"SELECT ?o WHERE {{ <{ANN}> <{WORKS}>+ ?o }}", valid_during=(T0, None)
+        )
+    assert "repeats" in str(refused.value)
+
+
+def test_a_range_is_answered_on_a_server(tmp_path: Any) -> None:
+    from tests.servers import start_oxigraph
+
+    process, base = start_oxigraph(tmp_path / "oxigraph")
+    try:
+        store = oms.GrainStore(
+            backend=oms.SparqlBackend.oxigraph(base), clock=lambda: T0 + 30 * DAY
+        )
+        acme = store.put(belief("acme", at=T0, valid=T0))
+        store.supersede(acme, belief("initech", at=T0 + 10 * DAY, valid=T0 + 5 * DAY))
+        got = store.query(ASK, valid_during=(None, None), system_during=(None, None))
+        assert rows(got) == {
+            ("acme", 0, None, 0, 10),
+            ("acme", 0, 5, 10, None),
+            ("initech", 5, None, 10, None),
+        }
+        store.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
