@@ -208,10 +208,9 @@ def diff_cmd(
     store = open_store(ctx, read=True)
     delta = store.changes(since, until, namespace=namespace, axis=axis)  # type: ignore[arg-type]
     if as_json:
-        click.echo(dump_json({
-            "entered": [belief_row(g) for g in delta.entered],
-            "left": [belief_row(g) for g in delta.left],
-        }))  # fmt: skip
+        entered = [belief_row(g) for g in delta.entered]
+        left = [belief_row(g) for g in delta.left]
+        click.echo(dump_json({"entered": entered, "left": left}))
         return
     rows = [
         {"change": change, **belief_row(g)}

@@ -135,9 +135,11 @@ class SparqlQueries:
         check_query(sparql)  # before any parser: deep nesting crashes them
         if valid_during is not None or system_during is not None:
             return self._asked_during(
-                sparql, (valid_during, system_during, valid_at, as_of), namespace,
+                sparql,
+                (valid_during, system_during, valid_at, as_of),
+                namespace,
                 [*(substitutions or {}).items(), *bindings.items()],
-            )  # fmt: skip
+            )
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
         if (
