@@ -38,19 +38,18 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..codec.grain import Grain, system_from
-from ..errors import ErrorCode, SchemaError, TimeRangeError
 from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
 from ..rdf.vocab import OMS
 from ..store import PREFIXES, GrainStore
 from ..store.lookup import believers
-from ..times import TimeLike, to_millis
+from ..store.portion import Portion, portion_of
+from ..times import TimeLike
 from .adopt import adopted_grain
 from .update_syntax import DataOperation, data_operations
 
 __all__ = ["DataOperation", "UpdateReport", "data_operations", "update"]
 
-Portion = tuple[int, int | None]  # [valid_from, valid_to); None: no end
 _Claim = tuple[Any, Any, Any, Any]  # subject, predicate, object, knowledge graph
 
 
@@ -99,7 +98,7 @@ def update(
         TimeRangeError: ERR_RANGE for an empty portion of valid time.
     """
     operations = data_operations(text, PREFIXES)  # those a query may use undeclared
-    portion = _portion(valid_from, valid_to)
+    portion = portion_of(valid_from, valid_to)
     report = UpdateReport()
     with store.transaction(event="update", by=by) as tx:
         plan = _Plan(tx, namespace, confidence, portion, report)
@@ -110,24 +109,6 @@ def update(
                 plan.delete(operation.quads)
         plan.apply(by=by, reason=reason)
     return report
-
-
-def _portion(valid_from: TimeLike | None, valid_to: TimeLike | None) -> Portion | None:
-    """The portion of valid time a request is about, or None for all of it."""
-    if valid_from is None:
-        if valid_to is not None:
-            raise SchemaError(
-                "valid_to= needs valid_from=: a portion of valid time has a start",
-                code=ErrorCode.SCHEMA,
-            )
-        return None
-    start = to_millis(valid_from, "valid_from")
-    end = None if valid_to is None else to_millis(valid_to, "valid_to")
-    if end is not None and end <= start:
-        raise TimeRangeError(
-            f"a portion of valid time [{start}, {end}) must end after it begins"
-        )
-    return start, end
 
 
 class _Plan:

@@ -144,20 +144,14 @@ def extents(g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()) 
     interval: ``oms:validTo`` and the successor's ``oms:validFrom`` end valid
     time, ``oms:systemTo`` and ``oms:voidedAt`` system time.
     """
-    vf, sf, vt, void, st, later, later_from, part, end = map(
-        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom", "part", "end")
+    vf, sf, vt, void, st, later_from, part, end = map(
+        var, ("vf", "sf", "vt", "void", "st", "nextFrom", "part", "end")
     )
     valid_from, valid_to, system_from, system_to = map(var, EXTENT_VARIABLES)
-    index = OMS.index
     # Part 1: before any system end; part 2: superseded, its successor valid later.
     superseded_only = f"BOUND({st}) && (!BOUND({void}) || {st} < {void})"
     lines = [
-        node_block(g, [*first, (OMS.validFrom, vf), (OMS.systemFrom, sf), *then]),
-        f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
-        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} }}",
-        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",
-        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
-        f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
+        bounds_of(g, var=var, first=first, then=then),
         f"VALUES {part} {{ 1 2 }}",
         f"FILTER ({part} = 1 || (BOUND({later_from}) && {superseded_only}))",
         f"BIND (IF({superseded_only}, {st}, {void}) AS {end})",
@@ -254,17 +248,20 @@ GROUP BY {shown} ?rank
 ORDER BY DESC(?rank) DESC(?sf) ?g"""
 
 
-def bounds_of(g: str, *, var: Namer = plain) -> str:
+def bounds_of(
+    g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()
+) -> str:
     """The group pattern binding the bounds of a belief ``g`` that
     :func:`in_force_at` reads: ``vf``, ``sf``, and where the belief has them
-    ``vt``, ``void``, ``st`` and ``nextFrom`` (each named by ``var``)."""
+    ``vt``, ``void``, ``st`` and ``nextFrom`` (each named by ``var``);
+    ``first`` and ``then`` as for :func:`in_force`."""
     vf, sf, vt, void, st, later, later_from = map(
         var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom")
     )
     index = OMS.index
     return "\n  ".join(
         [
-            node_block(g, [(OMS.validFrom, vf), (OMS.systemFrom, sf)]),
+            node_block(g, [*first, (OMS.validFrom, vf), (OMS.systemFrom, sf), *then]),
             f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} }}",
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",

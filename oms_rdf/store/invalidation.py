@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyoxigraph import (
@@ -33,7 +33,7 @@ from .admission import accept, check_new
 from .core import Core
 from .lookup import believers
 from .policy import check
-from .portion import Portion, check_portion, pieces, valid_interval, within
+from .portion import Portion, check_portion, pieces, portion_of, valid_interval, within
 from .protectors import cosigners, protectors
 from .questions import Questions
 from .state import (
@@ -123,7 +123,7 @@ class Invalidation:
                 is no longer current; ERR_RANGE when the new grain is older.
             SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
-        portion = _portion(valid_from, valid_to, self.core.clock)
+        portion = portion_of(valid_from, valid_to)
         with self.core.lock:
             old_address = self.core.resolve(old)
             old_grain = self.core.get(old_address)
@@ -293,7 +293,7 @@ class Invalidation:
             (ERR_INVALIDATION_DENIED) or already retracted (ERR_CONFLICT);
             ERR_RANGE for a portion that misses the grain's valid time.
         """
-        portion = _portion(valid_from, valid_to, self.core.clock)
+        portion = portion_of(valid_from, valid_to)
         if portion is None:
             self._void([address], "retract", reason=reason, by=by, at=at)
             return
@@ -569,21 +569,6 @@ def _rest(
             code=ErrorCode.SCHEMA,
         )
     return [accept(p)[0] for p in pieces(old, *portion, at=at, reason=reason)]
-
-
-def _portion(
-    valid_from: TimeLike, valid_to: TimeLike, clock: Callable[[], int]
-) -> Portion | None:
-    """The portion of valid time a change is for, or None for all of it."""
-    if valid_from is None:
-        if valid_to is not None:
-            raise SchemaError(
-                "valid_to= needs valid_from=: a portion of valid time has a start",
-                code=ErrorCode.SCHEMA,
-            )
-        return None
-    end = None if valid_to is None else millis_or_now(valid_to, clock)
-    return millis_or_now(valid_from, clock), end
 
 
 def _over(new: GrainLike, portion: Portion, old: Grain) -> GrainLike:

@@ -19,9 +19,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..codec.grain import Grain, system_from
-from ..errors import TimeRangeError
+from ..errors import ErrorCode, SchemaError, TimeRangeError
+from ..times import TimeLike, to_millis
 
-__all__ = ["Portion", "check_portion", "pieces", "valid_interval", "within"]
+__all__ = [
+    "Portion",
+    "check_portion",
+    "pieces",
+    "portion_of",
+    "valid_interval",
+    "within",
+]
 
 Portion = tuple[int, int | None]  # [valid_from, valid_to); None: no end
 
@@ -59,6 +67,32 @@ def within(portion: Portion, grain: Grain) -> Portion:
     if high is not None:
         end = high if end is None else min(end, high)
     return max(portion[0], low), end
+
+
+def portion_of(
+    valid_from: TimeLike | None, valid_to: TimeLike | None
+) -> Portion | None:
+    """The portion of valid time a change is for, or None for all of it.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for ``valid_to`` without ``valid_from``, or a
+            time :func:`oms_rdf.times.to_millis` refuses.
+        TimeRangeError: ERR_RANGE for a portion that ends before it begins.
+    """
+    if valid_from is None:
+        if valid_to is not None:
+            raise SchemaError(
+                "valid_to= needs valid_from=: a portion of valid time has a start",
+                code=ErrorCode.SCHEMA,
+            )
+        return None
+    start = to_millis(valid_from, "valid_from")
+    end = None if valid_to is None else to_millis(valid_to, "valid_to")
+    if end is not None and end <= start:
+        raise TimeRangeError(
+            f"a portion of valid time [{start}, {end}) must end after it begins"
+        )
+    return start, end
 
 
 def check_portion(grain: Grain, start: int, end: int | None) -> None:
