@@ -24,9 +24,9 @@ import binascii
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pyoxigraph as ox
 
@@ -141,6 +141,32 @@ class Listing:
         return base64.urlsafe_b64encode(text.encode()).decode("ascii").rstrip("=")
 
 
+V = TypeVar("V")
+
+
+class Recent(Generic[V]):
+    """The values of the last few keys asked, the oldest dropped first; made
+    outside the lock, so a slow one holds up no other key."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._values: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], V]) -> V:
+        """Return the value of ``key``, made by ``make()`` if it is not kept."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = make()
+        with self._lock:
+            self._values[key] = value
+            while len(self._values) > self.size:
+                self._values.popitem(last=False)
+        return value
+
+
 class Listings:
     """The order of the few listings paged last, by question and token scope."""
 
@@ -152,11 +178,8 @@ class Listings:
         streamed: int = STREAMED,
     ) -> None:
         self.store, self.kept, self.streamed = store, kept, streamed
-        self._orders: OrderedDict[tuple[Any, ...], list[str]] = OrderedDict()
-        self._scans: OrderedDict[tuple[Any, ...], tuple[list[str], dict[str, int]]] = (
-            OrderedDict()
-        )
-        self._lock = threading.Lock()
+        self._orders: Recent[list[str]] = Recent(kept)
+        self._scans: Recent[tuple[list[str], dict[str, int]]] = Recent(kept)
 
     def page(
         self, token: Token, asked: Listing, limit: int
@@ -233,19 +256,12 @@ class Listings:
     def _scan(self, token: Token, asked: Listing) -> tuple[list[str], dict[str, int]]:
         """The candidates of a listing in order, and their positions by node IRI:
         read once, kept."""
-        key = (*asked.key(), _scope(token))
-        with self._lock:
-            found = self._scans.get(key)
-            if found is not None:
-                self._scans.move_to_end(key)
-                return found
-        nodes = [n.value for n in self._candidates(token, asked)]
-        found = (nodes, {n: at for at, n in enumerate(nodes)})
-        with self._lock:
-            self._scans[key] = found
-            while len(self._scans) > self.kept:
-                self._scans.popitem(last=False)
-        return found
+
+        def scan() -> tuple[list[str], dict[str, int]]:
+            nodes = [n.value for n in self._candidates(token, asked)]
+            return nodes, {n: at for at, n in enumerate(nodes)}
+
+        return self._scans.get((*asked.key(), _scope(token)), scan)
 
     def _candidates(self, token: Token, asked: Listing) -> Iterator[ox.NamedNode]:
         """The grain nodes a listing may hold, in the order of the store's index:
@@ -275,12 +291,12 @@ class Listings:
     def addresses(self, token: Token, asked: Listing) -> list[str]:
         """Return the addresses a listing pages through, in order: read once for
         its pinned point, then kept (a few listings), so a page costs its rows."""
-        key = (*asked.key(), _scope(token))
-        with self._lock:
-            found = self._orders.get(key)
-            if found is not None:
-                self._orders.move_to_end(key)
-                return found
+        return self._orders.get(
+            (*asked.key(), _scope(token)), lambda: self._ordered(token, asked)
+        )
+
+    def _ordered(self, token: Token, asked: Listing) -> list[str]:
+        """The addresses of a listing at its point, in order (read, not kept)."""
         if asked.status is None:
             grains = self.store.beliefs(
                 asked.subject,
@@ -293,12 +309,7 @@ class Listings:
             grains = self.store.beliefs_by_status(
                 asked.status, asked.subject, asked.relation, namespace=asked.namespace
             )
-        found = [g.address for g in grains if token.covers(g.namespace)]
-        with self._lock:
-            self._orders[key] = found
-            while len(self._orders) > self.kept:
-                self._orders.popitem(last=False)
-        return found
+        return [g.address for g in grains if token.covers(g.namespace)]
 
 
 def _scope(token: Token) -> tuple[str, ...] | None:
