@@ -120,6 +120,7 @@ SOAK_ON_A_SERVER = {
     "tests/test_lookup.py::test_random_histories",
     "tests/test_rewrite.py::test_random_histories_answer_the_same_both_ways",
     "tests/test_changes.py::test_the_delta_is_the_difference_of_the_two_points",
+    "tests/test_versions.py::test_a_belief_is_in_force_where_a_version_holds",
 }
 
 

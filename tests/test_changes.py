@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,14 @@ def test_oms_rdf_diff(tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "ERR_SCHEMA" in bad.output + bad.stderr
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Over a server (the soak tier) each example is hundreds of round trips.
+@settings(
+    max_examples={None: 30, "virtuoso": 2}.get(
+        os.environ.get("OMS_RDF_TEST_BACKEND"), 8
+    ),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(history=steps, a=st.integers(-5, 30), b=st.integers(-5, 30))
 def test_the_delta_is_the_difference_of_the_two_points(
     history: list[Step], a: int, b: int
