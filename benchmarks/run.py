@@ -34,6 +34,7 @@ import msgpack
 import pyoxigraph as ox
 
 import oms_rdf as oms
+from benchmarks.bench_peers import each
 from benchmarks.data import BASE_MS, beliefs
 from oms_rdf.codec.encoding import _compact, encode_fields
 from oms_rdf.codec.schema import BELIEF
@@ -255,14 +256,6 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
       OPTIONAL { GRAPH oms:blobs { ?g oms:blob ?blob } } }"""
     )
 
-    def per_call(fn: Callable[[Any], object], keys: list[Any]) -> float:
-        times = []
-        for key in keys:
-            start = time.perf_counter()
-            fn(key)
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
     raw = store.backend.query
     cases = [
         ("beliefs(subject)", lambda s: store.beliefs(s),
@@ -276,7 +269,7 @@ def query_rows(store: oms.GrainStore, addresses: list[str], n: int) -> list[Row]
         for key in keys[:20]:  # warm both
             ours(key)
             base(key)
-        o, b = per_call(ours, keys), per_call(base, keys)
+        o, b = each(ours, keys), each(base, keys)
         ok = o / b <= 1.2 and o <= 0.002
         rows.append(
             Row(
@@ -457,13 +450,14 @@ def quad_memory_row(n: int) -> Row:
 
 def memory_rows(n: int) -> list[Row]:
     """Bytes per belief held in memory, and the process's peak, in a fresh process."""
-    # Written in chunks of 100k, so that the peak is the store's, not one huge batch's.
+    # Written in chunks of 100k, so that the peak is the store's, not one huge batch's;
+    # the cache of decoded grains is emptied, so that what is counted is the store.
     code = (
         "import gc,os,resource;from benchmarks.data import beliefs;import oms_rdf as oms;"
         "rss=lambda: int(open('/proc/self/statm').read().split()[1])*os.sysconf('SC_PAGE_SIZE');"
         f"data=beliefs({n});s=oms.GrainStore();gc.collect();a=rss();"
         f"[s.put_many(oms.Grain.from_dict(d) for d in data[i:i+100_000]) for i in range(0,{n},100_000)];"
-        "s._cache.clear();gc.collect();"
+        "s.core._cache.clear();gc.collect();"
         "print(rss()-a, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss*1024)"
     )
     out = subprocess.run(
