@@ -18,7 +18,7 @@ def pytest_run(*args: str, ci: bool = False) -> subprocess.CompletedProcess[str]
 
     The child only selects tests (and skips or fails the one it runs at its
     setup): no plugin of the venv is loaded in it (their imports are most of its
-    start), nor coverage."""
+    start), nor coverage, but xdist, whose --dist the addopts name."""
     skip = ("CI", "COVERAGE_PROCESS_CONFIG")
     env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PATH"] = str(Path(sys.executable).parent)
@@ -26,7 +26,8 @@ def pytest_run(*args: str, ci: bool = False) -> subprocess.CompletedProcess[str]
     if ci:
         env["CI"] = "true"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-p", "xdist.plugin", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
