@@ -13,17 +13,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.cli import cli
-from tests.test_versions import Step, build, steps
-
-DAY = 86_400_000
-T0 = 1_767_225_600_000
-ANN, WORKS = "http://example.org/ann", "http://example.org/worksAt"
-
-
-def belief(obj: str, *, at: int, valid: int) -> dict[str, object]:
-    return {"type": "belief", "subject": ANN, "relation": WORKS,
-            "object": f"http://example.org/{obj}", "confidence": 0.9,
-            "created_at": at, "valid_from": valid}  # fmt: skip
+from tests.test_versions import DAY, T0, Step, belief, build, steps, story
 
 
 def objects(grains: oms.GrainList) -> list[str]:
@@ -34,13 +24,7 @@ def objects(grains: oms.GrainList) -> list[str]:
 def store() -> oms.GrainStore:
     # Day 0: Ann works at Acme (since day 0). Day 10: we learn she moved to
     # Initech on day 5 (a late correction). Day 20: we learn she left Initech.
-    store = oms.GrainStore(clock=lambda: T0 + 30 * DAY)
-    acme = store.put(belief("acme", at=T0, valid=T0))
-    initech = store.supersede(
-        acme, belief("initech", at=T0 + 10 * DAY, valid=T0 + 5 * DAY)
-    )
-    store.retract(initech, reason="left", at=T0 + 20 * DAY)
-    return store
+    return story()
 
 
 def test_both_axes(store: oms.GrainStore) -> None:
