@@ -59,6 +59,7 @@ def test_the_delta_is_one_sparql_query_too(store: oms.GrainStore) -> None:
     from datetime import UTC, datetime
 
     from oms_rdf.rdf.inforce import delta_query
+    from oms_rdf.rdf.mapping import millis_literal
 
     if not store.backend.exact_optionals:  # README: store.changes() asks otherwise
         pytest.skip("Virtuoso misreads OPTIONAL variables beside a FILTER")
@@ -74,12 +75,16 @@ def test_the_delta_is_one_sparql_query_too(store: oms.GrainStore) -> None:
         validUntil=at(12),
         asOfUntil=at(12),
     )
+    expected = [("entered", "initech"), ("left", "acme")]
     assert sorted(
         (r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in rows
-    ) == [
-        ("entered", "initech"),
-        ("left", "acme"),
-    ]
+    ) == expected
+    # The points written into the query (the form store.changes() asks).
+    points = tuple(millis_literal(T0 + d * DAY) for d in (1, 1, 12, 12))
+    written = store.query(delta_query((), points), grains=True)
+    assert sorted(
+        (r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in written
+    ) == expected
 
 
 def test_oms_rdf_diff(tmp_path: Path) -> None:

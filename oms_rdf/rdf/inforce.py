@@ -54,6 +54,7 @@ from .vocab import OMS, RDF
 
 __all__ = [
     "BELIEFS_COUNT",
+    "DELTA_POINTS",
     "EXTENT_VARIABLES",
     "NOW_ENDED",
     "TEXTS",
@@ -182,15 +183,25 @@ def versions_query(texts: tuple[str, ...]) -> str:
 ORDER BY ?systemFrom ?validFrom ?g"""
 
 
-@lru_cache(maxsize=16)
-def delta_query(texts: tuple[str, ...]) -> str:
-    """What entered and left between two points: the beliefs in force at
-    (``?validUntil``, ``?asOfUntil``) and not at (``?validSince``,
-    ``?asOfSince``), ``?change`` "entered", and the other way, "left".
+# The two points of a delta, in this order: each a variable (bound by the
+# caller) or an ``xsd:dateTime`` literal written into the query.
+DELTA_POINTS = ("validSince", "asOfSince", "validUntil", "asOfUntil")
 
-    Bound through substitutions (``xsd:dateTime``, and the ``texts`` named as
-    for :func:`beliefs_query`); each row has the belief ``?g``, its ``?blob``,
-    its triple ``?s ?p ?o`` and ``?change``, the highest rank first.
+
+@lru_cache(maxsize=16)
+def delta_query(
+    texts: tuple[str, ...], points: tuple[Literal, ...] | None = None
+) -> str:
+    """What entered and left between two points: the beliefs in force at
+    (``validUntil``, ``asOfUntil``) and not at (``validSince``, ``asOfSince``),
+    ``?change`` "entered", and the other way, "left".
+
+    The points are ``points`` (``xsd:dateTime`` literals, in the order of
+    :data:`DELTA_POINTS`), written into the query; without them they are the
+    variables of those names, bound through substitutions (and projected, as
+    pyoxigraph binds only projected variables). The ``texts`` are named as for
+    :func:`beliefs_query`. Each row has the belief ``?g``, its ``?blob``, its
+    triple ``?s ?p ?o`` and ``?change``, the highest rank first.
 
     Only the beliefs one of whose bounds lies between the two points are asked
     whether they are in force at each: a belief in force at one point and not
@@ -199,26 +210,36 @@ def delta_query(texts: tuple[str, ...]) -> str:
     (``oms:validFrom``, ``oms:validTo``, its successor's ``oms:validFrom``) or
     on the system axis (``oms:systemFrom``, ``oms:systemTo``, ``oms:voidedAt``).
     Each is asked by :func:`in_force_at` over its bounds, in the query's top
-    group: a server binds the points by a ``VALUES`` block there, which a nested
+    group: a server binds variables by a ``VALUES`` block there, which a nested
     group would not see, and an ``EXISTS`` per candidate is a scan in Oxigraph.
+    Points written in are seen everywhere, so then the candidates are found
+    first, each bound tested where it is read (three times faster at 10k
+    beliefs than one filter over every bound).
     """
-    v_lo, v_hi = _ordered("?validSince", "?validUntil")
-    k_lo, k_hi = _ordered("?asOfSince", "?asOfUntil")
-    index = OMS.index
-    later = f"GRAPH {index} {{ ?g {OMS.supersededBy} ?_later }}"
-    bounds = [
-        ("valid", f"?g {OMS.validFrom} ?_b"),
-        ("valid", f"?g {OMS.validTo} ?_b"),
-        ("valid", f"{later} ?_later {OMS.validFrom} ?_b"),
-        ("system", f"?g {OMS.systemFrom} ?_b"),
-        ("system", f"GRAPH {index} {{ ?g {OMS.systemTo} ?_b }}"),
-        ("system", f"GRAPH {index} {{ ?g {OMS.voidedAt} ?_b }}"),
-    ]
+    inline = points is not None
+    at = dict(zip(DELTA_POINTS, map(str, points or ()), strict=False))
+    v_since, k_since, v_until, k_until = (at.get(n, f"?{n}") for n in DELTA_POINTS)
+    v_lo, v_hi = _ordered(v_since, v_until)
+    k_lo, k_hi = _ordered(k_since, k_until)
+    in_range = {
+        "valid": f"{v_lo} < ?_b && ?_b <= {v_hi}",
+        "system": f"{k_lo} < ?_b && ?_b <= {k_hi}",
+    }
     candidates = " UNION ".join(
-        f'{{ {pattern} BIND ("{axis}" AS ?_axis) }}' for axis, pattern in bounds
+        f"{{ {pattern} FILTER ({in_range[axis]}) }}"
+        if inline
+        else f'{{ {pattern} BIND ("{axis}" AS ?_axis) }}'
+        for axis, pattern in _delta_bounds()
     )
-    since = in_force_at("?validSince", "?asOfSince", var=lambda n: f"?_{n}")
-    until = in_force_at("?validUntil", "?asOfUntil", var=lambda n: f"?_{n}")
+    if inline:
+        candidates = f"{{ SELECT DISTINCT ?g WHERE {{ {candidates} }} }}"
+    else:
+        candidates += (
+            f'\n  FILTER (IF(?_axis = "valid", {in_range["valid"]},\n'
+            f"             {in_range['system']}))"
+        )
+    since = in_force_at(v_since, k_since, var=lambda n: f"?_{n}")
+    until = in_force_at(v_until, k_until, var=lambda n: f"?_{n}")
     triple = node_block(
         "?g",
         [
@@ -228,13 +249,11 @@ def delta_query(texts: tuple[str, ...]) -> str:
             (OMS.confidence, "?confidence"),
         ],
     )
-    times = "?validSince ?asOfSince ?validUntil ?asOfUntil"
-    shown = f"?g ?blob ?s ?p ?o ?change ?sf {times} {_TEXT_VARIABLES}"
+    times = "" if inline else " ".join(f"?{n}" for n in DELTA_POINTS) + " "
+    shown = f"?g ?blob ?s ?p ?o ?change ?sf {times}{_TEXT_VARIABLES}"
     return f"""SELECT {shown} WHERE {{
   {_text_patterns(texts)}
   {candidates}
-  FILTER (IF(?_axis = "valid", {v_lo} < ?_b && ?_b <= {v_hi},
-             {k_lo} < ?_b && ?_b <= {k_hi}))
   {bounds_of("?g", var=lambda n: f"?_{n}")}
   BIND (IF({until}, "entered", "left") AS ?change)
   BIND (IF({since}, "entered", "left") AS ?_before)
@@ -246,6 +265,21 @@ def delta_query(texts: tuple[str, ...]) -> str:
 }}
 GROUP BY {shown} ?rank
 ORDER BY DESC(?rank) DESC(?sf) ?g"""
+
+
+def _delta_bounds() -> list[tuple[str, str]]:
+    """Each bound a delta's candidates are found by: its axis, its pattern
+    binding ``?_b`` for a belief ``?g``."""
+    index = OMS.index
+    later = f"GRAPH {index} {{ ?g {OMS.supersededBy} ?_later }}"
+    return [
+        ("valid", f"?g {OMS.validFrom} ?_b"),
+        ("valid", f"?g {OMS.validTo} ?_b"),
+        ("valid", f"{later} ?_later {OMS.validFrom} ?_b"),
+        ("system", f"?g {OMS.systemFrom} ?_b"),
+        ("system", f"GRAPH {index} {{ ?g {OMS.systemTo} ?_b }}"),
+        ("system", f"GRAPH {index} {{ ?g {OMS.voidedAt} ?_b }}"),
+    ]
 
 
 def bounds_of(

@@ -25,8 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pyoxigraph import Variable
-
 from ..errors import ErrorCode, SchemaError
 from ..rdf.inforce import delta_query
 from ..rdf.mapping import address_of, millis_literal
@@ -80,12 +78,9 @@ def changes(
     if not core.backend.exact_optionals:
         return _two_points(questions, (valid, known), end, namespace)
     texts, bindings = bound_texts(None, None, namespace)
-    for name, t in (("validSince", valid), ("asOfSince", known)):
-        bindings[Variable(name)] = millis_literal(t)
-    for name in ("validUntil", "asOfUntil"):
-        bindings[Variable(name)] = millis_literal(end)
+    points = tuple(millis_literal(t) for t in (valid, known, end, end))
     found: dict[str, list[Any]] = {"entered": [], "left": []}
-    for row in core.backend.query(delta_query(texts), bindings):
+    for row in core.backend.query(delta_query(texts, points), bindings):
         grain = core.grain_of(address_of(row["g"]), row["blob"])
         found[row["change"].value].append(grain)
     return Changes(
