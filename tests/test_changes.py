@@ -76,15 +76,17 @@ def test_the_delta_is_one_sparql_query_too(store: oms.GrainStore) -> None:
         asOfUntil=at(12),
     )
     expected = [("entered", "initech"), ("left", "acme")]
-    assert sorted(
-        (r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in rows
-    ) == expected
+    assert (
+        sorted((r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in rows)
+        == expected
+    )
     # The points written into the query (the form store.changes() asks).
     points = tuple(millis_literal(T0 + d * DAY) for d in (1, 1, 12, 12))
     written = store.query(delta_query((), points), grains=True)
-    assert sorted(
-        (r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in written
-    ) == expected
+    assert (
+        sorted((r["change"].value, r["o"].value.rsplit("/", 1)[1]) for r in written)
+        == expected
+    )
 
 
 def test_oms_rdf_diff(tmp_path: Path) -> None:

@@ -78,9 +78,9 @@ def changes(
     if not core.backend.exact_optionals:
         return _two_points(questions, (valid, known), end, namespace)
     texts, bindings = bound_texts(None, None, namespace)
-    points = tuple(millis_literal(t) for t in (valid, known, end, end))
+    written = tuple(millis_literal(t) for t in (valid, known, end, end))
     found: dict[str, list[Any]] = {"entered": [], "left": []}
-    for row in core.backend.query(delta_query(texts, points), bindings):
+    for row in core.backend.query(delta_query(texts, written), bindings):
         grain = core.grain_of(address_of(row["g"]), row["blob"])
         found[row["change"].value].append(grain)
     return Changes(
