@@ -74,6 +74,8 @@ QUERIES = [
     "SELECT ?x (MAX(STR(?w)) AS ?last) WHERE { ?x ex:worksAt ?w } GROUP BY ?x",
     "SELECT * { ?x ex:list (ex:a ex:b) }",
     "SELECT ?x WHERE { ?x ex:worksAt ?w . FILTER (?w IN (ex:acme, ex:hooli)) }",
+    # The least bound first: the embedded store's rewrite reorders the join.
+    "SELECT ?x ?c ?w WHERE { ?x ex:livesIn ?c . ?x ex:worksAt ?w . ?w ex:city ex:lisbon }",
 ]
 # Queries SPARQL cannot ask of reified triples: the store builds the knowledge.
 BUILT = [
@@ -238,6 +240,23 @@ def test_the_rewrite_keeps_the_rest_of_the_query_as_written() -> None:
     assert bare is not None and bare.startswith("SELECT ?s WHERE {")
     # Names the rewrite gives its own variables are left alone in a query.
     assert rewrite("SELECT ?_omsg { ?_omsg ?p ?o }", clause) is None
+
+
+def test_a_lateral_rewrite_joins_the_most_bound_triple_first() -> None:
+    """With ``lateral`` each later atom is evaluated per solution of those
+    before it, the atom with a bound subject or object first; without it the
+    atoms stay side by side in the written order."""
+    clause = grain_clause(None, None, [None])
+    query = PREFIX + "SELECT ?x ?d WHERE { ?x ex:inDept ?d . ?x ex:worksAt ex:acme }"
+    plain, lateral = (rewrite(query, clause, lateral=flag) for flag in (False, True))
+    assert plain is not None and lateral is not None
+    assert "LATERAL" not in plain and lateral.count("LATERAL") == 1
+    assert plain.index("ex:inDept") < plain.index("ex:worksAt")
+    assert (
+        lateral.index("ex:worksAt")
+        < lateral.index("LATERAL")
+        < lateral.index("ex:inDept")
+    )
 
 
 HISTORY_QUERIES = [

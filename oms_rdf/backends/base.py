@@ -36,11 +36,16 @@ class Backend(Protocol):
         exact_optionals: expressions over a group's OPTIONAL variables are
             evaluated as SPARQL says beside that group's FILTERs (Virtuoso's are
             not): else the store asks such a question in simpler queries.
+        lateral_joins: the engine takes Oxigraph's ``LATERAL`` (a join that
+            evaluates its right side once per solution of its left, with that
+            solution's bindings): a query at a point then joins its triples as a
+            plain query does.
     """
 
     shared: bool
     remote: bool
     exact_optionals: bool
+    lateral_joins: bool
     path: Path | None
 
     def add(self, quads: Iterable[ox.Quad]) -> None:

@@ -49,6 +49,7 @@ class LocalBackend:
     shared: bool = False  # this process is the store's only writer
     remote: bool = False  # lookups are calls in process: cheap
     exact_optionals: bool = True  # Oxigraph evaluates SPARQL as written
+    lateral_joins: bool = True  # pyoxigraph parses and evaluates LATERAL
 
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False

@@ -512,7 +512,9 @@ class GrainClause:
             return f"?_oms{name}_{atom}"
 
         g = var("g")
-        triple = [(RDF.subject, s), (RDF.predicate, p), (RDF.object, o)]
+        # Oxigraph takes equally selective patterns in the written order: a
+        # bound subject or object narrows more than a relation does.
+        triple = [(RDF.subject, s), (RDF.object, o), (RDF.predicate, p)]
         if self.during is not None:
             parts = [self.during.pattern(g, var, triple)]
         elif self.point is None:

@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-__all__ = ["Token", "UnreadableError", "dataset_clause", "dataset_start", "tokenize"]
+__all__ = [
+    "Token",
+    "TokenReader",
+    "UnreadableError",
+    "dataset_clause",
+    "dataset_start",
+    "tokenize",
+]
 
 # Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
 # reads as a comparison; what none of them matches makes the reader give up.
@@ -60,6 +67,42 @@ class Token:
 class UnreadableError(Exception):
     """Text this reader cannot read, or a query it cannot rewrite: the caller
     answers another way (the query's own parser says what is wrong with it)."""
+
+
+class TokenReader:
+    """Reads a query's tokens one at a time: what a reader of SPARQL text
+    builds on. A token it does not expect raises :class:`UnreadableError`."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.at = 0
+
+    def peek(self, ahead: int = 0) -> Token | None:
+        i = self.at + ahead
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def next(self) -> Token:
+        token = self.peek()
+        if token is None:
+            raise UnreadableError("the query ended early")
+        self.at += 1
+        return token
+
+    def expect(self, text: str) -> Token:
+        token = self.next()
+        if token.text != text:
+            raise UnreadableError(
+                f"expected {text!r} at {token.start}, found {token.text!r}"
+            )
+        return token
+
+    def at_punct(self, *texts: str) -> bool:
+        token = self.peek()
+        return token is not None and token.kind == "punct" and token.text in texts
+
+    def at_word(self, *words: str) -> bool:
+        token = self.peek()
+        return token is not None and token.is_word(*words)
 
 
 def tokenize(text: str) -> list[Token]:

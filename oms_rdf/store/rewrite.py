@@ -37,7 +37,7 @@ import re
 from typing import Any
 
 from ..rdf.inforce import EXTENT_VARIABLES, GrainClause
-from .querytext import Token, UnreadableError, tokenize
+from .querytext import Token, TokenReader, UnreadableError, tokenize
 
 __all__ = ["rewrite", "why_not"]
 
@@ -45,13 +45,18 @@ _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
 
 
-def rewrite(query: str, clause: GrainClause) -> str | None:
+def rewrite(query: str, clause: GrainClause, *, lateral: bool = False) -> str | None:
     """``query`` over the grain layer, each of its triples matched where ``clause``
-    holds (:func:`grain_clause`); None where SPARQL cannot say it."""
+    holds (:func:`grain_clause`); None where SPARQL cannot say it.
+
+    With ``lateral`` (an engine that takes Oxigraph's ``LATERAL``), the triples
+    of a block are matched the most bound first, each later one evaluated for
+    each solution of those before it: a join then costs what the plain join
+    costs, where two subqueries would each be evaluated whole."""
     if "_oms" in query:  # the names this rewrite gives its own variables
         return None
     try:
-        return _Rewriter(query, clause).run()
+        return _Rewriter(query, clause, lateral=lateral).run()
     except UnreadableError:
         return None
 
@@ -62,7 +67,7 @@ def why_not(query: str, clause: GrainClause) -> str:
     if "_oms" in query:
         return "a name with _oms in it (the rewrite names its own variables so)"
     try:
-        _Rewriter(query, clause).run()
+        _Rewriter(query, clause, lateral=False).run()
     except UnreadableError as exc:
         return str(exc)
     return ""
@@ -73,47 +78,19 @@ def why_not(query: str, clause: GrainClause) -> str:
 _Path = tuple[Any, ...]
 
 
-class _Rewriter:
-    def __init__(self, query: str, clause: GrainClause) -> None:
+class _Rewriter(TokenReader):
+    def __init__(self, query: str, clause: GrainClause, *, lateral: bool) -> None:
+        super().__init__(tokenize(query))
         self.text = query
         self.clause = clause
-        self.tokens = tokenize(query)
-        self.at = 0
+        self.lateral = lateral
+        self.bound: dict[str, int] = {}  # an atom's text -> how bound its ends are
         self.edits: list[tuple[int, int, str]] = []
         self.fresh = 0
         self.labels: dict[str, str] = {}  # blank node label -> its variable
         self.inline = False  # inside EXISTS: see matched
         self.atoms = 0  # triple patterns matched, to name their own variables
         self.spanned: list[int] = []  # in a range question, atoms whose extent shows
-
-    # --- reading tokens -------------------------------------------------------------
-
-    def peek(self, ahead: int = 0) -> Token | None:
-        i = self.at + ahead
-        return self.tokens[i] if i < len(self.tokens) else None
-
-    def next(self) -> Token:
-        token = self.peek()
-        if token is None:
-            raise UnreadableError("the query ended early")
-        self.at += 1
-        return token
-
-    def expect(self, text: str) -> Token:
-        token = self.next()
-        if token.text != text:
-            raise UnreadableError(
-                f"expected {text!r} at {token.start}, found {token.text!r}"
-            )
-        return token
-
-    def at_punct(self, *texts: str) -> bool:
-        token = self.peek()
-        return token is not None and token.kind == "punct" and token.text in texts
-
-    def at_word(self, *words: str) -> bool:
-        token = self.peek()
-        return token is not None and token.is_word(*words)
 
     def new_variable(self) -> str:
         self.fresh += 1
@@ -359,8 +336,20 @@ class _Rewriter:
             if token is None or not self._starts_term(token):
                 break
         end = self.tokens[self.at - 1].end
-        self.edits.append((start, end, " ".join(out)))
+        self.edits.append((start, end, self.joined(out)))
         return scope
+
+    def joined(self, out: list[str]) -> str:
+        """A block's atoms as one pattern: side by side, or (``lateral``) the
+        most bound first, each later subquery evaluated with the bindings of
+        those before it. The order of a join's operands does not change its
+        solutions; a FILTER EXISTS applies to the whole group wherever it is."""
+        if not self.lateral or self.inline:
+            return " ".join(out)
+        ordered = sorted(out, key=lambda text: -self.bound.get(text, 0))
+        subqueries = [t for t in ordered if t.startswith("{")]
+        filters = [t for t in ordered if not t.startswith("{")]
+        return " LATERAL ".join(subqueries) + " " + " ".join(filters)
 
     @staticmethod
     def _starts_term(token: Token) -> bool:
@@ -588,7 +577,11 @@ class _Rewriter:
             return f"{{ {inner} }}"
         if not shown:
             return f"FILTER EXISTS {{ {inner} }}"
-        return f"{{ SELECT DISTINCT {' '.join(shown)} WHERE {{ {inner} }} }}"
+        text = f"{{ SELECT DISTINCT {' '.join(shown)} WHERE {{ {inner} }} }}"
+        # A bound subject narrows most, then a bound object, then the relation.
+        weights = zip((s, o, p), (4, 2, 1), strict=True)
+        self.bound[text] = sum(w for end, w in weights if end[:1] not in ("?", "$"))
+        return text
 
     def exists(self, graph: str | None) -> None:
         """The group of an EXISTS, its triples matched in place (see matched)."""

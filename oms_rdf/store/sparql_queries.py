@@ -206,7 +206,7 @@ class SparqlQueries:
         clause = GrainClause(
             None, tuple(n for n in namespaces_of(namespace) if n), during
         )
-        text = rewrite(sparql, clause)
+        text = rewrite(sparql, clause, lateral=self.core.backend.lateral_joins)
         if text is None:
             raise QueryError(
                 "expected a range question the grain layer can answer; found "
@@ -263,7 +263,8 @@ class SparqlQueries:
                 millis_literal(millis_or_now(valid_at, clock)),
                 millis_literal(millis_or_now(as_of, clock)),
             )
-        text = rewrite(sparql, grain_clause(*point, namespaces_of(namespace)))
+        clause = grain_clause(*point, namespaces_of(namespace))
+        text = rewrite(sparql, clause, lateral=self.core.backend.lateral_joins)
         if text is None:
             return None
         return run_query(self.core.backend, text, values)
