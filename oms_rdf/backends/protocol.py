@@ -71,7 +71,6 @@ class SparqlBackend:
     shared: bool = True  # other processes write here too: writes re-check themselves
     remote: bool = True  # every call is a round trip: one query rather than lookups
     exact_optionals: bool = True  # a standard server: SPARQL as written
-    lateral_joins: bool = False  # SPARQL 1.1 has no LATERAL
 
     def __init__(
         self,
@@ -81,16 +80,20 @@ class SparqlBackend:
         *,
         auth: Any = None,
         timeout: float = 30.0,
+        lateral_joins: bool = False,
     ) -> None:
         self.query_url = query_url
         self.update_url = update_url or query_url
         self.store_url = store_url
         self.client = httpx.Client(auth=auth, timeout=timeout)
+        self.lateral_joins = lateral_joins  # the server takes Oxigraph's LATERAL
 
     @classmethod
     def oxigraph(cls, base_url: str, **options: Any) -> SparqlBackend:
-        """The layout of Oxigraph server: ``/query``, ``/update`` and ``/store``."""
+        """The layout of Oxigraph server: ``/query``, ``/update`` and ``/store``;
+        its engine is pyoxigraph's, LATERAL included."""
         base = base_url.rstrip("/")
+        options.setdefault("lateral_joins", True)
         return cls(f"{base}/query", f"{base}/update", f"{base}/store", **options)
 
     # --- writes -----------------------------------------------------------------
