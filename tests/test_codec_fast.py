@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.codec.decoding import _decode_flat, _decode_full, _parse
+from oms_rdf.codec.encoding import _fast_path
 from oms_rdf.codec.fast import plan_for, run_plan
 from oms_rdf.codec.schema import BELIEF, TYPE_NAMES
 
@@ -245,3 +246,16 @@ def test_fast_path_grain_owns_its_lists() -> None:
     assert grain["derived_from"] == ["ab" * 32]
     assert oms.decode(grain.blob)["derived_from"] == ["ab" * 32]
     assert flat(grain.blob) == oms.decode(grain.blob)
+
+
+def test_null_fields_are_dropped_on_the_fast_path_too() -> None:
+    # Adopted triples carry `namespace: None` and `context: None`; omitting nulls
+    # (spec §4.5) must neither change the bytes nor send them down the full walk.
+    nulls = {"valid_to": None, "context": None, "superseded_by": None}
+    grain = {**BASE, **nulls}
+    assert _fast_path(BELIEF, grain) is not None
+    assert oms.encode(grain) == oms.encode(BASE) == oms.encode(MappingProxyType(grain))
+    # A key that is not text is still refused, null or not.
+    with pytest.raises(oms.SchemaError, match="map keys are text") as info:
+        oms.encode({**grain, 7: None})
+    assert info.value.code == "ERR_SCHEMA"

@@ -107,6 +107,10 @@ def _fast_path(
     """
     if gtype is None or type(grain) is not dict:
         return None
+    if any(v is None for v in grain.values()):
+        # Null entries are omitted (spec §4.5), as the walk drops them; a key that
+        # is not text stays, so that the walk still refuses it.
+        grain = {k: v for k, v in grain.items() if v is not None or type(k) is not str}
     plan = plan_for(gtype, tuple(grain), encoding=True)
     wire = None if plan is None else run_plan(plan, grain)
     if plan is None or wire is None:
