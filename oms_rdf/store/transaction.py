@@ -71,8 +71,10 @@ class Pending:
                 code=ErrorCode.CONFLICT,
             )
         created = {r[0][len(NIH_PREFIX) + 1 : -1] for r in rows if r[3] == _G_BLOBS}
+        # None of ``current`` is listed yet: every listed grain is in ``changed``,
+        # which ``current`` was just found not to meet (a list scan was quadratic).
+        self.current += dict.fromkeys(current)
         self.changed |= created | set(current)
-        self.current += [a for a in current if a not in self.current]
         self.delete += as_rows(delete)
         events: dict[str, tuple[str, list[str], list[str]]] = {}
         for s, p, o, g in rows:
