@@ -8,7 +8,7 @@ in the same run and process, each on a fresh in-memory store:
   update's target is at most 2x this);
 - ``pyoxigraph.Store.update`` of the same ``INSERT DATA`` (no beliefs at all);
 - ``DELETE DATA`` of all N from a store holding them, beside ``retract_all`` of
-  their beliefs.
+  their beliefs (the target for both update forms: at most 2x the import).
 
 Run: python -m benchmarks.bench_update [N ...]   (default 1000 10000)
 """
@@ -105,7 +105,8 @@ def main(argv: list[str]) -> None:
         print(
             f"           DELETE DATA {t['delete']:7.3f} s | retract_all "
             f"{t['retract_all']:7.3f} s (delete/retract_all "
-            f"{t['delete'] / t['retract_all']:5.2f}x)"
+            f"{t['delete'] / t['retract_all']:5.2f}x, delete/import "
+            f"{t['delete'] / t['import']:5.2f}x)"
         )
 
 

@@ -192,3 +192,43 @@ def test_a_head_at_event_zero_is_named() -> None:
     )
     report = store.verify_audit()
     assert not report.ok and "head" in str(report.problem)
+
+
+def test_retract_all_is_one_event_at_one_time_that_lists_every_grain() -> None:
+    readings = iter(range(NOW, NOW + 1000))  # the clock moves at every reading
+    store = oms.GrainStore(clock=lambda: next(readings))
+
+    def belief(subject: str, obj: str, namespace: str) -> str:
+        grain = oms.Belief(
+            subject, "likes", obj, 0.9, created_at=1, namespace=namespace
+        )
+        return store.put(grain)
+
+    both = [belief("ann", "tea", "x"), belief("ann", "tea", "y")]  # one triple
+    alone = belief("bob", "jam", "x")
+    shared, keeper = belief("dan", "tea", "x"), belief("dan", "tea", "y")
+    targets = [*both, alone, shared]
+    before = store.verify_audit().events
+    store.retract_all(targets, reason="cleanup", by="did:example:auditor")
+
+    report = store.verify_audit()
+    assert report.ok and report.events == before + 1
+    retract = ox.Literal("retract")
+    [node] = [q.subject for q in store.backend.quads(None, None, retract, OMS.audit)]
+
+    def said(predicate: ox.NamedNode) -> set[str]:
+        return {
+            q.object.value
+            for q in store.backend.quads(node, predicate, None, OMS.audit)
+        }
+
+    assert said(OMS.target) == {f"nih:sha-256;{a}" for a in targets}
+    assert (said(OMS.reason), said(OMS.actor)) == ({"cleanup"}, {"did:example:auditor"})
+    voided = {store.status(a).voided_at for a in targets}
+    assert len(voided) == 1 and None not in voided  # one write, one system time
+    # A triple leaves the knowledge when every belief of it leaves, not before.
+    assert [g.address for g in store.beliefs()] == [keeper]
+    rows = store.query("SELECT ?s ?o WHERE { ?s ?p ?o }")
+    assert [(r["s"].value.rsplit("/", 1)[-1], r["o"].value) for r in rows] == [
+        ("dan", "tea")
+    ]

@@ -109,6 +109,7 @@ def event_rows(
     at: int,
     *,
     target: str | None = None,
+    targets: Sequence[str] = (),
     result: str | None = None,
     actor: str | None = None,
     reason: str | None = None,
@@ -116,15 +117,16 @@ def event_rows(
     review: Sequence[str] = (),
 ) -> list[Row]:
     """The rows of one audit event at epoch-ms ``at``, N-Triples text like a
-    grain's rows; :func:`seal` chains it when it is written."""
+    grain's rows; :func:`seal` chains it when it is written. ``target`` is the
+    grain the event is about; ``targets``, the grains of one write about several."""
     node = f"<urn:uuid:{uuid.uuid4()}>"
     rows = [
         (node, _TYPE, _EVENT, _G),
         (node, _P_OPERATION, nt_literal(operation), _G),
         (node, _P_AT, str(millis_literal(at)), _G),
     ]
-    if target is not None:
-        rows.append((node, _P_TARGET, str(grain_iri(target)), _G))
+    about = targets if target is None else [target, *targets]
+    rows += [(node, _P_TARGET, str(grain_iri(a)), _G) for a in about]
     if result is not None:
         rows.append((node, _P_RESULT, str(grain_iri(result)), _G))
     if actor is not None:

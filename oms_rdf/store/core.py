@@ -54,13 +54,9 @@ from .writelock import acquire, release
 
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
 _RACE_RETRIES = 20  # appends re-sealed when another writer moved the chain's head
-_SETTINGS, _P_AUDIT_CHAIN, _P_AUDIT_HEAD = (
-    str(OMS.settings),
-    str(OMS.auditChain),
-    str(OMS.auditHead),
-)
-_P_SYSTEM_TO, _G_AUDIT = str(OMS.systemTo), str(OMS.audit)
-_P_BLOB = str(OMS.blob)
+_SETTINGS, _P_AUDIT_CHAIN = str(OMS.settings), str(OMS.auditChain)
+_P_AUDIT_HEAD, _P_SYSTEM_TO = str(OMS.auditHead), str(OMS.systemTo)
+_G_AUDIT, _P_BLOB = str(OMS.audit), str(OMS.blob)
 _UNREAD = object()  # the audit head before it is read from the store
 
 
@@ -562,6 +558,7 @@ class Core:
         operation: str,
         *,
         target: str | None = None,
+        targets: Sequence[str] = (),
         result: str | None = None,
         actor: str | None = None,
         reason: str | None = None,
@@ -570,12 +567,14 @@ class Core:
         review: Sequence[str] = (),
     ) -> list[Row]:
         """The rows of one audit event at ``at`` (default now), N-Triples text like
-        a grain's rows; the write that carries them chains them."""
+        a grain's rows; the write that carries them chains them. ``targets``: the
+        grains of one write about several, listed after ``target``."""
         when = self.clock() if at is None else at
         return event_rows(
             operation,
             when,
             target=target,
+            targets=targets,
             result=result,
             actor=actor,
             reason=reason,

@@ -74,7 +74,7 @@ class Invalidation:
         """The knowledge quad of a grain leaving the current view, unless shared.
 
         ``leaving``: addresses of grains leaving in the same write, which keep
-        nothing current.
+        nothing current (the grain itself never does; it need not be in it).
         """
         quad = truthy_triple(grain, self.core.settings)
         if quad is None:
@@ -357,7 +357,8 @@ class Invalidation:
         by: str | None = None,
         at: TimeLike = None,
     ) -> None:
-        """Retract several grains in one atomic write: all of them, or (refused) none.
+        """Retract several grains in one atomic write: all of them, or (refused)
+        none, at one system time, with one audit event that lists them.
 
         Raises:
             as :meth:`retract`, for the first grain refused; nothing is retracted.
@@ -410,35 +411,45 @@ class Invalidation:
             )
         targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
         leaving = frozenset(targets)
-        change = Change(current=targets)
+        # One write: one system time, and one audit event that lists every grain.
+        when = millis_or_now(at, self.core.clock)
+        change, review = Change(current=targets), []
         for address in targets:
-            removed, added = self._void_change(
+            removed, added, notes = self._void_change(
                 address,
                 operation,
+                when=when,
                 reason=reason,
                 justification=justification,
                 by=by,
-                at=at,
                 leaving=leaving,
             )
             change.delete += removed
             change.insert += added
+            review += notes
+        change.insert += self.core.audit_rows(
+            operation,
+            targets=targets,
+            actor=by,
+            reason=reason,
+            at=when,
+            review=list(dict.fromkeys(review)),
+        )
         return change
 
     def _void_change(
         self,
-        address: str | Grain,
+        address: str,
         operation: str,
         *,
+        when: int,
         reason: str | None,
         justification: str | None,
         by: str | None,
-        at: TimeLike,
-        leaving: frozenset[str] = frozenset(),
-    ) -> tuple[list[Quad | Row], list[Quad | Row]]:
-        """Check a retraction or contradiction; return the quads to delete and insert."""
-        when = millis_or_now(at, self.core.clock)
-        address = self.core.resolve(address)
+        leaving: frozenset[str],
+    ) -> tuple[list[Quad | Row], list[Quad | Row], list[str]]:
+        """Check a retraction or contradiction at ``when``; return the quads to
+        delete and insert, and the policies' notes for review."""
         grain = self.core.get(address)
         state = self.core.status(address)
         if state.voided_at is not None:
@@ -462,20 +473,13 @@ class Invalidation:
         delete: list[Quad | Row] = []
         insert: list[Quad | Row] = [Quad(node, OMS.voidedAt, millis_literal(when), idx)]
         if state.is_current:
-            delete += self._current_removal(grain, leaving | {address})
+            # ``leaving`` as it is: the grain itself never keeps its triple (see
+            # _current_removal), and a copy with it added per grain made a batch
+            # of N retractions cost N copies of an N-set.
+            delete += self._current_removal(grain, leaving)
             insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
         removed, added = _voided_state(node, state, operation, reason, by)
-        delete += removed
-        insert += added
-        insert += self.core.audit_rows(
-            operation,
-            target=address,
-            actor=by,
-            reason=reason,
-            at=when,
-            review=review,
-        )
-        return delete, insert
+        return delete + removed, insert + added, review
 
     def set_verification(
         self,
