@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
+from oms_rdf.codec.grain import system_from
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01
@@ -125,3 +126,19 @@ def test_a_new_grain_valid_outside_the_portion_is_refused() -> None:
     with pytest.raises(oms.SchemaError):
         store.supersede(old, new, valid_from=T0 + 10 * DAY, valid_to=T0 + 20 * DAY)
     assert store.status(old).status == "active"
+
+
+def test_a_retraction_over_a_portion_ends_the_grain_when_its_pieces_begin() -> None:
+    readings = iter(range(T0 + 10 * DAY, T0 + 11 * DAY))  # moves at every reading
+    store = oms.GrainStore(clock=lambda: next(readings))
+    first = store.put(oms.Grain.from_dict(fields("Acme", start=T0, end=None, at=T0)))
+    store.retract(first, reason="wrong", valid_from=T0 + 2 * DAY, valid_to=T0 + 4 * DAY)
+    state = store.status(first)
+    pieces = store.derived(first)
+    assert len(pieces) == 2  # before the portion, and after it
+    # No moment at which neither the grain nor its pieces are in force.
+    assert {system_from(p) for p in pieces} == {state.voided_at}
+    assert state.system_to == state.voided_at
+    assert objects(store, 1, state.voided_at) == ["Acme"]
+    assert objects(store, 1, state.voided_at - 1) == ["Acme"]
+    assert objects(store, 3, state.voided_at) == []

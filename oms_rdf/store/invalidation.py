@@ -300,15 +300,15 @@ class Invalidation:
         with self.core.lock:
             grain = self.core.get(self.core.resolve(address))
             check_portion(grain, *portion)
+            when = millis_or_now(at, self.core.clock)  # the pieces start as it ends
             change = self.plan_void(
                 [grain.address],
                 "retract",
                 reason=reason,
                 justification=reason,
                 by=by,
-                at=at,
+                at=when,
             )
-            when = millis_or_now(at, self.core.clock)
             rest = [
                 accept(p)[0] for p in pieces(grain, *portion, at=when, reason=reason)
             ]
