@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -448,10 +449,15 @@ def test_store_calls_do_not_block_the_event_loop(served: Served) -> None:
         assert httpx.get(served.base + "/", timeout=30).status_code == 200
         page.append(time.monotonic() - began)
     worker.join()
-    worst = max(page or [0.0])
+    # Blocked, every page asked during the listing would wait for its end: few
+    # would fit, and the typical one would take most of the listing's time. The
+    # median, not the worst: on two shared cores one request can lose the GIL
+    # to the listing's serialisation for a while without the loop being blocked.
+    typical = statistics.median(page or [took[0]])
     print(f"\na listing of 1,000 facts {took[0]:.3f} s; the page meanwhile "
-          f"{worst:.3f} s at most, {len(page)} times")  # fmt: skip
-    assert len(page) >= 3 and worst < took[0] / 3, (worst, took)
+          f"{typical:.3f} s typically, {max(page or [0.0]):.3f} s at most, "
+          f"{len(page)} times")  # fmt: skip
+    assert len(page) >= 3 and typical < took[0] / 3, (page, took)
 
 
 # --- 8. stopping ----------------------------------------------------------------
