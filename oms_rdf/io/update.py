@@ -232,9 +232,9 @@ class _Plan:
         if whole:  # together: a triple two of them assert leaves the knowledge
             store.retract_all(whole, reason=reason or "", by=by)
         start, end = self.portion or (None, None)
-        held_whole = set(whole)  # a list lookup per address was quadratic
+        retracted_whole = set(whole)  # a set: one lookup per address below
         for address in leaving:
-            if address not in held_whole:
+            if address not in retracted_whole:
                 store.retract(
                     address, reason=reason or "", by=by, valid_from=start, valid_to=end
                 )
