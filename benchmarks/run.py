@@ -431,6 +431,19 @@ def adoption_rows(runs: int) -> list[Row]:
     ]  # fmt: skip
 
 
+def update_rows(n: int) -> list[Row]:
+    """SPARQL Update against importing the same triples (``bench_update``)."""
+    from benchmarks.bench_update import run
+
+    t = run(n)
+    return [
+        Row(f"INSERT DATA of {n:,} triples", t["update"], t["import"], "s", "<= 2x",
+            t["update"] / t["import"] <= 2, "baseline: import_ of the same N-Triples"),
+        Row(f"DELETE DATA of {n:,} triples", t["delete"], t["import"], "s", "<= 2x",
+            t["delete"] / t["import"] <= 2, "each a retraction under the policies"),
+    ]  # fmt: skip
+
+
 def quad_memory_row(n: int) -> Row:
     """Bytes per quad in a plain in-memory pyoxigraph store: the floor under a belief."""
     code = (
@@ -565,6 +578,7 @@ def main(argv: list[str] | None = None) -> None:
         codec_rows(small, args.runs)
         + put_rows(small, args.runs)
         + adoption_rows(args.runs)
+        + update_rows(min(small, 10_000))
     )
     rows += [*memory_rows(n), quad_memory_row(small)]  # before this process grows
     store, addresses = history_store(n)
