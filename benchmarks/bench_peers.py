@@ -12,10 +12,10 @@ memory and on disk; then rounds that each supersede 20% of the triples (a new
 employer, department or name; one transaction a round against oxilite's logged
 ``DELETE DATA``/``INSERT DATA``); one change in one transaction; the disk after the
 load and after five rounds (open, and once reopened: pyoxigraph's compaction
-leaves the files it replaced until the next opening); RSS at the end. One round again in memory as oxilite is given it,
-one SPARQL Update request. Against Areev: 2P/3 beliefs written
-by ``put_many`` (``add_batch``), then a single write and ``latest(subject,
-relation)`` on disk. Then the count of current beliefs (``count_beliefs()`` and
+leaves the files it replaced until the next opening); RSS at the end. One round
+again in memory as oxilite is given it, one SPARQL Update request. Against Areev:
+2P/3 beliefs written by ``put_many`` (``add_batch``), then a single write and
+``latest(subject, relation)`` on disk. Then the count of current beliefs (``count_beliefs()`` and
 ``len(store)``) against the SPARQL COUNT each stands for; adoption of schema.org
 (pyshacl's copy) against ``pyoxigraph.Store().load``, in memory and on disk; and
 ``put_many`` against the raw load of the quads it writes.
