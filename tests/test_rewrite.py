@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
-from oms_rdf.rdf.inforce import grain_clause
+from oms_rdf.rdf.clause import IN_FORCE_CALL, grain_clause
 from oms_rdf.rdf.mapping import millis_literal
 from oms_rdf.store.knowledge import run_query
 from oms_rdf.store.rewrite import rewrite
@@ -74,6 +74,11 @@ QUERIES = [
     "SELECT ?x (MAX(STR(?w)) AS ?last) WHERE { ?x ex:worksAt ?w } GROUP BY ?x",
     "SELECT * { ?x ex:list (ex:a ex:b) }",
     "SELECT ?x WHERE { ?x ex:worksAt ?w . FILTER (?w IN (ex:acme, ex:hooli)) }",
+    # A bound subject: in process, each grain is tested in force by a lookup.
+    "SELECT ?p ?o WHERE { ex:ann ?p ?o }",
+    "SELECT ?o ?c WHERE { ex:ann ex:worksAt ?o . ?o ex:city ?c }",
+    "SELECT ?x WHERE { ?x ex:city ?c . ex:ann ex:livesIn ?c }",
+    "SELECT ?o WHERE { ex:ann ex:knows ?o FILTER EXISTS { ex:ann ex:age ?a } }",
     # The least bound first: the embedded store's rewrite reorders the join.
     "SELECT ?x ?c ?w WHERE { ?x ex:livesIn ?c . ?x ex:worksAt ?w . ?w ex:city ex:lisbon }",
 ]
@@ -264,6 +269,8 @@ HISTORY_QUERIES = [
     "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
     "SELECT ?a ?b WHERE { ?a vocab:worksAt ?w . ?b vocab:worksAt ?w FILTER (?a != ?b) }",
     "SELECT ?s WHERE { ?s vocab:worksAt ?w FILTER NOT EXISTS { ?s vocab:worksAt org:acme } }",
+    "SELECT ?w WHERE { people:ann vocab:worksAt ?w }",
+    "SELECT ?w ?b WHERE { people:ben vocab:worksAt ?w . ?b vocab:worksAt ?w }",
 ]
 
 
@@ -276,7 +283,10 @@ def test_random_histories_answer_the_same_both_ways(
     history: list[tuple[str, int, int, int, int]], probes: list[tuple[int, int]]
 ) -> None:
     store, _ = build(history)
-    prefixes = f"PREFIX vocab: <{WORKS_AT[:-7]}>\nPREFIX org: <{EX}org/>\n"
+    prefixes = (
+        f"PREFIX vocab: <{WORKS_AT[:-7]}>\nPREFIX org: <{EX}org/>\n"
+        f"PREFIX people: <{EX}people/>\n"
+    )
     for valid_day, known_day in probes:
         point = {"valid_at": T0 + valid_day * DAY, "as_of": T0 + known_day * DAY}
         for query in HISTORY_QUERIES:
@@ -322,6 +332,43 @@ def test_the_store_answers_time_travel_with_the_rewrite() -> None:
         )
     acme = store.query(query, w=ox.NamedNode(EX + "acme"), **point)
     assert [r["x"].value for r in acme] == [EX + "ann"]
+
+
+@pytest.mark.parametrize("calls", [True, False])
+def test_a_bound_subject_is_tested_in_force_by_lookups_in_process(calls: bool) -> None:
+    """In process, the grains of a bound subject are tested in force by the
+    store's lookups (one function call each), the rest by the patterns; an
+    engine that cannot call Python gets the patterns only. Both answer as the
+    point's knowledge does, and the answer is read whole (the lookups read the
+    store as it is, the query a state of it)."""
+    told = story(LocalBackend())
+    asked: list[str] = []
+
+    class Recording(LocalBackend):
+        python_functions = calls
+
+        def query(self, sparql: str, substitutions: Any = None, **dataset: Any) -> Any:
+            asked.append(sparql)
+            return super().query(sparql, substitutions, **dataset)
+
+    backend = Recording()
+    backend.store = told.core.backend.store
+    store = oms.GrainStore(backend=backend, clock=told.core.clock)
+    point = {"valid_at": T0 + 37 * DAY, "as_of": T0 + 38 * DAY}
+    knowledge = told.snapshot(**point)
+    call = str(IN_FORCE_CALL)
+    query = PREFIX + "SELECT ?o ?c WHERE { ex:ann ex:worksAt ?o . ?o ex:city ?c }"
+    result = store.query(query, **point)
+    expected = answer(knowledge.query(query), False)
+    assert expected[1] and answer(result, False) == expected
+    assert asked[-1].count(call) == (1 if calls else 0)  # the subject's triple only
+    if calls:  # read whole, so read again
+        assert answer(result, False) == expected
+    loose = PREFIX + "SELECT ?x ?o WHERE { ?x ex:worksAt ?o }"
+    assert answer(store.query(loose, **point), False) == answer(
+        knowledge.query(loose), False
+    )
+    assert call not in asked[-1]
 
 
 # Two predicates joining the same pair of nodes, and a pair joined both ways: where

@@ -40,12 +40,17 @@ class Backend(Protocol):
             evaluates its right side once per solution of its left, with that
             solution's bindings): a query at a point then joins its triples as a
             plain query does.
+        python_functions: the engine runs in this process and calls Python
+            functions during a query (pyoxigraph's ``custom_functions``): a
+            selective query at a point then tests its few grains in force by
+            lookups, which cost less than its patterns cost to plan.
     """
 
     shared: bool
     remote: bool
     exact_optionals: bool
     lateral_joins: bool
+    python_functions: bool
     path: Path | None
 
     def add(self, quads: Iterable[ox.Quad]) -> None:

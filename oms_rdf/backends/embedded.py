@@ -50,6 +50,7 @@ class LocalBackend:
     remote: bool = False  # lookups are calls in process: cheap
     exact_optionals: bool = True  # Oxigraph evaluates SPARQL as written
     lateral_joins: bool = True  # pyoxigraph parses and evaluates LATERAL
+    python_functions: bool = True  # pyoxigraph calls Python during a query
 
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False

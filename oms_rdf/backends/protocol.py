@@ -71,6 +71,7 @@ class SparqlBackend:
     shared: bool = True  # other processes write here too: writes re-check themselves
     remote: bool = True  # every call is a round trip: one query rather than lookups
     exact_optionals: bool = True  # a standard server: SPARQL as written
+    python_functions: bool = False  # the engine is another process
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ import html
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
 import pyoxigraph as ox
@@ -105,7 +106,12 @@ def _compact(iri: str, prefixes: Mapping[str, str]) -> str:
 
 def query_prefixes(sparql: str) -> dict[str, str]:
     """The ``PREFIX`` declarations of a query's text, to compact its answers with."""
-    return {p: ns for p, ns in _PREFIX_DECLARATION.findall(sparql)}
+    return dict(_declared(sparql))
+
+
+@lru_cache(maxsize=256)
+def _declared(sparql: str) -> tuple[tuple[str, str], ...]:
+    return tuple(_PREFIX_DECLARATION.findall(sparql))
 
 
 def frame(

@@ -25,10 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import pyoxigraph as ox
-
 from ..rdf.terms import GENID
-from .knowledge import run_query
+from .knowledge import check_valid
 from .querytext import Token, UnreadableError, tokenize
 
 __all__ = ["as_blank_nodes", "seen_as_blank"]
@@ -80,7 +78,7 @@ def seen_as_blank(query: str, substitutions: Mapping[Any, Any]) -> str:
     """
     written = as_blank_nodes(query)
     if written != query:
-        run_query(ox.Store(), query, substitutions)
+        check_valid(query, substitutions)
     return written
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
 
 import pyoxigraph as ox
@@ -255,6 +256,26 @@ def _evaluating() -> Iterator[None]:
         raise StoreError(
             f"SPARQL evaluation failed: {exc}", code=ErrorCode.STORE
         ) from exc
+
+
+def check_valid(sparql: str, substitutions: Mapping[Any, Any]) -> None:
+    """Raise the query's own faults (its syntax, a binding it does not project)
+    as :func:`run_query` words them, by asking it of an empty store: before it is
+    rewritten, so that they are those of the text written. A query found valid
+    with the same bindings is not asked again.
+
+    Raises:
+        QueryError: ERR_QUERY for a malformed query, with its line and column.
+    """
+    try:
+        _checked(sparql, tuple(substitutions.items()))
+    except TypeError:  # a binding that cannot be a key: ask it anyway
+        run_query(ox.Store(), sparql, substitutions)
+
+
+@lru_cache(maxsize=256)
+def _checked(sparql: str, substitutions: tuple[tuple[Any, Any], ...]) -> None:
+    run_query(ox.Store(), sparql, dict(substitutions))
 
 
 def run_query(

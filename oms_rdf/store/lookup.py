@@ -13,7 +13,7 @@ chain is walked the same way, as ``queries/history.rq`` would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -92,8 +92,65 @@ def subject_rows(
 
 
 def in_force(backend: Backend, node: NamedNode, *, valid_at: int, as_of: int) -> bool:
-    """Whether ``beliefs.rq`` would answer with this grain at (``valid_at``, ``as_of``)."""
-    return next(_solutions(backend, node, valid_at, as_of), None) is not None
+    """Whether ``beliefs.rq`` would answer with this grain at (``valid_at``, ``as_of``):
+    the conditions of :func:`_solutions`, each asked once, no solution built."""
+    fields: dict[str, list[Any]] = {}
+    for quad in backend.quads(node, None, None, _DEFAULT):
+        fields.setdefault(quad.predicate.value, []).append(quad.object)
+    if not fields.get(RDF.subject.value) or not fields.get(OMS.confidence.value):
+        return False
+    begun = any(
+        _begun(valid_from, system_from, valid_at, as_of)
+        for system_from in fields.get(OMS.systemFrom.value, ())
+        for valid_from in fields.get(OMS.validFrom.value, ())
+    )
+    ends = fields.get(OMS.validTo.value, [])
+    return begun and _not_ended(backend, node, ends, valid_at, as_of)
+
+
+def in_force_call(
+    backend: Backend, *, valid_at: int, as_of: int
+) -> Callable[[Any, Any, Any], Literal]:
+    """The function :data:`~oms_rdf.rdf.inforce.IN_FORCE_CALL` stands for in a
+    query at (``valid_at``, ``as_of``): true for a grain node, with its
+    ``oms:validFrom`` and ``oms:systemFrom``, in force there as :func:`in_force`
+    says. pyoxigraph calls it for each grain the query reaches."""
+    yes, no = Literal(True), Literal(False)
+
+    def call(node: Any, valid_from: Any, system_from: Any) -> Literal:
+        if not isinstance(node, NamedNode) or not _begun(
+            valid_from, system_from, valid_at, as_of
+        ):
+            return no
+        ends = [q.object for q in backend.quads(node, OMS.validTo, None, _DEFAULT)]
+        return yes if _not_ended(backend, node, ends, valid_at, as_of) else no
+
+    return call
+
+
+def _begun(valid_from: Any, system_from: Any, valid_at: int, as_of: int) -> bool:
+    # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
+    return (
+        _and(_le(_time(system_from), as_of), _le(_time(valid_from), valid_at)) is True
+    )
+
+
+def _not_ended(
+    backend: Backend, node: NamedNode, ends: list[Any], valid_at: int, as_of: int
+) -> bool:
+    """The rest of the rules, for a grain whose times have begun, with these
+    ``oms:validTo``: its valid time has not ended, and the index has not voided
+    it or superseded it for that valid time."""
+    # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
+    if ends and not any(_lt(valid_at, _time(end)) for end in ends):
+        return False
+    index: dict[str, list[Any]] = {}
+    for quad in backend.quads(node, None, None, _INDEX):
+        index.setdefault(quad.predicate.value, []).append(quad.object)
+    # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
+    if any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ())):
+        return False
+    return _system_ends(backend, index, valid_at, as_of) > 0
 
 
 def _solutions(

@@ -22,7 +22,7 @@ the pattern (Virtuoso 7 binds it without joining it to subqueries). The query is
 valid SPARQL when it comes here (the caller has parsed it): a form this reader
 does not know also gives None, never a different query.
 
->>> from oms_rdf.rdf.inforce import grain_clause
+>>> from oms_rdf.rdf.clause import grain_clause
 >>> clause = grain_clause(None, None, ("work",))
 >>> text = rewrite("SELECT ?o WHERE { <http://ex.org/a> <http://ex.org/p> ?o }", clause)
 >>> text.count("SELECT DISTINCT ?o WHERE")
@@ -34,9 +34,11 @@ True
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
-from ..rdf.inforce import EXTENT_VARIABLES, GrainClause
+from ..rdf.clause import GrainClause
+from ..rdf.inforce import EXTENT_VARIABLES
 from .querytext import Token, TokenReader, UnreadableError, tokenize
 
 __all__ = ["rewrite", "why_not"]
@@ -53,6 +55,11 @@ def rewrite(query: str, clause: GrainClause, *, lateral: bool = False) -> str | 
     of a block are matched the most bound first, each later one evaluated for
     each solution of those before it: a join then costs what the plain join
     costs, where two subqueries would each be evaluated whole."""
+    return _rewritten(query, clause, lateral)
+
+
+@lru_cache(maxsize=256)  # a query asked again at the same point, as a dashboard does
+def _rewritten(query: str, clause: GrainClause, lateral: bool) -> str | None:
     if "_oms" in query:  # the names this rewrite gives its own variables
         return None
     try:

@@ -14,19 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 from pyoxigraph import (
-    Literal,
     Variable,
 )
 
 from ..codec.grain import Grain
 from ..errors import QueryError
-from ..rdf.inforce import (
-    During,
-    GrainClause,
-    current_beliefs_query,
-    grain_clause,
-    snapshot_query,
-)
+from ..rdf.clause import IN_FORCE_CALL, During, GrainClause, grain_clause
+from ..rdf.inforce import current_beliefs_query, snapshot_query
 from ..rdf.limits import check_query
 from ..rdf.mapping import (
     belief_terms,
@@ -43,10 +37,13 @@ from .knowledge import (
     RESERVED_GRAPHS,
     QueryResult,
     Snapshot,
+    Solutions,
     Triples,
     check_dataset_args,
+    check_valid,
     run_query,
 )
+from .lookup import in_force_call
 from .querytext import dataset_clause, dataset_start
 from .questions import Questions, bound_texts, namespaces_of
 from .rewrite import rewrite, why_not
@@ -202,7 +199,7 @@ class SparqlQueries:
         )
         values = {k: term_for(v) for k, v in bindings}
         sparql = seen_as_blank(sparql, values)
-        run_query(ox.Store(), sparql, values)  # its own faults, worded as in process
+        check_valid(sparql, values)
         clause = GrainClause(
             None, tuple(n for n in namespaces_of(namespace) if n), during
         )
@@ -255,19 +252,32 @@ class SparqlQueries:
         it, or the query names its own dataset."""
         if dataset:
             return None
-        run_query(ox.Store(), sparql, values)  # its own faults, worded as in process
-        point: tuple[Literal | None, Literal | None] = (None, None)
-        if valid_at is not None or as_of is not None:
+        check_valid(sparql, values)
+        backend = self.core.backend
+        if valid_at is None and as_of is None:
+            clause = grain_clause(None, None, namespaces_of(namespace))
+        else:
             clock = self.core.clock
-            point = (
-                millis_literal(millis_or_now(valid_at, clock)),
-                millis_literal(millis_or_now(as_of, clock)),
+            valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
+            clause = grain_clause(
+                millis_literal(valid),
+                millis_literal(known),
+                namespaces_of(namespace),
+                called=backend.python_functions,
             )
-        clause = grain_clause(*point, namespaces_of(namespace))
-        text = rewrite(sparql, clause, lateral=self.core.backend.lateral_joins)
+        text = rewrite(sparql, clause, lateral=backend.lateral_joins)
         if text is None:
             return None
-        return run_query(self.core.backend, text, values)
+        if str(IN_FORCE_CALL) not in text:
+            return run_query(backend, text, values)
+        call = in_force_call(backend, valid_at=valid, as_of=known)
+        # The lookups read the store as it is, the query a state of it: no write
+        # may come between, so the answer is read whole here.
+        with self.core.lock:
+            answer = run_query(
+                backend, text, values, custom_functions={IN_FORCE_CALL: call}
+            )
+            return _read_whole(answer)
 
     def frame(
         self,
@@ -469,3 +479,12 @@ def _dataset(
 
 # A graph the store never writes: the default graph of a query with FROM NAMED only.
 _NO_GRAPH = ox.NamedNode("https://w3id.org/oms-rdf/ns#noGraph")
+
+
+def _read_whole(answer: QueryResult) -> QueryResult:
+    """The answer with every row or triple read, kept to be read again."""
+    if isinstance(answer, Solutions):
+        answer.rows()
+    elif isinstance(answer, Triples):
+        answer.triples()
+    return answer
