@@ -186,7 +186,10 @@ DELTA_POINTS = ("validSince", "asOfSince", "validUntil", "asOfUntil")
 
 @lru_cache(maxsize=16)
 def delta_query(
-    texts: tuple[str, ...], points: tuple[Literal, ...] | None = None
+    texts: tuple[str, ...],
+    points: tuple[Literal, ...] | None = None,
+    *,
+    lateral: bool = False,
 ) -> str:
     """What entered and left between two points: the beliefs in force at
     (``validUntil``, ``asOfUntil``) and not at (``validSince``, ``asOfSince``),
@@ -210,7 +213,10 @@ def delta_query(
     group would not see, and an ``EXISTS`` per candidate is a scan in Oxigraph.
     Points written in are seen everywhere, so then the candidates are found
     first, each bound tested where it is read (three times faster at 10k
-    beliefs than one filter over every bound).
+    beliefs than one filter over every bound). With ``lateral`` (an engine
+    that takes Oxigraph's ``LATERAL``, and points written in) each candidate's
+    bounds are then read with it bound: Oxigraph would otherwise read those of
+    every belief and join them with the candidates (half the time at 20k).
     """
     inline = points is not None
     at = dict(zip(DELTA_POINTS, map(str, points or ()), strict=False))
@@ -247,20 +253,32 @@ def delta_query(
     )
     times = "" if inline else " ".join(f"?{n}" for n in DELTA_POINTS) + " "
     shown = f"?g ?blob ?s ?p ?o ?change ?sf {times}{_TEXT_VARIABLES}"
-    return f"""SELECT {shown} WHERE {{
-  {_text_patterns(texts)}
-  {candidates}
-  {bounds_of("?g", var=lambda n: f"?_{n}")}
+    each = f"""{bounds_of("?g", var=lambda n: f"?_{n}")}
   BIND (IF({until}, "entered", "left") AS ?change)
   BIND (IF({since}, "entered", "left") AS ?_before)
   FILTER (?change != ?_before)
   BIND (?_sf AS ?sf)
   {triple}
   {_rank()}
-  OPTIONAL {{ GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} }}
+  OPTIONAL {{ GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} }}"""
+    order = "ORDER BY DESC(?rank) DESC(?sf) ?g"
+    if lateral and inline:  # DISTINCT there is the GROUP BY below
+        inner = "?g ?blob ?s ?p ?o ?change ?sf ?rank"
+        return f"""SELECT {shown} WHERE {{
+  {_text_patterns(texts)}
+  {candidates}
+  LATERAL {{ SELECT DISTINCT {inner} WHERE {{
+  {each}
+  }} }}
+}}
+{order}"""
+    return f"""SELECT {shown} WHERE {{
+  {_text_patterns(texts)}
+  {candidates}
+  {each}
 }}
 GROUP BY {shown} ?rank
-ORDER BY DESC(?rank) DESC(?sf) ?g"""
+{order}"""
 
 
 def _delta_bounds() -> list[tuple[str, str]]:

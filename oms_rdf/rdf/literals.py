@@ -65,6 +65,7 @@ def _lexical_time(ms: int) -> tuple[str, str]:
     return dt.isoformat(timespec="milliseconds") + "Z", _XSD_DATETIME
 
 
+@lru_cache(maxsize=1024)  # the times of one write, or of one question, repeat
 def millis_literal(ms: int) -> Literal:
     """Return epoch milliseconds as UTC ``xsd:dateTime`` with millisecond precision.
 

@@ -80,7 +80,8 @@ def changes(
     texts, bindings = bound_texts(None, None, namespace)
     written = tuple(millis_literal(t) for t in (valid, known, end, end))
     found: dict[str, list[Any]] = {"entered": [], "left": []}
-    for row in core.backend.query(delta_query(texts, written), bindings):
+    asked = delta_query(texts, written, lateral=core.backend.lateral_joins)
+    for row in core.backend.query(asked, bindings):
         grain = core.grain_of(address_of(row["g"]), row["blob"])
         found[row["change"].value].append(grain)
     return Changes(
