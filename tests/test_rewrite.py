@@ -79,6 +79,10 @@ QUERIES = [
     "SELECT ?o ?c WHERE { ex:ann ex:worksAt ?o . ?o ex:city ?c }",
     "SELECT ?x WHERE { ?x ex:city ?c . ex:ann ex:livesIn ?c }",
     "SELECT ?o WHERE { ex:ann ex:knows ?o FILTER EXISTS { ex:ann ex:age ?a } }",
+    # Bob knows Cat in a named graph only: not in the default graph.
+    "SELECT ?o WHERE { { ex:bob ex:knows ?o } UNION { ex:ann ex:livesIn ?o } }",
+    "SELECT ?g ?o WHERE { GRAPH ?g { ex:bob ex:knows ?o } }",
+    f"SELECT ?o WHERE {{ GRAPH <{G1}> {{ ex:ann ex:knows ?o }} }}",
     # The least bound first: the embedded store's rewrite reorders the join.
     "SELECT ?x ?c ?w WHERE { ?x ex:livesIn ?c . ?x ex:worksAt ?w . ?w ex:city ex:lisbon }",
 ]

@@ -104,13 +104,16 @@ class GrainClause:
             blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
             parts = [node_block(g, triple), held(g, var=var), blob]
         elif self.called and not _variable(s):
+            # The call also asks for the default graph's grains: no oms:graph.
             vf, sf = var("vf"), var("sf")
             times = [(OMS.validFrom, vf), (OMS.systemFrom, sf)]
             first = [(OMS.confidence, var("confidence"))]
+            default = "true" if graph is None else "false"
             parts = [
                 node_block(g, [*triple, *first, *times]),
-                f"FILTER ({IN_FORCE_CALL}({g}, {vf}, {sf}))",
+                f"FILTER ({IN_FORCE_CALL}({g}, {vf}, {sf}, {default}))",
             ]
+            graph = graph or ""  # asked already
         else:
             valid_at, as_of = (str(t) for t in self.point)
             first = [(OMS.confidence, var("confidence"))]
@@ -121,7 +124,7 @@ class GrainClause:
             parts.append(f"{g} {OMS.namespace} {ns} . VALUES {ns} {{ {values} }}")
         if graph is None:
             parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
-        else:
+        elif graph:
             parts.append(f"{g} {OMS.graph} {graph} .")
         return " ".join(parts)
 

@@ -110,17 +110,20 @@ def in_force(backend: Backend, node: NamedNode, *, valid_at: int, as_of: int) ->
 
 def in_force_call(
     backend: Backend, *, valid_at: int, as_of: int
-) -> Callable[[Any, Any, Any], Literal]:
-    """The function :data:`~oms_rdf.rdf.inforce.IN_FORCE_CALL` stands for in a
+) -> Callable[[Any, Any, Any, Any], Literal]:
+    """The function :data:`~oms_rdf.rdf.clause.IN_FORCE_CALL` stands for in a
     query at (``valid_at``, ``as_of``): true for a grain node, with its
     ``oms:validFrom`` and ``oms:systemFrom``, in force there as :func:`in_force`
-    says. pyoxigraph calls it for each grain the query reaches."""
+    says, and, when its last argument is true, of the default graph (no
+    ``oms:graph``). pyoxigraph calls it for each grain the query reaches."""
     yes, no = Literal(True), Literal(False)
 
-    def call(node: Any, valid_from: Any, system_from: Any) -> Literal:
+    def call(node: Any, valid_from: Any, system_from: Any, default: Any) -> Literal:
         if not isinstance(node, NamedNode) or not _begun(
             valid_from, system_from, valid_at, as_of
         ):
+            return no
+        if default == yes and _has(backend, node, OMS.graph, None, _DEFAULT):
             return no
         ends = [q.object for q in backend.quads(node, OMS.validTo, None, _DEFAULT)]
         return yes if _not_ended(backend, node, ends, valid_at, as_of) else no
