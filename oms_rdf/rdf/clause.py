@@ -95,6 +95,8 @@ class GrainClause:
             return f"?_oms{name}_{atom}"
 
         g = var("g")
+        # Only a belief's node has rdf:subject (rdf/mapping.py), and always its
+        # oms:confidence: asking for that too would cost a lookup per grain.
         # Oxigraph takes equally selective patterns in the written order: a
         # bound subject or object narrows more than a relation does.
         triple = [(RDF.subject, s), (RDF.object, o), (RDF.predicate, p)]
@@ -107,17 +109,15 @@ class GrainClause:
             # The call also asks for the default graph's grains: no oms:graph.
             vf, sf = var("vf"), var("sf")
             times = [(OMS.validFrom, vf), (OMS.systemFrom, sf)]
-            first = [(OMS.confidence, var("confidence"))]
             default = "true" if graph is None else "false"
             parts = [
-                node_block(g, [*triple, *first, *times]),
+                node_block(g, [*triple, *times]),
                 f"FILTER ({IN_FORCE_CALL}({g}, {vf}, {sf}, {default}))",
             ]
             graph = graph or ""  # asked already
         else:
             valid_at, as_of = (str(t) for t in self.point)
-            first = [(OMS.confidence, var("confidence"))]
-            parts = [in_force(g, valid_at, as_of, var=var, first=first, then=triple)]
+            parts = [in_force(g, valid_at, as_of, var=var, then=triple)]
         if self.namespaces:
             values = " ".join(str(Literal(n)) for n in self.namespaces)
             ns = var("ns")
