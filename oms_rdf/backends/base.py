@@ -5,8 +5,8 @@ Every backend (:class:`~oms_rdf.backends.embedded.LocalBackend`,
 :class:`~oms_rdf.backends.virtuoso.VirtuosoBackend`) has every member below; one
 that cannot do something says so by doing nothing (``flush`` where each request
 commits) or by raising :class:`~oms_rdf.errors.StoreError` (``vacuum`` on a
-server). The store never probes a backend for what it can do: it reads the three
-attributes and calls the methods.
+server). The store never probes a backend for what it can do: it reads the
+attributes below and calls the methods.
 """
 
 from __future__ import annotations
