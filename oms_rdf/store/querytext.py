@@ -135,6 +135,8 @@ def dataset_clause(
 
     ``prefixes``: those a query may use undeclared; its own ``PREFIX`` lines win.
     """
+    if "from" not in query.lower():  # most queries: no need to read them
+        return None
     try:
         tokens = tokenize(query)
     except UnreadableError:
@@ -173,6 +175,8 @@ def dataset_clause(
 
 def dataset_start(query: str) -> int | None:
     """Where a query's first ``FROM`` clause begins (a character offset), or None."""
+    if "from" not in query.lower():
+        return None
     try:
         tokens = tokenize(query)
     except UnreadableError:
