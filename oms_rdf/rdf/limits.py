@@ -93,7 +93,9 @@ def check_query(text: str, /, *, update: bool = False) -> None:
             f"the {what} has {len(text):,} characters; the limit is "
             f"{limit // 1024:,} KiB of text ({name})"
         )
-    depth = nesting_depth(text)
+    # No deeper than its brackets are many: most texts need no reading.
+    opens = text.count("(") + text.count("[") + text.count("{")
+    depth = nesting_depth(text) if opens > MAX_DEPTH else 0
     if depth > MAX_DEPTH:
         raise QueryError(
             f"the {what} nests {depth} levels of brackets; the limit is "
