@@ -29,6 +29,9 @@ __all__ = [
 MAX_DEPTH = 64  # levels of (, [ and { together
 MAX_QUERY_CHARS = 512 * 1024  # a query is text a person or a program writes
 MAX_UPDATE_CHARS = 16 * 1024 * 1024  # INSERT DATA carries data: as big as a body
+# Query texts up to this size are kept, with what is worked out from them (their
+# rewrite, their check): 256 of them, at most a few MB, whatever a client sends.
+CACHED_TEXT_CHARS = 16 * 1024
 
 _OPENS, _CLOSES = frozenset("([{"), frozenset(")]}")
 # SPARQL's IRIREF: anything else after a < is the less-than operator.

@@ -38,6 +38,7 @@ import pyoxigraph as ox
 
 from ..codec.grain import Grain, system_from
 from ..times import moment
+from .limits import CACHED_TEXT_CHARS
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -106,6 +107,8 @@ def _compact(iri: str, prefixes: Mapping[str, str]) -> str:
 
 def query_prefixes(sparql: str) -> dict[str, str]:
     """The ``PREFIX`` declarations of a query's text, to compact its answers with."""
+    if len(sparql) > CACHED_TEXT_CHARS:
+        return dict(_PREFIX_DECLARATION.findall(sparql))
     return dict(_declared(sparql))
 
 

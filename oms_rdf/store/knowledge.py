@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, StoreError
+from ..rdf.limits import CACHED_TEXT_CHARS
 from ..rdf.results import media_type, term_text, write_solutions
 from ..rdf.tables import SHOWN, frame, html_table, query_prefixes
 from ..rdf.terms import unskolem
@@ -267,6 +268,9 @@ def check_valid(sparql: str, substitutions: Mapping[Any, Any]) -> None:
     Raises:
         QueryError: ERR_QUERY for a malformed query, with its line and column.
     """
+    if len(sparql) > CACHED_TEXT_CHARS:
+        run_query(ox.Store(), sparql, substitutions)
+        return
     try:
         _checked(sparql, tuple(substitutions.items()))
     except TypeError:  # a binding that cannot be a key: ask it anyway

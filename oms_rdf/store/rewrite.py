@@ -39,6 +39,7 @@ from typing import Any
 
 from ..rdf.clause import GrainClause
 from ..rdf.inforce import EXTENT_VARIABLES
+from ..rdf.limits import CACHED_TEXT_CHARS
 from .querytext import Token, TokenReader, UnreadableError, tokenize
 
 __all__ = ["rewrite", "why_not"]
@@ -55,6 +56,8 @@ def rewrite(query: str, clause: GrainClause, *, lateral: bool = False) -> str | 
     of a block are matched the most bound first, each later one evaluated for
     each solution of those before it: a join then costs what the plain join
     costs, where two subqueries would each be evaluated whole."""
+    if len(query) > CACHED_TEXT_CHARS:
+        return _rewritten.__wrapped__(query, clause, lateral)
     return _rewritten(query, clause, lateral)
 
 
