@@ -150,10 +150,14 @@ def _not_ended(
     index: dict[str, list[Any]] = {}
     for quad in backend.quads(node, None, None, _INDEX):
         index.setdefault(quad.predicate.value, []).append(quad.object)
+    return (
+        not _voided(index, as_of) and _system_ends(backend, index, valid_at, as_of) > 0
+    )
+
+
+def _voided(index: dict[str, list[Any]], as_of: int) -> bool:
     # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
-    if any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ())):
-        return False
-    return _system_ends(backend, index, valid_at, as_of) > 0
+    return any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ()))
 
 
 def _solutions(
@@ -173,8 +177,7 @@ def _solutions(
             index.setdefault(quad.predicate.value, []).append(quad.object)
         elif graph == _BLOBS and quad.predicate == _BLOB:
             blobs.append(quad.object)
-    # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
-    if any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ())):
+    if _voided(index, as_of):
         return
     ends = _system_ends(backend, index, valid_at, as_of)
     if not ends:
