@@ -100,13 +100,13 @@ class GrainClause:
         # Oxigraph takes equally selective patterns in the written order: a
         # bound subject or object narrows more than a relation does.
         triple = [(RDF.subject, s), (RDF.object, o), (RDF.predicate, p)]
+        called_default = False  # the call tests for the default graph itself
         if self.during is not None:
             parts = [self.during.pattern(g, var, triple)]
         elif self.point is None:
             blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
             parts = [node_block(g, triple), held(g, var=var), blob]
         elif self.called and not _variable(s):
-            # The call also asks for the default graph's grains: no oms:graph.
             vf, sf = var("vf"), var("sf")
             times = [(OMS.validFrom, vf), (OMS.systemFrom, sf)]
             default = "true" if graph is None else "false"
@@ -114,7 +114,7 @@ class GrainClause:
                 node_block(g, [*triple, *times]),
                 f"FILTER ({IN_FORCE_CALL}({g}, {vf}, {sf}, {default}))",
             ]
-            graph = graph or ""  # asked already
+            called_default = graph is None
         else:
             valid_at, as_of = (str(t) for t in self.point)
             parts = [in_force(g, valid_at, as_of, var=var, then=triple)]
@@ -122,10 +122,10 @@ class GrainClause:
             values = " ".join(str(Literal(n)) for n in self.namespaces)
             ns = var("ns")
             parts.append(f"{g} {OMS.namespace} {ns} . VALUES {ns} {{ {values} }}")
-        if graph is None:
-            parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
-        elif graph:
+        if graph is not None:
             parts.append(f"{g} {OMS.graph} {graph} .")
+        elif not called_default:
+            parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
         return " ".join(parts)
 
     def extent_of(self, atom: int) -> list[str]:
