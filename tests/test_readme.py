@@ -34,3 +34,22 @@ def test_the_readme_examples_run_and_print_what_they_say(
             exec(compile(text, f"README block {number}", "exec"), namespace)
     failed, tried = runner.summarize(verbose=False)
     assert tried > 20 and failed == 0
+
+
+def test_the_readme_code_fences_pair_up() -> None:
+    """Each block opens with a fence naming at most a language and closes with a
+    bare one, so no prose is swallowed into a block (nor code left out of one)."""
+    open_at = None
+    for number, line in enumerate(README.read_text().splitlines(), 1):
+        if not line.startswith("```"):
+            continue
+        info = line[3:]
+        if open_at is None:
+            assert re.fullmatch(r"[a-z]*", info), f"line {number} opens with {line!r}"
+            open_at = number
+        else:
+            assert info == "", (
+                f"line {number} closes the block of line {open_at} with {line!r}"
+            )
+            open_at = None
+    assert open_at is None, f"the block opened at line {open_at} never closes"
