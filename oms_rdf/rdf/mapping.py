@@ -289,6 +289,9 @@ def belief_terms(
     ...               "object": "Acme"})[0].value
     'https://w3id.org/oms-rdf/.well-known/genid/b0'
     """
+    plain = _plain_terms(fields, settings)
+    if plain is not None:
+        return plain[0], plain[1], plain[2], None
     namespace = namespace_of(fields)
     relation, obj = str(fields["relation"]), fields["object"]
     context = fields.get("context")
@@ -311,6 +314,33 @@ def belief_terms(
         if term is not None:
             refuse_reserved(term, role)
     return s, p, o, g
+
+
+def _plain_terms(
+    fields: Mapping[str, Any], settings: MappingSettings
+) -> tuple[NamedNode, NamedNode, Term, tuple[str, str, str]] | None:
+    """The terms of a belief with a text object and no context (most of them),
+    and their N-Triples texts, from caches: subjects, relations and objects
+    repeat. None for any other belief.
+
+    In :func:`belief_terms`' order: the object is made first, then the subject
+    and relation; then they are checked against the store's own IRIs, subject
+    first.
+    """
+    obj = fields["object"]
+    if type(obj) is not str or fields.get("context") is not None:
+        return None
+    namespace = namespace_of(fields)
+    relation = str(fields["relation"])
+    o = _plain_object(obj, relation, namespace, settings)
+    s = subject_term(str(fields["subject"]), namespace, settings)
+    p = relation_term(relation, settings)
+    s_nt, p_nt, o_nt = _unreserved_nt(s), _unreserved_nt(p), _unreserved_nt(o)
+    if s_nt is None or p_nt is None or o_nt is None:
+        for term, role in ((s, "subject"), (p, "relation"), (o, "object")):
+            refuse_reserved(term, role)
+    assert s_nt is not None and p_nt is not None and o_nt is not None
+    return s, p, o, (s_nt, p_nt, o_nt)
 
 
 def grain_belief_terms(
@@ -340,30 +370,13 @@ _TERMS_KEPT = 65_536
 def _belief_nt(
     grain: Grain, settings: MappingSettings
 ) -> tuple[str, str, str, str | None]:
-    """:func:`belief_terms` as N-Triples texts. A belief with no context and a
-    text object (most of them) takes its terms, and their check against the
-    store's own IRIs, from caches: subjects, relations and objects repeat."""
-    fields = grain.fields
-    obj, context = fields["object"], fields.get("context")
-    if type(obj) is not str or isinstance(context, Mapping):
-        s, p, o, g = grain_belief_terms(grain, settings)
-        return str(s), str(p), str(o), None if g is None else str(g)
-    namespace = namespace_of(fields)
-    relation = str(fields["relation"])
-    # In belief_terms' order: the object is made first, then the subject and
-    # relation; then they are checked subject first.
-    o = _plain_object(obj, relation, namespace, settings)
-    s = subject_term(str(fields["subject"]), namespace, settings)
-    terms = (s, relation_term(relation, settings), o)
-    texts = [_unreserved_nt(term) for term in terms]
-    for term, text, role in zip(
-        terms, texts, ("subject", "relation", "object"), strict=True
-    ):
-        if text is None:
-            refuse_reserved(term, role)
-    s_nt, p_nt, o_nt = texts
-    assert s_nt is not None and p_nt is not None and o_nt is not None
-    return s_nt, p_nt, o_nt, None
+    """:func:`belief_terms` as N-Triples texts."""
+    plain = _plain_terms(grain.fields, settings)
+    if plain is not None:
+        s_nt, p_nt, o_nt = plain[3]
+        return s_nt, p_nt, o_nt, None
+    s, p, o, g = grain_belief_terms(grain, settings)
+    return str(s), str(p), str(o), None if g is None else str(g)
 
 
 @lru_cache(maxsize=65_536)
