@@ -116,7 +116,7 @@ def _fast_path(
     if plan is None or wire is None:
         return None
     fields = dict(grain)  # every value was canonical as given
-    for name, short in plan.lists:
+    for name, short in (*plan.lists, *plan.maps):
         fields[name] = wire[short]  # the grain's own copy, as from the walk
     return wire, fields
 

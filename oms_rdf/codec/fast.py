@@ -1,7 +1,8 @@
 """The fast path for flat grains whose every value is already canonical.
 
 Most grains an agent writes have the same handful of keys, each holding ASCII
-text, a float in range or epoch milliseconds. For such a grain the walk would
+text, a float in range or epoch milliseconds; an adopted RDF literal adds a
+``context`` map of a few ASCII texts (its datatype or language). For such a grain the walk would
 only confirm what one type test per field can: nothing to convert, nothing to
 report. So for each set of keys seen, a plan is made once: the fields in wire
 order, the test each value must pass, and whether the key set can take this path
@@ -62,6 +63,7 @@ class Test(IntEnum):
     BOOL = 7
     BYTE = 8  # int in [0, 255]
     ADDRS = 9  # list of content addresses (64 lowercase hex digits)
+    TEXTS = 10  # map of ASCII text to ASCII text (a free map: context, metadata)
 
 
 _TESTS: Mapping[Kind, Test] = {
@@ -76,6 +78,7 @@ _TESTS: Mapping[Kind, Test] = {
     Kind.BOOL: Test.BOOL,
     Kind.BYTE: Test.BYTE,
     Kind.ADDRS: Test.ADDRS,  # derived_from: on every derived or superseding grain
+    Kind.MAP: Test.TEXTS,  # only a map without a field map of its own
 }
 
 
@@ -94,6 +97,9 @@ class Plan(NamedTuple):
     lists: tuple[
         tuple[str, str], ...
     ]  # (source, target) of lists, copied when encoding
+    maps: tuple[
+        tuple[str, str], ...
+    ]  # (source, target) of maps: sorted when encoding, proven sorted when decoding
 
 
 _plans: dict[tuple[bool, int], dict[tuple[str, ...], Plan | None]] = {}
@@ -124,7 +130,12 @@ def _make_plan(table: Table, keys: tuple[str, ...], encoding: bool) -> Plan | No
     fields = []
     for key in keys:
         f = names.get(key)
-        if f is None or f.full in INDEX_FIELDS or f.kind not in _TESTS:
+        if (
+            f is None
+            or f.full in INDEX_FIELDS
+            or f.kind not in _TESTS
+            or f.nested is not None
+        ):
             return None  # unknown, index-layer or nested: the walk keeps or refuses
         fields.append(f)
     if not {f.full for f in fields}.issuperset(table.required):
@@ -164,6 +175,11 @@ def _make_plan(table: Table, keys: tuple[str, ...], encoding: bool) -> Plan | No
         lists=tuple(
             (f.full, f.short) for f in fields if encoding and f.kind is Kind.ADDRS
         ),
+        maps=tuple(
+            (source[f.full], f.short if encoding else f.full)
+            for f in fields
+            if f.kind is Kind.MAP
+        ),
     )
 
 
@@ -191,10 +207,17 @@ def run_plan(plan: Plan, src: Mapping[str, Any]) -> dict[str, Any] | None:
         if src[key] not in allowed:
             return None
     if plan.in_order:  # the plan was made for exactly these keys in this order
+        for key, _ in plan.maps:
+            inner = list(src[key])
+            if inner != sorted(inner):
+                return None  # the walk reports the order
         return dict(zip(plan.targets, src.values(), strict=True))
     out = {target: src[source] for source, target in plan.order}
     for source, target in plan.lists:
         out[target] = list(src[source])
+    for source, target in plan.maps:
+        # Wire order: code-point order of ASCII keys is their UTF-8 byte order.
+        out[target] = dict(sorted(src[source].items()))
     return out
 
 
@@ -204,6 +227,8 @@ def _passes(test: Test, value: Any) -> bool:
         return t is bool
     if test is Test.ADDRS:
         return t is list and all(map(_is_address, value))
+    if test is Test.TEXTS:
+        return t is dict and all(map(_is_ascii_text, value.items()))
     if test is Test.FLOAT or test is Test.NONNEG:
         if t is not float:
             return False
@@ -217,6 +242,11 @@ def _passes(test: Test, value: Any) -> bool:
     if test is Test.BYTE:
         return 0 <= number <= 255
     return INT_MIN <= number <= UINT_MAX
+
+
+def _is_ascii_text(item: tuple[Any, Any]) -> bool:
+    key, value = item
+    return type(key) is str and type(value) is str and key.isascii() and value.isascii()
 
 
 def _is_address(value: Any) -> bool:
