@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 
 import oms_rdf as oms
@@ -228,3 +229,70 @@ def test_a_beliefs_object_is_text_or_a_map_as_the_spec_says(value: object) -> No
     assert oms.decode(oms.encode({**fields, "object": {"v": value}}))["object"] == {
         "v": value
     }
+
+
+TOOL_RESULT = {"content": "x", "is_error": False}
+
+
+@pytest.mark.parametrize(
+    ("fields", "path", "code"),
+    [
+        ({"tool_name": "", "input": {}, **TOOL_RESULT}, "$.tool_name", "ERR_EMPTY"),
+        (
+            {"tool_phase": "definition", "tool_name": "t", "tool_description": ""}
+            | {"input_schema": {}},
+            "$.tool_description",
+            "ERR_EMPTY",
+        ),
+        (
+            {"tool_phase": "call", "tool_name": "", "input": {}},
+            "$.tool_name",
+            "ERR_EMPTY",
+        ),
+        (
+            {"tool_phase": "result", "tool_call_id": "", **TOOL_RESULT},
+            "$.tool_call_id",
+            "ERR_EMPTY",
+        ),
+        (
+            {"tool_phase": "result", "tool_call_id": "c", "content": ""}
+            | {"is_error": False},
+            "$.content",
+            "ERR_EMPTY",
+        ),
+    ],
+)
+def test_a_tool_grain_refuses_an_empty_required_string(
+    fields: dict[str, object], path: str, code: str
+) -> None:
+    # Spec §13: an empty required string is ERR_EMPTY, in every tool phase, and a
+    # blob that carries one does not decode either.
+    for type_name in ("tool", "action"):
+        grain = {"type": type_name, "created_at": 0, **fields}
+        with pytest.raises(oms.SchemaError) as info:
+            oms.encode(grain)
+        assert (info.value.code, info.value.path) == (code, path)
+        good = oms.encode({**grain, path[2:]: "x"})
+        short = TYPE_NAMES[type_name].table.by_full[path[2:]].short
+        wire = msgpack.unpackb(good[9:])
+        bad = good[:9] + msgpack.packb({**wire, short: ""})
+        with pytest.raises(oms.SchemaError) as info:
+            oms.decode(bad)
+        assert (info.value.code, info.value.path) == (code, path)
+
+
+@pytest.mark.parametrize(
+    ("block", "code"),
+    [
+        ({"text": "x"}, "ERR_SCHEMA"),
+        ({"type": ""}, "ERR_EMPTY"),
+        ({"type": 1}, "ERR_SCHEMA"),
+    ],
+)
+def test_every_content_block_has_a_type(block: dict[str, object], code: str) -> None:
+    # Spec §8.2: every block of an event's content_blocks MUST have a type.
+    event = {"type": "event", "created_at": 0, "content": "c"}
+    with pytest.raises(oms.SchemaError) as info:
+        oms.encode({**event, "content_blocks": [{"type": "text", "text": "y"}, block]})
+    assert (info.value.code, info.value.path) == (code, "$.content_blocks[1].type")
+    oms.encode({**event, "content_blocks": [{"type": "text", "text": "y"}]})

@@ -68,6 +68,21 @@ def _require_nonempty(g: Mapping[str, Any], name: str, why: str) -> None:
 def event_content(g: Mapping[str, Any]) -> None:
     """An Event carries content, unless content_blocks or s/r/o describe it."""
     # §8.2: content may be left out when content_blocks or s/r/o describe the event.
+    for i, block in enumerate(g.get("content_blocks", ())):
+        # §8.2: every block MUST have a type (text, image, tool_use, ...).
+        kind = block.get("type")
+        if not isinstance(kind, str):
+            found = "none" if kind is None else type(kind).__name__
+            raise _fail(
+                f"a content block needs a type (text, image, tool_use, ...); found {found}",
+                f"$.content_blocks[{i}].type",
+            )
+        if kind == "":
+            raise _fail(
+                "a content block's type is empty",
+                f"$.content_blocks[{i}].type",
+                ErrorCode.EMPTY,
+            )
     if "content_blocks" in g or all(k in g for k in ("subject", "relation", "object")):
         return
     _require_nonempty(g, "content", "an event needs content, content_blocks or s/r/o")
@@ -130,6 +145,13 @@ def tool_phase(g: Mapping[str, Any]) -> None:
             raise _fail(
                 f"a tool grain in phase {phase or 'complete'!r} needs {name!r}",
                 f"$.{name}",
+            )
+        if g[name] == "":  # spec §13: an empty required string is ERR_EMPTY
+            raise _fail(
+                f"a tool grain in phase {phase or 'complete'!r} needs a non-empty "
+                f"{name!r}",
+                f"$.{name}",
+                ErrorCode.EMPTY,
             )
     for name in forbidden:
         if name in g:
