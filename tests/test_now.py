@@ -200,3 +200,20 @@ def test_query_is_the_query_of_now_as_the_clock_moves(
             g.address
             for g in store.search("acme", limit=50, valid_at=clock.now, as_of=clock.now)
         }
+
+
+@pytest.mark.parametrize("time", [{"as_of": 5}, {"valid_at": 5}, {"as_of": "now"}])
+def test_held_is_of_now_and_refuses_a_time(story, time) -> None:  # type: ignore[no-untyped-def]
+    # held=True with a time was answered as the point, held left out: as_of=now
+    # then gave other triples than held=True alone.
+    store, clock, _ = story
+    time = {k: clock.now if v == "now" else v for k, v in time.items()}
+    for ask in (
+        lambda: store.query(ALL, held=True, **time),
+        lambda: store.snapshot(held=True, **time),
+        lambda: store.search("acme", held=True, **time),
+    ):
+        with pytest.raises(oms.QueryError) as info:
+            ask()
+        assert info.value.code == "ERR_QUERY"
+        assert "valid_during=(None, None)" in str(info.value)

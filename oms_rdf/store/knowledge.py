@@ -398,3 +398,20 @@ def check_dataset_args(grains: bool, timed: bool, namespace: object) -> None:
             "time and namespace; leave out valid_at, as_of and namespace, or grains",
             code=ErrorCode.QUERY,
         )
+
+
+def check_held(held: bool, valid_at: object, as_of: object) -> None:
+    """Refuse ``held=True`` beside a time: it is the knowledge held now.
+
+    Raises:
+        QueryError: ERR_QUERY, naming the range question that asks what was
+            held at a past system time whatever its valid time.
+    """
+    if held and (valid_at is not None or as_of is not None):
+        raise QueryError(
+            "expected held=True alone or a point (valid_at, as_of); found both: "
+            "held=True is the knowledge held now, whatever its valid time. For what "
+            "the store held at a system time T whatever the valid time, ask "
+            "query(q, valid_during=(None, None), as_of=T)",
+            code=ErrorCode.QUERY,
+        )

@@ -20,6 +20,7 @@ from ..rdf.tables import GrainList
 from ..rdf.vocab import OMS, RDF
 from .audit import current_head
 from .core import Core
+from .knowledge import check_held
 from .lookup import in_force
 from .questions import Questions, namespaces_of
 from .search import SearchIndex, search_texts
@@ -65,6 +66,7 @@ class Recall:
         """
         if limit < 1:
             raise SchemaError(f"limit must be at least 1, not {limit}", path="limit")
+        check_held(held, valid_at, as_of)
         if valid_at is None and as_of is None and not held:
             valid_at = as_of = self.questions.now_point()
         timed = valid_at is not None or as_of is not None

@@ -40,6 +40,7 @@ from .knowledge import (
     Solutions,
     Triples,
     check_dataset_args,
+    check_held,
     check_valid,
     run_query,
 )
@@ -86,7 +87,8 @@ class SparqlQueries:
         own vocabulary works as written. It is exactly
         ``query(q, valid_at=now, as_of=now)``, and it follows the clock: a belief
         leaves when its valid time ends. ``held=True`` asks the knowledge held
-        now whatever its valid time instead. ``valid_at``/``as_of`` ask the same
+        now whatever its valid time instead (of now only: with a time it is
+        refused). ``valid_at``/``as_of`` ask the same
         query of the knowledge of that point (a missing one means now), with the
         semantics of :meth:`beliefs`; ``namespace`` keeps one namespace (or those
         of a list).
@@ -119,8 +121,8 @@ class SparqlQueries:
 
         Raises:
             QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
-                text over the limits of :func:`oms_rdf.rdf.limits.check_query`, or
-                grains=True with a time or namespace.
+                text over the limits of :func:`oms_rdf.rdf.limits.check_query`,
+                grains=True with a time or namespace, or held=True with a time.
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -139,6 +141,7 @@ class SparqlQueries:
             )
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
+        check_held(held, valid_at, as_of)
         if (
             not (grains or timed or held)
             and (now := self.questions.now_point()) is not None
@@ -343,6 +346,7 @@ class SparqlQueries:
         those the grains record: lexical forms, language tags, blank nodes.
         ``namespace`` keeps one namespace, or those of a list.
         """
+        check_held(held, valid_at, as_of)
         grains: list[Grain] = []
         if valid_at is None and as_of is None and not held:
             valid_at = as_of = self.questions.now_point()
