@@ -343,3 +343,13 @@ def test_a_delete_leaves_beliefs_of_other_graphs_and_closed_ones() -> None:
     report = store.update("DELETE DATA { <urn:s> <urn:p> <urn:o> }")
     assert len(report.retracted) == 1  # the graph's belief and the closed one stay
     assert len(list(store.beliefs())) == 1
+
+
+@pytest.mark.parametrize("src", [b"<http://a> <http://b> <http://c> .", 7, None])
+def test_an_import_names_a_source_that_is_no_path_nor_file(src: object) -> None:
+    store = oms.GrainStore()
+    with pytest.raises(oms.StoreError) as info:
+        store.import_(src, format="ntriples")  # type: ignore[arg-type]
+    assert (info.value.code, info.value.path) == ("ERR_SCHEMA", "src")
+    assert "io.BytesIO" in str(info.value)
+    assert store.is_empty()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ..errors import ErrorCode, StoreError
 from ..store import BulkImport, GrainStore, Stage
 from .adopt import file_base, plan_adoption, scan
 from .dataset_plan import plan_dataset
@@ -55,8 +57,16 @@ def import_(
         DecodeError, SchemaError, IntegrityError: a bad record (its line, offset or
             grain in the path); nothing of the import is kept.
         StoreError: ERR_CONFLICT when the source's index state or settings
-            disagree with the store's.
+            disagree with the store's; ERR_SCHEMA when ``src`` is neither a path
+            nor a file object.
     """
+    if not (hasattr(src, "read") or isinstance(src, str | os.PathLike)):
+        raise StoreError(
+            "expected a path or a binary file object to import from; found "
+            f"{type(src).__name__} (wrap bytes in io.BytesIO)",
+            code=ErrorCode.SCHEMA,
+            path="src",
+        )
     fmt = (
         format_for(src, format)
         if not hasattr(src, "read")
