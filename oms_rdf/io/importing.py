@@ -60,18 +60,17 @@ def import_(
             disagree with the store's; ERR_SCHEMA when ``src`` is neither a path
             nor a file object.
     """
-    if not (hasattr(src, "read") or isinstance(src, str | os.PathLike)):
+    if hasattr(src, "read"):
+        fmt = format_for("x", format or "nquads")
+    elif isinstance(src, str | os.PathLike):
+        fmt = format_for(src, format)
+    else:
         raise StoreError(
             "expected a path or a binary file object to import from; found "
             f"{type(src).__name__} (wrap bytes in io.BytesIO)",
             code=ErrorCode.SCHEMA,
             path="src",
         )
-    fmt = (
-        format_for(src, format)
-        if not hasattr(src, "read")
-        else format_for("x", format or "nquads")
-    )
     report = ImportReport()
     base = base_iri if base_iri is not None else file_base(src)
     with (
