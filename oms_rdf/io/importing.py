@@ -60,17 +60,7 @@ def import_(
             disagree with the store's; ERR_SCHEMA when ``src`` is neither a path
             nor a file object.
     """
-    if hasattr(src, "read"):
-        fmt = format_for("x", format or "nquads")
-    elif isinstance(src, str | os.PathLike):
-        fmt = format_for(src, format)
-    else:
-        raise StoreError(
-            "expected a path or a binary file object to import from; found "
-            f"{type(src).__name__} (wrap bytes in io.BytesIO)",
-            code=ErrorCode.SCHEMA,
-            path="src",
-        )
+    fmt = _source_format(src, format)
     report = ImportReport()
     base = base_iri if base_iri is not None else file_base(src)
     with (
@@ -156,3 +146,22 @@ class _Import:
 def _path_of(src: Source) -> Path | None:
     """The file a source is, if it is one (a stream is not)."""
     return None if hasattr(src, "read") else Path(src)
+
+
+def _source_format(src: Source, format: str | None) -> str:
+    """The format of a source: named, or told by a path's suffix (a file object
+    without a name is N-Quads unless named).
+
+    Raises:
+        StoreError: ERR_SCHEMA when ``src`` is neither a path nor a file object.
+    """
+    if hasattr(src, "read"):
+        return format_for("x", format or "nquads")
+    if isinstance(src, str | os.PathLike):
+        return format_for(src, format)
+    raise StoreError(
+        "expected a path or a binary file object to import from; found "
+        f"{type(src).__name__} (wrap bytes in io.BytesIO)",
+        code=ErrorCode.SCHEMA,
+        path="src",
+    )
