@@ -2,9 +2,9 @@
 
 Most grains an agent writes have the same handful of keys, each holding ASCII
 text, a float in range or epoch milliseconds; an adopted RDF literal adds a
-``context`` map of a few ASCII texts (its datatype or language). For such a grain the walk would
-only confirm what one type test per field can: nothing to convert, nothing to
-report. So for each set of keys seen, a plan is made once: the fields in wire
+``context`` map of a few ASCII texts (its datatype or language). For such a
+grain the walk would only confirm what one type test per field can: nothing to
+convert, nothing to report. So for each set of keys seen, a plan is made once: the fields in wire
 order, the test each value must pass, and whether the key set can take this path
 at all. A grain that fails any test takes the full walk instead, which converts
 what it can and raises with the path when it cannot. The fast path never refuses

@@ -66,8 +66,8 @@ def _require_nonempty(g: Mapping[str, Any], name: str, why: str) -> None:
 
 
 def event_content(g: Mapping[str, Any]) -> None:
-    """An Event carries content, unless content_blocks or s/r/o describe it."""
-    # §8.2: content may be left out when content_blocks or s/r/o describe the event.
+    """An Event carries content, unless content_blocks or s/r/o describe it;
+    each of its content blocks has a type."""
     for i, block in enumerate(g.get("content_blocks", ())):
         # §8.2: every block MUST have a type (text, image, tool_use, ...).
         kind = block.get("type")
@@ -83,6 +83,7 @@ def event_content(g: Mapping[str, Any]) -> None:
                 f"$.content_blocks[{i}].type",
                 ErrorCode.EMPTY,
             )
+    # §8.2: content may be left out when content_blocks or s/r/o describe the event.
     if "content_blocks" in g or all(k in g for k in ("subject", "relation", "object")):
         return
     _require_nonempty(g, "content", "an event needs content, content_blocks or s/r/o")

@@ -400,16 +400,18 @@ def check_dataset_args(grains: bool, timed: bool, namespace: object) -> None:
         )
 
 
-def check_held(held: bool, valid_at: object, as_of: object) -> None:
-    """Refuse ``held=True`` beside a time: it is the knowledge held now.
+def check_held(held: bool, *times: object) -> None:
+    """Refuse ``held=True`` beside a time (a point or a range): it is the
+    knowledge held now.
 
     Raises:
         QueryError: ERR_QUERY, naming the range question that asks what was
             held at a past system time whatever its valid time.
     """
-    if held and (valid_at is not None or as_of is not None):
+    if held and any(t is not None for t in times):
         raise QueryError(
-            "expected held=True alone or a point (valid_at, as_of); found both: "
+            "expected held=True alone or a time (valid_at, as_of, valid_during, "
+            "system_during); found both: "
             "held=True is the knowledge held now, whatever its valid time. For what "
             "the store held at a system time T whatever the valid time, ask "
             "query(q, valid_during=(None, None), as_of=T)",

@@ -132,6 +132,7 @@ class SparqlQueries:
         ['http://example.org/bob']
         """
         check_query(sparql)  # before any parser: deep nesting crashes them
+        check_held(held, valid_at, as_of, valid_during, system_during)
         if valid_during is not None or system_during is not None:
             return self._asked_during(
                 sparql,
@@ -141,7 +142,6 @@ class SparqlQueries:
             )
         timed = valid_at is not None or as_of is not None
         check_dataset_args(grains, timed, namespace)
-        check_held(held, valid_at, as_of)
         if (
             not (grains or timed or held)
             and (now := self.questions.now_point()) is not None
