@@ -222,3 +222,52 @@ def test_held_is_of_now_and_refuses_a_time(story, time) -> None:  # type: ignore
             ask()
         assert info.value.code == "ERR_QUERY"
         assert "valid_during=(None, None)" in str(info.value)
+
+
+def test_held_follows_the_clock_across_system_times_ahead() -> None:
+    # Without forward_only a grain may enter the store's past only later (its
+    # created_at ahead of the clock), and a retraction may be dated ahead. The
+    # knowledge held at T is then not oms:current: entered by T, not closed by T.
+    clock = Clock(T0)
+    store = oms.GrainStore(clock=clock)
+    store.put(belief("ann", "acme"))
+    # Asked once first: the later writes must tell the watch of now they moved it.
+    assert len(list(store.query(ALL, held=True))) == 1
+    store.put(oms.Belief(EX + "bo", EX + "worksAt", EX + "initech", 0.9,
+                         created_at=T0 + 5 * DAY))  # fmt: skip
+    cy = store.put(belief("cy", "umbrella"))
+    store.retract(cy, reason="moved", at=T0 + 3 * DAY)
+    dd = store.put(belief("dd", "hooli"))
+    store.supersede(dd, oms.Belief(EX + "dd", EX + "worksAt", EX + "initech", 0.9,
+                                   created_at=T0 + 7 * DAY))  # fmt: skip
+    expected = {  # by hand, from the times above
+        T0: {"ann acme", "cy umbrella", "dd hooli"},
+        T0 + 3 * DAY - 1: {"ann acme", "cy umbrella", "dd hooli"},
+        T0 + 3 * DAY: {"ann acme", "dd hooli"},
+        T0 + 5 * DAY: {"ann acme", "bo initech", "dd hooli"},
+        T0 + 7 * DAY - 1: {"ann acme", "bo initech", "dd hooli"},
+        T0 + 7 * DAY: {"ann acme", "bo initech", "dd initech"},
+    }
+
+    def pairs(terms: object) -> set[str]:
+        return {
+            f"{s.value.removeprefix(EX)} {o.value.removeprefix(EX)}"
+            for s, o in terms  # type: ignore[attr-defined]
+        }
+
+    for now, held in expected.items():
+        clock.now = now
+        asked = {
+            "query": pairs((r["s"], r["o"]) for r in store.query(ALL, held=True)),
+            "query, namespace": pairs(
+                (r["s"], r["o"])
+                for r in store.query(ALL, held=True, namespace="shared")
+            ),
+            "snapshot": pairs((q.subject, q.object) for q in store.snapshot(held=True)),
+            "search": {
+                f"{g['subject'].removeprefix(EX)} {g['object'].removeprefix(EX)}"
+                for g in store.search("worksAt", held=True, limit=50)
+            },
+        }
+        for way, answer in asked.items():
+            assert answer == held, (now - T0, way)

@@ -85,6 +85,7 @@ class GrainClause:
     namespaces: tuple[str, ...]
     during: During | None = None
     called: bool = False
+    held_at: Literal | None = None  # with no point: held at this system time
 
     def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
         """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
@@ -105,7 +106,8 @@ class GrainClause:
             parts = [self.during.pattern(g, var, triple)]
         elif self.point is None:
             blob = f"GRAPH {OMS.blobs} {{ {g} {OMS.blob} {var('blob')} }}"
-            parts = [node_block(g, triple), held(g, var=var), blob]
+            at = None if self.held_at is None else str(self.held_at)
+            parts = [node_block(g, triple), held(g, var=var, at=at), blob]
         elif self.called and not _variable(s):
             vf, sf = var("vf"), var("sf")
             times = [(OMS.validFrom, vf), (OMS.systemFrom, sf)]
@@ -175,12 +177,14 @@ def grain_clause(
     namespaces: Sequence[str | None],
     *,
     called: bool = False,
+    held_at: Literal | None = None,
 ) -> GrainClause:
-    """The clause of the knowledge at (``valid_at``, ``as_of``), or of now when
-    both are None, in these namespaces (None is every one): the definitions of
-    :func:`in_force` and :func:`held`, so that the rewrite and ``beliefs()`` cannot
-    drift apart; ``called`` as for :class:`GrainClause`."""
+    """The clause of the knowledge at (``valid_at``, ``as_of``), or of the
+    knowledge held when both are None (at ``held_at``, or for good), in these
+    namespaces (None is every one): the definitions of :func:`in_force` and
+    :func:`held`, so that the rewrite and ``beliefs()`` cannot drift apart;
+    ``called`` as for :class:`GrainClause`."""
     wanted = tuple(n for n in namespaces if n is not None)
     if valid_at is None or as_of is None:
-        return GrainClause(None, wanted)
+        return GrainClause(None, wanted, held_at=held_at)
     return GrainClause((valid_at, as_of), wanted, called=called)

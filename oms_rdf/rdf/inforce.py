@@ -14,7 +14,10 @@ as known at system time T when
 
 A belief is **held** (its triple is in ``oms:current``) when the index gives it
 no system end, ``oms:systemTo``: it is not superseded, retracted or
-contradicted, whatever its times.
+contradicted, whatever its times. It is **held at** system time T when the store
+had it by T (``oms:systemFrom <= T``) and its system end, if any, is after T:
+the knowledge held at T whatever its valid time. The two differ only where a
+system time lies ahead of T.
 
 The same rules give the **extents** of a belief (:func:`extents`): the
 rectangles of (valid time, system time) in which it is in force, at most two:
@@ -342,11 +345,18 @@ def _ordered(a: str, b: str) -> tuple[str, str]:
     return f"IF({a} < {b}, {a}, {b})", f"IF({a} < {b}, {b}, {a})"
 
 
-def held(g: str, *, var: Namer = plain) -> str:
-    """The filter of a belief ``g`` held now: no system end in the index."""
+def held(g: str, *, var: Namer = plain, at: str | None = None) -> str:
+    """The filter of a belief ``g`` held: no system end in the index; with
+    ``at`` (a variable or an ``xsd:dateTime`` literal), held at that system
+    time: entered by then, and no system end by then."""
+    closed = var("closed")
+    if at is None:
+        return f"FILTER NOT EXISTS {{ GRAPH {OMS.index} {{ {g} {OMS.systemTo} {closed} }} }}"
+    since = var("heldFrom")
     return (
-        f"FILTER NOT EXISTS {{ GRAPH {OMS.index} "
-        f"{{ {g} {OMS.systemTo} {var('closed')} }} }}"
+        f"{g} {OMS.systemFrom} {since} FILTER ({since} <= {at}) "
+        f"FILTER NOT EXISTS {{ GRAPH {OMS.index} {{ {g} {OMS.systemTo} {closed} }} "
+        f"FILTER ({closed} <= {at}) }}"
     )
 
 
@@ -423,15 +433,16 @@ GROUP BY ?asOf ?validAt"""
 
 
 @lru_cache(maxsize=8)
-def current_beliefs_query(texts: tuple[str, ...]) -> str:
-    """The beliefs held now, whatever their valid time: ``?g`` and its ``?blob``.
+def current_beliefs_query(texts: tuple[str, ...], at: bool = False) -> str:
+    """The beliefs held now, whatever their valid time: ``?g`` and its ``?blob``;
+    with ``at``, those held at the system time bound to ``?heldAt``.
 
     ``texts``: ``("namespace",)`` when ``?namespace`` is bound, else ``()``.
     """
-    return f"""SELECT ?g ?blob ?namespace WHERE {{
+    return f"""SELECT ?g ?blob ?namespace ?heldAt WHERE {{
   {_text_patterns(texts)}
   ?g {RDF.subject} ?s .
-  {held("?g")}
+  {held("?g", at="?heldAt" if at else None)}
   GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }}
 }}"""
 

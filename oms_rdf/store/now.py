@@ -7,6 +7,11 @@ times reach past now (``queries/now_ahead.rq``, :data:`.inforce.NOW_ENDED`). Whe
 ``oms:current`` is the query of now, at the cost of a plain query; where they do,
 the store asks the query at the point (now, now) instead.
 
+The knowledge held now whatever its valid time (``held=True``) is ``oms:current``
+too, unless a system time lies ahead of now: a grain that enters the store's past
+only later, or one closed only later (``retract(..., at=T)`` with T ahead). The
+watch answers that question beside the first, from the same readings.
+
 Finding out reads every grain's times, so it is done once and then kept up: the
 answer holds until the next time a belief's times reach (the same queries), and
 each write tells :meth:`NowWatch.saw` the rows it added,
@@ -41,16 +46,20 @@ _VALID_TO = str(OMS.validTo)
 _AHEAD = frozenset(
     str(p) for p in (OMS.validFrom, OMS.systemFrom, OMS.systemTo, OMS.voidedAt)
 )
+# Times that make oms:current differ from the knowledge held now when ahead of it.
+_SYSTEM = frozenset(str(p) for p in (OMS.systemFrom, OMS.systemTo))
 _DATETIME = f"^^<{XSD.dateTime.value}>"
 _INTEGER = f"^^<{XSD.integer.value}>"
 
 
 class NowWatch:
-    """The store's answer to "is ``oms:current`` the knowledge of now?", kept up."""
+    """The store's answers to "is ``oms:current`` the knowledge of now?" and
+    "... the knowledge held now?", kept up."""
 
     def __init__(self) -> None:
-        # (from, until, same): the answer holds for clock times in [from, until).
-        self._known: tuple[int, int, bool] | None = None
+        # (from, until, same, held): the answers hold for clock times in
+        # [from, until); same: the knowledge of now, held: that held now.
+        self._known: tuple[int, int, bool, bool] | None = None
 
     def forget(self) -> None:
         """Drop the answer: the next question reads the store again."""
@@ -58,17 +67,25 @@ class NowWatch:
 
     def same(self, backend: Backend, now: int) -> bool:
         """Whether ``oms:current`` is exactly the knowledge in force at ``now``."""
+        return self._answers(backend, now)[2]
+
+    def held(self, backend: Backend, now: int) -> bool:
+        """Whether ``oms:current`` is exactly the knowledge held at ``now``,
+        whatever its valid time."""
+        return self._answers(backend, now)[3]
+
+    def _answers(self, backend: Backend, now: int) -> tuple[int, int, bool, bool]:
         known = self._known
         if known is None or not known[0] <= now < known[1]:
             known = self._known = _read(backend, now)
-        return known[2]
+        return known
 
     def saw(self, rows: Iterable[Row], now: int) -> None:
         """Take the rows a write added, at clock time ``now``."""
         known = self._known
         if known is None:
             return
-        start, until, same = known
+        start, until, same, held = known
         for _s, p, o, _g in rows:
             if p == _VALID_TO:
                 t = _millis(o)
@@ -80,12 +97,13 @@ class NowWatch:
                 t = _millis(o)
                 if t is None or t > now:
                     same = False
+                    held = held and p not in _SYSTEM
                     until = min(until, t) if t is not None else until
         # Taken at ``now``: a question about an earlier time reads the store again.
-        self._known = (max(start, now), until, same)
+        self._known = (max(start, now), until, same, held)
 
 
-def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
+def _read(backend: Backend, now: int) -> tuple[int, int, bool, bool]:
     at = millis_literal(now)
     ahead = {}
     for prop in _TIMES:
@@ -98,7 +116,8 @@ def _read(backend: Backend, now: int) -> tuple[int, int, bool]:
     # A valid_to ahead of now only ends a belief later; every other time ahead,
     # and a held belief whose valid time has ended, makes the two differ now.
     differs = bool(ended) or any(prop != OMS.validTo for prop in ahead)
-    return now, max(until, now + 1), not differs
+    held = not any(prop in (OMS.systemFrom, OMS.systemTo) for prop in ahead)
+    return now, max(until, now + 1), not differs, held
 
 
 # The times of a belief that may lie ahead of now (queries/now_ahead.rq).

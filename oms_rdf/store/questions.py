@@ -81,14 +81,25 @@ class Questions:
         :mod:`.now`). Where other clients write too, their writes move the audit
         chain's head, and the answer is read again.
         """
+        now = self._watched_now()
+        return None if self.core.now_watch.same(self.core.backend, now) else now
+
+    def held_point(self) -> int | None:
+        """The system time at which the knowledge held now (``held=True``) is
+        asked, or None when ``oms:current`` is exactly it: it differs only while
+        a system time lies ahead of the clock (see :mod:`.now`)."""
+        now = self._watched_now()
+        return None if self.core.now_watch.held(self.core.backend, now) else now
+
+    def _watched_now(self) -> int:
+        """The clock's now, the watch of now forgotten when another client wrote."""
         core = self.core
-        now = core.clock()
         if core.backend.shared:
             head = current_head(core.backend)
             if head != self._head_seen:
                 core.now_watch.forget()
                 self._head_seen = head
-        return None if core.now_watch.same(core.backend, now) else now
+        return core.clock()
 
     def beliefs(
         self,

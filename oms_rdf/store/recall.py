@@ -12,10 +12,8 @@ import pyoxigraph as ox
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..errors import SchemaError
-from ..rdf.mapping import (
-    address_of,
-    grain_iri,
-)
+from ..rdf.inforce import held
+from ..rdf.mapping import address_of, grain_iri, millis_literal
 from ..rdf.tables import GrainList
 from ..rdf.vocab import OMS, RDF
 from .audit import current_head
@@ -25,6 +23,8 @@ from .lookup import in_force
 from .questions import Questions, namespaces_of
 from .search import SearchIndex, search_texts
 from .state import TimeLike, millis_or_now
+
+_TRUE = ox.Literal(True)
 
 # Beliefs another client added that a search looks up one by one (on a server, a
 # round trip each); more are read with every blob at once.
@@ -70,6 +70,7 @@ class Recall:
         if valid_at is None and as_of is None and not held:
             valid_at = as_of = self.questions.now_point()
         timed = valid_at is not None or as_of is not None
+        held_at = None if timed else self.questions.held_point()
         valid = millis_or_now(valid_at, self.core.clock) if timed else 0
         known = millis_or_now(as_of, self.core.clock) if timed else 0
         wanted = None if namespace is None else set(namespaces_of(namespace))
@@ -77,7 +78,7 @@ class Recall:
         found: list[Grain] = []
         ranked = (address for address, _score in index.ranked(text))
         while len(found) < limit and (batch := list(islice(ranked, limit))):
-            stored = self._stored(batch)
+            stored = self._stored(batch, held_at)
             for address in batch:
                 if address not in stored:
                     continue  # indexed by a write that failed, or erased since
@@ -98,18 +99,21 @@ class Recall:
                     break
         return GrainList(found, self.core.status)
 
-    def _stored(self, addresses: Sequence[str]) -> dict[str, tuple[Any, bool]]:
+    def _stored(
+        self, addresses: Sequence[str], held_at: int | None = None
+    ) -> dict[str, tuple[Any, bool]]:
         """The blob of each of these grains the store holds, and whether the grain
-        has left the knowledge (superseded, retracted or contradicted): one query."""
+        is out of the knowledge held (superseded, retracted or contradicted; at
+        ``held_at``, see :func:`.inforce.held`): one query."""
         nodes = " ".join(str(grain_iri(a)) for a in addresses)
+        at = None if held_at is None else str(millis_literal(held_at))
         rows = self.core.backend.query(
-            f"SELECT ?g ?blob ?closed WHERE {{ VALUES ?g {{ {nodes} }} "
+            f"SELECT ?g ?blob ?held WHERE {{ VALUES ?g {{ {nodes} }} "
             f"GRAPH {OMS.blobs} {{ ?g {OMS.blob} ?blob }} "
-            f"OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?closed }} }} }}"
+            f"BIND (EXISTS {{ {held('?g', at=at)} }} AS ?held) }}"
         )
         return {
-            address_of(row["g"]): (row["blob"], row["closed"] is not None)
-            for row in rows
+            address_of(row["g"]): (row["blob"], row["held"] != _TRUE) for row in rows
         }
 
     def reindex(self) -> None:

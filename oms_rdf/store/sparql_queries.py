@@ -87,7 +87,8 @@ class SparqlQueries:
         own vocabulary works as written. It is exactly
         ``query(q, valid_at=now, as_of=now)``, and it follows the clock: a belief
         leaves when its valid time ends. ``held=True`` asks the knowledge held
-        now whatever its valid time instead (of now only: with a time it is
+        now whatever its valid time instead: entered by now and not closed by
+        now (:func:`oms_rdf.rdf.inforce.held`; of now only: with a time it is
         refused). ``valid_at``/``as_of`` ask the same
         query of the knowledge of that point (a missing one means now), with the
         semantics of :meth:`beliefs`; ``namespace`` keeps one namespace (or those
@@ -156,8 +157,13 @@ class SparqlQueries:
         if grains:
             return run_query(self.core.backend, sparql, values, **dataset)
         sparql = seen_as_blank(sparql, values)  # stored blank nodes are blank
-        if timed or namespace is not None:
-            return self._asked_at(sparql, values, dataset, valid_at, as_of, namespace)
+        # The knowledge held now is oms:current, but while a system time lies
+        # ahead of the clock (a grain that enters later, or closes later).
+        held_at = self.questions.held_point() if held else None
+        if timed or namespace is not None or held_at is not None:
+            return self._asked_at(
+                sparql, values, dataset, valid_at, as_of, namespace, held_at=held_at
+            )
         if not dataset:
             sparql, dataset = _own_dataset(sparql)
         return run_query(
@@ -222,17 +228,20 @@ class SparqlQueries:
         valid_at: TimeLike,
         as_of: TimeLike,
         namespace: str | Sequence[str] | None,
+        *,
+        held_at: int | None = None,
     ) -> QueryResult:
-        """A query of a point's knowledge (or of some namespaces of now's):
-        rewritten onto the grain layer, else asked of that knowledge, built."""
+        """A query of a point's knowledge (or of the held knowledge: of some
+        namespaces, or at ``held_at``): rewritten onto the grain layer, else
+        asked of that knowledge, built."""
         answer = self._asked_of_grains(
-            sparql, values, dataset, valid_at, as_of, namespace
+            sparql, values, dataset, valid_at, as_of, namespace, held_at
         )
         if answer is not None:
             return answer
         if self.core.backend.remote:  # never the point's knowledge copied here
             raise _refused(sparql, dataset)
-        view = self._knowledge_store(valid_at, as_of, namespace)
+        view = self._knowledge_store(valid_at, as_of, namespace, held_at)
         if "default_graph" in dataset:  # the knowledge's default graph is the view's
             dataset["default_graph"] = [
                 ox.DefaultGraph() if g == OMS.current else g
@@ -248,6 +257,7 @@ class SparqlQueries:
         valid_at: TimeLike,
         as_of: TimeLike,
         namespace: str | Sequence[str] | None,
+        held_at: int | None,
     ) -> QueryResult | None:
         """A query of a point's knowledge rewritten onto the grain layer
         (rewrite.py), so that the store (a server too) answers it where the data
@@ -258,7 +268,8 @@ class SparqlQueries:
         check_valid(sparql, values)
         backend = self.core.backend
         if valid_at is None and as_of is None:
-            clause = grain_clause(None, None, namespaces_of(namespace))
+            at = None if held_at is None else millis_literal(held_at)
+            clause = grain_clause(None, None, namespaces_of(namespace), held_at=at)
         else:
             clock = self.core.clock
             valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
@@ -352,8 +363,9 @@ class SparqlQueries:
             valid_at = as_of = self.questions.now_point()
         if valid_at is None and as_of is None:
             point: tuple[int | None, int | None] = (None, None)
+            held_at = self.questions.held_point() if held else None
             for ns in namespaces_of(namespace):
-                grains += self._current_beliefs(ns)
+                grains += self._current_beliefs(ns, held_at)
         else:
             known = millis_or_now(as_of, self.core.clock)
             valid = millis_or_now(valid_at, self.core.clock)
@@ -374,6 +386,7 @@ class SparqlQueries:
         valid_at: TimeLike,
         as_of: TimeLike,
         namespace: str | Sequence[str] | None,
+        held_at: int | None = None,
     ) -> ox.Store:
         """The knowledge of a point as a store to query, for what the rewrite
         cannot say. Its terms are the stored ones: blank nodes stay skolem IRIs,
@@ -384,7 +397,7 @@ class SparqlQueries:
             if valid_at is None and as_of is None:
                 view.extend(
                     self._knowledge_quad(g, skolem=True)
-                    for g in self._current_beliefs(ns)
+                    for g in self._current_beliefs(ns, held_at)
                 )
                 continue
             texts, bindings = bound_texts(None, None, ns, self.core.settings)
@@ -408,9 +421,14 @@ class SparqlQueries:
         graph = ox.DefaultGraph() if g is None else unskolem(g)
         return ox.Quad(unskolem(s), p, unskolem(o), graph)
 
-    def _current_beliefs(self, namespace: str | None) -> GrainList:
+    def _current_beliefs(
+        self, namespace: str | None, held_at: int | None = None
+    ) -> GrainList:
+        """The beliefs held now (at ``held_at``: see :func:`.inforce.held`)."""
         texts, bindings = bound_texts(None, None, namespace)
-        query = current_beliefs_query(texts)
+        query = current_beliefs_query(texts, held_at is not None)
+        if held_at is not None:
+            bindings[Variable("heldAt")] = millis_literal(held_at)
         return self.questions.grains_of(self.core.backend.query(query, bindings))
 
 
