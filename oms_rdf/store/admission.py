@@ -6,14 +6,14 @@ grain through :func:`accept` and :func:`check_new` before its rows are written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..codec.signing import is_envelope, verify_signature
 from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
-from .policy import is_protected
+from .policy import MAX_HOPS, is_protected
 from .state import GrainLike, Signature, same_claim
 
 if TYPE_CHECKING:
@@ -56,7 +56,33 @@ def accept(item: GrainLike) -> tuple[Grain, Signature | None]:
             "COSE_Sign1 envelope; put the envelope from oms_rdf.codec.signing.sign()",
             code=ErrorCode.SIGNED_MISMATCH,
         )
+    _check_ownership(grain, signature)
     return grain, signature
+
+
+def _check_ownership(grain: Grain, signature: Signature | None) -> None:
+    """An ownership grain (spec §12.5: ``mg:owned_by`` in ``agent:identity``, its
+    subject the agent's DID) is the operator's word: the agent it names may not
+    write it, as author or as signer (§8.7 key separation)."""
+    if (
+        grain.type_byte != BELIEF.byte
+        or grain.get("relation") != "mg:owned_by"
+        or grain.get("namespace") != "agent:identity"
+    ):
+        return
+    agent = grain.get("subject")
+    for role, did in (
+        ("author_did", grain.get("author_did")),
+        ("signer", None if signature is None else signature.did),
+    ):
+        if did is not None and did == agent:
+            raise PolicyError(
+                f"put refused: an ownership grain names the agent {agent} and is "
+                f"written by it ({role}); the operator writes it, never the agent's "
+                "own DID (spec §8.7)",
+                code=ErrorCode.INVALIDATION_DENIED,
+                path="$.author_did" if role == "author_did" else "$.subject",
+            )
 
 
 def check_new(
@@ -66,40 +92,56 @@ def check_new(
     *,
     exempt: str | None = None,
 ) -> None:
-    """Refuse a supersession in disguise (spec §17 Level 2; design §4).
+    """Refuse a supersession in disguise (spec §8.5 chain injection, §17 Level 2).
 
-    A new belief whose ``derived_from`` names a current protected belief with the
-    same claim would leave two current beliefs where the policy allows one; it
-    must go through supersede. ``batch``: grains arriving together, which count
-    as stored; ``exempt``: the grain supersede itself replaces.
+    A new belief whose derivation ancestry (``derived_from``, up to 16 hops)
+    leads to a current protected belief with the same claim would leave two
+    current beliefs where the policy allows one; it must go through supersede.
+    ``batch``: grains arriving together, which count as stored; ``exempt``: the
+    grain supersede itself replaces (its own ancestry is still walked).
 
     Raises:
         PolicyError: ERR_INVALIDATION_DENIED for such a grain.
     """
-    parents = grain.get("derived_from")
-    if not parents or grain.type_byte != BELIEF.byte:
+    if not grain.get("derived_from") or grain.type_byte != BELIEF.byte:
         return
     now = core.clock()
-    for parent in parents:
-        if parent == exempt:
+    for hops, other in _ancestry(core, grain, batch):
+        if other.address == exempt or other.type_byte != BELIEF.byte:
             continue
-        if batch is not None and parent in batch:
-            other = batch[parent]
-        elif parent in core:
-            other = core.get(parent)
-            if not core.status(parent).is_current:
-                continue
-        else:
-            continue
-        if other.type_byte != BELIEF.byte or not is_protected(
+        if not same_claim(grain, other) or not is_protected(
             other.get("invalidation_policy"), now
         ):
             continue
-        if same_claim(grain, other):
-            raise PolicyError(
-                f"put refused: derived_from names {parent[:12]}…, a current protected "
-                "belief with the same subject, relation and namespace; that is a "
-                "supersession, use store.supersede(old, new)",
-                code=ErrorCode.INVALIDATION_DENIED,
-                path="$.derived_from",
-            )
+        if other.address in core and not core.status(other.address).is_current:
+            continue
+        via = "names" if hops == 1 else f"leads in {hops} hops to"
+        raise PolicyError(
+            f"put refused: derived_from {via} {other.address[:12]}…, a current "
+            "protected belief with the same subject, relation and namespace; that "
+            "is a supersession, use store.supersede(old, new)",
+            code=ErrorCode.INVALIDATION_DENIED,
+            path="$.derived_from",
+        )
+
+
+def _ancestry(
+    core: Core, grain: Grain, batch: Mapping[str, Grain] | None
+) -> Iterator[tuple[int, Grain]]:
+    """The grains a grain derives from, breadth first up to MAX_HOPS, each once
+    with its distance; those neither stored nor in ``batch`` are passed over."""
+    frontier, seen = [grain], {grain.address}
+    for hops in range(1, MAX_HOPS + 1):
+        parents = []
+        for child in frontier:
+            for parent in child.get("derived_from") or ():
+                if parent in seen:
+                    continue
+                seen.add(parent)
+                if batch is not None and parent in batch:
+                    parents.append(batch[parent])
+                elif parent in core:
+                    parents.append(core.get(parent))
+        for parent_grain in parents:
+            yield hops, parent_grain
+        frontier = parents

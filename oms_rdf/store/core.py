@@ -49,7 +49,7 @@ from .now import NowWatch
 from .progress import Stage
 from .search import SearchIndex, search_texts
 from .state import CACHE_SIZE, IndexState, Signature
-from .transaction import Pending
+from .transaction import Pending, refuse_made
 from .writelock import acquire, release
 
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
@@ -89,9 +89,8 @@ class Core:
         # Taken by every write, and by reads that make several lookups, so that a
         # reader sees the store before a write or after it, never between.
         self.lock = threading.RLock()
-        # Decoded grains by address. A blob never changes under its address, so an
-        # entry goes stale only when its grain is erased (forget()); the cache only
-        # spares decoding the same blob again (supersede reads a grain several times).
+        # Decoded grains by address: a blob never changes under its address, so an
+        # entry goes stale only when its grain is erased (forget()).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
         # Built by the first search (questions.py), kept up by rows_for.
         self.search_index: SearchIndex | None = None
@@ -198,13 +197,14 @@ class Core:
 
         Raises:
             IntegrityError: ERR_HASH_FORMAT for text that is not 8 to 64 lowercase hex.
-            SchemaError: ERR_HASH_FORMAT for a prefix several grains share (the
-                message lists some).
+            SchemaError: ERR_HASH_FORMAT for a prefix several grains share.
             NotFoundError: ERR_NOT_FOUND when no stored grain has it.
+            StoreError: ERR_CONFLICT for a grain an open transaction made.
         """
         if isinstance(ref, Grain) or len(ref) == 64:
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
             if address not in self._cache and address not in self:
+                refuse_made(self.pending, address)
                 raise NotFoundError(f"no grain {address} in this store")
             return address
         if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
@@ -221,6 +221,7 @@ class Core:
                 if len(found) > 3:
                     break
         if not found:
+            refuse_made(self.pending, ref)
             raise NotFoundError(f"no grain {ref}… in this store")
         if len(found) > 1:
             raise SchemaError(

@@ -10,7 +10,8 @@ the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
 ``oms:index``: the address and the time, so that no import and no ``put`` brings
 the grain back. The audit event names the address and the caller's reason.
 
-A ``hold`` refuses erasure (ERR_INVALIDATION_DENIED). Grains derived from an
+A ``hold`` keeps a grain from erasure, its own or one whose scope covers it (a
+``subtree`` ancestor's, a ``lineage`` member's). Grains derived from an
 erased grain are reported, not touched: their blobs keep its address only.
 
 Oxigraph keeps every string it has seen in its dictionary, so the erased text
@@ -43,6 +44,7 @@ from ..rdf.vocab import OMS, PROV, RDF
 from ..times import iso
 from .lookup import believers
 from .policy import effective_mode
+from .protectors import protectors
 
 if TYPE_CHECKING:
     from . import GrainStore
@@ -204,7 +206,7 @@ def erase(
         targets = []
         for address in dict.fromkeys(addresses):
             grain = store.get(address)
-            if effective_mode(grain.get("invalidation_policy"), now) == "hold":
+            if _under_hold(store, address, now):
                 report.held.append(address)
             else:
                 targets.append(grain)
@@ -234,6 +236,15 @@ def erase(
             - erased
         )
     return report
+
+
+def _under_hold(store: GrainStore, address: str, now: int) -> bool:
+    """Whether a hold covers the grain: its own, or one whose scope reaches it (a
+    ``subtree`` ancestor's, a ``lineage`` member's; spec §8.3, §8.4)."""
+    return any(
+        effective_mode(p.policy, now) == "hold"
+        for p in protectors(store.core, store.questions, address)
+    )
 
 
 def _forget(grain: Grain) -> str:

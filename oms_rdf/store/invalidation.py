@@ -34,7 +34,7 @@ from .core import Core
 from .lookup import believers
 from .policy import check
 from .portion import Portion, check_portion, pieces, portion_of, valid_interval, within
-from .protectors import cosigners, protectors
+from .protectors import cosigners, protectors, transition
 from .questions import Questions
 from .state import (
     VERIFICATION_ALIASES,
@@ -155,6 +155,7 @@ class Invalidation:
                 signer=signed_by,
                 cosigners=cosigners(new_grain, old_address),
                 requester=by or signed_by,
+                **transition(old_grain, new_grain),
             )
             rest = _rest(old_grain, new_grain, portion, at, reason)
             self._write_supersession(

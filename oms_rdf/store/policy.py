@@ -31,8 +31,12 @@ class Protector:
 
     address: str
     policy: Any  # the grain's invalidation_policy value, as decoded
-    via: str  # "own", "subtree ancestor", "lineage"
+    via: str  # "own", "subtree ancestor", "lineage", "inherited from the goal it replaced"
     author: str | None = None  # the protected grain's author_did, for key separation
+    # A protected goal's: the states it may move to on its own (allowed_transitions,
+    # spec §8.6), and how many satisfaction_evidence entries "satisfied" needs.
+    allowed: frozenset[str] = frozenset()
+    evidence_required: int = 0
 
 
 def effective_mode(policy: Any, now_ms: int) -> str:
@@ -86,6 +90,8 @@ def check(
     signer: str | None = None,
     cosigners: Iterable[str] = (),
     requester: str | None = None,
+    reaching: str | None = None,
+    evidence: int = 0,
 ) -> list[str]:
     """Check an invalidation against every applicable policy.
 
@@ -99,21 +105,32 @@ def check(
             (``delegated``).
         cosigners: the DIDs with a valid ``supersession_auth`` signature (``quorum``).
         requester: who asks (``by=``, else the signer), for key separation.
+        reaching: for a goal superseded by a goal, the state the new one is in.
+        evidence: how many ``satisfaction_evidence`` entries the new goal cites.
 
     Returns:
-        Notes for human review (``soft_locked`` grains that were overridden).
+        Notes for human review (``soft_locked`` grains that were overridden, goals
+        that moved on their own).
 
     Raises:
-        PolicyError: ERR_INVALIDATION_DENIED when any policy refuses.
+        PolicyError: ERR_INVALIDATION_DENIED when any policy refuses;
+            ERR_EVIDENCE_REQUIRED when a protected goal becomes ``satisfied`` with
+            fewer evidence entries than its ``evidence_required``.
     """
     review: list[str] = []
     approvals = frozenset(cosigners)
+    protectors = list(protectors)
     for p in protectors:
         mode = effective_mode(p.policy, now_ms)
         who = f"grain {p.address[:4]}…" + ("" if p.via == "own" else f" ({p.via})")
         raw = p.policy.get("mode") if isinstance(p.policy, Mapping) else p.policy
         if mode in ("open", "consent_cascade"):
             continue  # consent_cascade governs erasure, not supersession (spec §8.3)
+        if operation == "supersede" and _allowed(p, mode, raw, reaching):
+            review.append(
+                f"{who} is {mode}; the goal may move to {reaching!r} on its own"
+            )
+            continue
         if mode == "soft_locked":
             if justification:
                 review.append(
@@ -137,11 +154,48 @@ def check(
             )
         detail = "" if raw == mode else ", an unknown mode that fails closed to locked"
         if raw == "timed":
-            detail = f" until {p.policy.get('locked_until')} (epoch seconds)"
+            detail = _timed(p.policy, now_ms)
         if requester is not None and requester == p.author:
             detail += "; and the requester is the grain's own author (key separation, spec §8.7)"
         raise _deny(f"{operation} refused: {who} is locked (mode {raw!r}){detail}")
+    if reaching == "satisfied":
+        _evidence(protectors, evidence, now_ms)
     return review
+
+
+def _timed(policy: Mapping[str, Any], now_ms: int) -> str:
+    """Why a timed policy locks now: its time, or the fallback in force after it."""
+    until = policy.get("locked_until")
+    if type(until) is not int or now_ms < until * 1000:
+        return f" until {until} (epoch seconds)"
+    fallback = policy.get("fallback_mode", "open")
+    why = {"locked": "locked", "timed": "a timed fallback counts as locked"}.get(
+        fallback, "an unknown mode, which fails closed to locked"
+    )
+    return (
+        f"; it unlocked at {until} (epoch seconds) and its fallback_mode "
+        f"{fallback!r} is in force ({why})"
+    )
+
+
+def _allowed(p: Protector, mode: str, raw: Any, reaching: str | None) -> bool:
+    """Whether a goal's transition is one it lists as its own to make (spec §8.6):
+    never past a hold, nor past a mode this store does not know (fail-closed)."""
+    return reaching in p.allowed and mode != "hold" and raw in (mode, "timed")
+
+
+def _evidence(protectors: list[Protector], evidence: int, now_ms: int) -> None:
+    """A protected goal made ``satisfied`` cites its ``evidence_required`` (§8.6)."""
+    for p in protectors:
+        need = p.evidence_required
+        if need > evidence and is_protected(p.policy, now_ms):
+            raise PolicyError(
+                f"goal {p.address[:4]}… is protected and needs {need} "
+                f"satisfaction_evidence entries to become satisfied; the new goal "
+                f"cites {evidence}",
+                code=ErrorCode.EVIDENCE_REQUIRED,
+                path="$.satisfaction_evidence",
+            )
 
 
 def _authorized(policy: Mapping[str, Any]) -> frozenset[str]:

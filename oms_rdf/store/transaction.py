@@ -25,7 +25,7 @@ from ..rdf.mapping import NIH_PREFIX, Row
 from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 
-__all__ = ["Pending"]
+__all__ = ["Pending", "refuse_made"]
 
 _G_AUDIT, _G_BLOBS = str(OMS.audit), str(OMS.blobs)
 _P_OPERATION, _P_TARGET = str(OMS.operation), str(OMS.target)
@@ -108,3 +108,20 @@ class Pending:
     def summary(self) -> str:
         """What the transaction did, in order, for its audit event."""
         return "; ".join(op.strip('"') for op, _t, _r in self.operations)
+
+
+def refuse_made(pending: Pending | None, ref: str) -> None:
+    """Refuse a grain an open transaction made, named by its address or a prefix:
+    the transaction's checks see the store as it was, without it.
+
+    Raises:
+        StoreError: ERR_CONFLICT.
+    """
+    for address in pending.changed if pending is not None else ():
+        if address.startswith(ref):
+            raise StoreError(
+                f"{address[:12]}… is made by an earlier operation of this "
+                "transaction and is not written until it ends; change it in a "
+                "transaction of its own",
+                code=ErrorCode.CONFLICT,
+            )
