@@ -407,3 +407,35 @@ def test_progress_counts_every_byte_read() -> None:
     seen: list[int] = []
     assert list(read_mg(io.BytesIO(data), progress=seen.append).blobs()) == BLOBS
     assert sum(seen) == len(data)
+
+
+@pytest.mark.parametrize(
+    ("size", "code"), [(9, ErrorCode.TOO_SHORT), (1, ErrorCode.TOO_SHORT),
+                       (0, ErrorCode.CORRUPT), (-5, ErrorCode.CORRUPT)],
+)  # fmt: skip
+def test_offsets_leaving_a_grain_under_ten_bytes(size: int, code: ErrorCode) -> None:
+    """Spec §13: a blob under 10 bytes is ERR_TOO_SHORT; offsets that do not
+    ascend are a damaged index."""
+    first = 16 + 8  # the header and two offsets
+    offsets = first.to_bytes(4, "big") + (first + size).to_bytes(4, "big")
+    data = _container(0, 2, offsets + bytes(64))
+    with pytest.raises(DecodeError) as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == code and info.value.path == "index[1]"
+    assert "at least 10" in str(info.value)
+
+
+def test_the_manifest_is_written_canonical_at_every_depth() -> None:
+    """Spec §11.3 "a canonical map", §2.1: keys in order in every nested map
+    (inside arrays too), text in NFC, arrays in their own order."""
+    blob = oms.encode({"type": "belief", "subject": "s", "relation": "r",
+                       "object": "o", "confidence": 1.0, "created_at": 1})  # fmt: skip
+    address = oms.content_address(blob)
+    entry = {"oms_rdf:evidence": [{"z": 1, "a": "cafe\u0301"}, {"b": 2, "a": 1}],
+             "ireason": "cafe\u0301", "itype": "retraction"}  # fmt: skip
+    out = io.BytesIO()
+    write_mg([blob], out, manifest={address: entry})
+    canonical = {"ireason": "caf\u00e9", "itype": "retraction",
+                 "oms_rdf:evidence": [{"a": "caf\u00e9", "z": 1}, {"a": 1, "b": 2}]}  # fmt: skip
+    written = msgpack.packb(address) + msgpack.packb(canonical)
+    assert written in out.getvalue()

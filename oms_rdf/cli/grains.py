@@ -26,13 +26,18 @@ OUTPUT = click.Path(dir_okay=False)
 @click.command("encode")
 @click.argument("source")
 @click.option("--hex", "as_hex", is_flag=True, help="Print the blob as hex instead.")
-@click.option("-o", "--output", type=OUTPUT, help="Write the blob here.")
+@click.option(
+    "-o",
+    "--output",
+    type=OUTPUT,
+    help="Write the blob here (one grain's bytes; an .mg container is export's).",
+)
 def encode_cmd(source: str, as_hex: bool, output: str | None) -> None:
     """Encode a JSON grain (full field names) and print its content address.
 
     Example:
 
-        oms-rdf encode grain.json -o grain.mg
+        oms-rdf encode grain.json -o grain.bin
     """
     blob = encode(iso_times(read_json(source), source))
     if output:
@@ -47,7 +52,7 @@ def decode_cmd(source: str) -> None:
 
     Example:
 
-        oms-rdf decode grain.mg
+        oms-rdf decode grain.bin
     """
     click.echo(dump_json(decode(read_blob(source))))
 
@@ -60,7 +65,7 @@ def verify_cmd(source: str, address: str) -> None:
 
     Example:
 
-        oms-rdf verify grain.mg 3288d0d41cf49a1d428e404f0b6a6fe60388be9536937557f6139b813d53a520
+        oms-rdf verify grain.bin 3288d0d41cf49a1d428e404f0b6a6fe60388be9536937557f6139b813d53a520
     """
     verify(read_blob(source), address)
     click.echo(f"ok {address}")
@@ -152,7 +157,7 @@ def disclose_cmd(item: Any, fields: tuple[str, ...]) -> None:
 
     Example:
 
-        oms-rdf disclose grain.mg --elide user_id --elide subject
+        oms-rdf disclose grain.bin --elide user_id --elide subject
     """
     grain = Grain.from_blob(item) if isinstance(item, bytes) else Grain.from_dict(item)
     click.echo(dump_json(disclose(grain.fields, grain.address, fields)))

@@ -136,6 +136,8 @@ class _DatasetPlan:
                 self.closed.add(node)
             if self.known[node] and p != OMS.erasedAt:
                 self.existing_index.setdefault(node, set()).add(row_of(quad))
+            elif not self.known[node]:
+                self.policies.index(address_of(s), str(p), str(quad.object))
         elif isinstance(graph, ox.DefaultGraph):
             self.described.add(node)
             self.layer.see(quad)
@@ -180,9 +182,9 @@ class _DatasetPlan:
             if node not in self.with_blob and not self.known[node]:
                 self.refuse(quad, _STRAY_INDEX)
         closed = self.closed
-        for grain, error in self.policies.refused(lambda a: NIH_PREFIX + a in closed):
-            self.bad.add(f"{NIH_PREFIX}{grain.address}")
-            self._skip(f"{NIH_PREFIX}{grain.address}", error)
+        for address, error in self.policies.refused(lambda a: NIH_PREFIX + a in closed):
+            self.bad.add(f"{NIH_PREFIX}{address}")
+            self._skip(f"{NIH_PREFIX}{address}", error)
         self._check_evidence()
         for node, state in self.existing_index.items():
             if node not in self.bad:

@@ -103,6 +103,8 @@ class _JsonlPlan:
             if check and entry is not None:
                 state = state_from_manifest(grain.address, entry)
                 self.states[grain.address] = state
+                for row in state:
+                    self.policies.index(grain.address, row[1], row[2])
         except OmsError as exc:
             self.bad.add(number)
             fail_or_skip(self.report, self.skip, f"line {number}", exc)
@@ -135,8 +137,8 @@ class _JsonlPlan:
             self.fresh.add(grain.address)
             self.policies.see(grain)
             yield from self.rows_of(grain)
-        for grain, exc in self.policies.refused(self._closed):
-            fail_or_skip(self.report, self.skip, f"grain {grain.address[:12]}…", exc)
+        for address, exc in self.policies.refused(self._closed):
+            fail_or_skip(self.report, self.skip, f"grain {address[:12]}…", exc)
         self.report.added = len(self.fresh)
 
     def check(self) -> None:
@@ -148,9 +150,9 @@ class _JsonlPlan:
         for address, state in self.states.items():
             if address not in self.fresh and address not in self.known.tombstones:
                 check_same_state(self.store, address, state)
-        for grain, exc in self.policies.refused(self._closed):
-            self.fresh.discard(grain.address)
-            fail_or_skip(self.report, self.skip, f"grain {grain.address[:12]}…", exc)
+        for address, exc in self.policies.refused(self._closed):
+            self.fresh.discard(address)
+            fail_or_skip(self.report, self.skip, f"grain {address[:12]}…", exc)
         self.report.added = len(self.fresh)
 
     def rows(self) -> Iterator[Row]:

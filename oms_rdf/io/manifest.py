@@ -59,6 +59,7 @@ _TEXT_KEYS = (
     ("iinit", OMS.invalidationInitiator),
 )
 XSD_DOUBLE = XSD.double.value
+_VOIDING = frozenset({"retracted", "contested", "contradicted"})
 
 
 def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
@@ -71,7 +72,19 @@ def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
     node = f"<{NIH_PREFIX}{address}>"
     idx = str(OMS.index)
     rows: list[Row] = []
+    for key, kind in _KINDS.items():
+        _check_kind(address, entry, key, kind)
     vstatus = entry.get("vstatus")
+    if (
+        vstatus is not None
+        and vstatus != "retracted"
+        and vstatus not in VERIFICATION_IN
+    ):
+        raise DecodeError(
+            f"vstatus of {address[:12]}… is {vstatus!r}; expected retracted or one "
+            f"of {sorted(VERIFICATION_IN)}",
+            path=f"manifest {address[:12]}… vstatus",
+        )
     if vstatus == "retracted":
         status = "retracted"
         contradicted = entry.get("oms_rdf:contradicted")
@@ -92,13 +105,30 @@ def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
             )
         check_address(successor)  # never text pasted into N-Quads unchecked
         rows.append((node, str(OMS.supersededBy), f"<{NIH_PREFIX}{successor}>", idx))
-    for key, prop in (("svt", OMS.systemTo), (VOIDED_KEY, OMS.voidedAt)):
-        if isinstance(entry.get(key), int):
+    # Another writer's retraction has its time in svt only (the spec's key).
+    voided = VOIDED_KEY if VOIDED_KEY in entry or vstatus not in _VOIDING else "svt"
+    for key, prop in (("svt", OMS.systemTo), (voided, OMS.voidedAt)):
+        if entry.get(key) is not None:
             rows.append((node, str(prop), str(millis_literal(entry[key])), idx))
     for key, prop in _TEXT_KEYS:
-        if isinstance(entry.get(key), str):
+        if entry.get(key) is not None:
             rows.append((node, str(prop), nt_literal(entry[key]), idx))
     return rows + _evidence_rows(address, entry)
+
+
+# The kinds of the spec's keys of an entry, and of the time this store adds.
+_KINDS = {"svt": int, VOIDED_KEY: int, "vstatus": str, "itype": str, "ireason": str,
+          "iinit": str}  # fmt: skip
+
+
+def _check_kind(address: str, entry: Mapping[str, Any], key: str, kind: type) -> None:
+    """Refuse a key of an entry whose value is not of its kind (a bool is no int)."""
+    value = entry.get(key)
+    if value is not None and (type(value) is not kind):
+        raise DecodeError(
+            f"{key} of {address[:12]}… must be {kind.__name__}, not {value!r}",
+            path=f"manifest {address[:12]}… {key}",
+        )
 
 
 def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:

@@ -36,7 +36,9 @@ def plan_mg(
     """
     plan = _MgPlan(target, reopen, report, skip)
     with reopen() as raw:
-        plan.read(read_mg(raw, progress=progress).items())
+        # Skipping, the plan decodes each grain itself, to report a bad one and
+        # go on; otherwise the reader does, and the first bad grain ends it.
+        plan.read(read_mg(raw, progress=progress, check=not skip).items())
     report.added = len(plan.fresh)
     yield plan.rows
 
@@ -45,8 +47,14 @@ def _reread(
     reopen: Callable[[], IO[bytes]],
 ) -> Iterator[Grain | tuple[str, dict[str, Any]]]:
     with reopen() as raw:
-        for item in read_mg(raw).items():
-            yield Grain.from_blob(item) if isinstance(item, bytes) else item
+        for item in read_mg(raw, check=False).items():
+            if not isinstance(item, bytes):
+                yield item
+                continue
+            try:
+                yield Grain.from_blob(item)
+            except OmsError:
+                continue  # refused and reported by the first read
 
 
 class _MgPlan:
@@ -84,9 +92,13 @@ class _MgPlan:
         signed grains without an envelope and what put's policies refuse."""
         batch: list[Grain] = []
         size = 0  # of the batch's blobs: a batch of large grains is cut short
-        for item in items:
+        for index, item in enumerate(items):
             if isinstance(item, bytes):
-                batch.append(Grain.from_blob(item))
+                try:
+                    batch.append(Grain.from_blob(item))
+                except OmsError as exc:
+                    fail_or_skip(self.report, self.skip, f"grain[{index}]", exc)
+                    continue
                 size += len(item)
                 if len(batch) == BATCH or size > _BATCH_BYTES:
                     self._grains(batch)
@@ -98,8 +110,8 @@ class _MgPlan:
         self._grains(batch)
         for address in sorted(self.flagged - self.entries):
             self._refuse(address, _unsigned())
-        for grain, error in self.policies.refused(self.closed.__contains__):
-            self._refuse(grain.address, error)
+        for address, error in self.policies.refused(self.closed.__contains__):
+            self._refuse(address, error)
 
     def _grains(self, batch: list[Grain]) -> None:
         self.contained.update(g.address for g in batch)
@@ -126,7 +138,11 @@ class _MgPlan:
                 self.signatures[address] = _envelope(self.store, address, entry)
             except OmsError as exc:
                 self._refuse(address, exc)
+        elif address in self.fresh and "oms_rdf:envelope" in entry:
+            self._refuse(address, _unflagged())
         if address in self.fresh:
+            for row in state:
+                self.policies.index(address, row[1], row[2])
             if closes(state):
                 self.closed.add(address)
             self._keep((address, entry))
@@ -169,6 +185,14 @@ def _unsigned() -> SignatureError:
     return SignatureError(
         "the grain's signed flag (header bit 0) is set but the manifest holds no "
         "COSE_Sign1 envelope for it (oms_rdf:envelope)",
+        code=ErrorCode.SIGNED_MISMATCH,
+    )
+
+
+def _unflagged() -> SignatureError:
+    return SignatureError(
+        "the manifest holds a COSE_Sign1 envelope (oms_rdf:envelope) for a grain "
+        "whose signed flag (header bit 0) is clear (spec §9.2)",
         code=ErrorCode.SIGNED_MISMATCH,
     )
 

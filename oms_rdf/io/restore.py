@@ -133,6 +133,8 @@ class _RestoreCheck:
                 knowledge.indexes(s, p)
                 if grain:
                     (self.erased if p == OMS.erasedAt else self.indexed).add(s)
+                    address = str(s)[len(NIH_PREFIX) + 1 : -1]  # <nih:sha-256;HEX>
+                    self.policies.index(address, str(p), str(quad.object))
                 elif s == OMS.settings:
                     self.settings.see(quad)
                 elif is_event_subject(s):
@@ -178,7 +180,7 @@ class _RestoreCheck:
             for n in self.knowledge.closed
             if isinstance(n, ox.NamedNode)
         }
-        for _grain, error in self.policies.refused(closed.__contains__):
+        for _address, error in self.policies.refused(closed.__contains__):
             raise error
         return len(self.blobs)
 

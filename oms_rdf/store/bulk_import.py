@@ -38,6 +38,7 @@ from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 from .audit import check as check_audit
 from .erasure import erased_addresses
+from .import_states import ImportStates
 from .journal import Journal, cyclic_gc_paused
 from .policy import is_protected
 from .presence import stored_addresses
@@ -224,15 +225,19 @@ class ImportPolicies:
     same claim is a supersession in disguise (:func:`.admission.check_new`). The
     parent may be stored, or new in the same import and current after it; only
     protected new beliefs and new grains with parents are kept for the check.
+    The index state the import brings for them is checked too (:mod:`.import_states`).
     """
 
     def __init__(self, store: GrainStore) -> None:
         self.store, self.now = store, store.clock()
         self.protected: dict[str, Grain] = {}
         self.children: list[Grain] = []
+        self.states = ImportStates(store)
+        self.index = self.states.index  # take one index row of a grain
 
     def see(self, grain: Grain) -> None:
         """Take one new grain of the import."""
+        self.states.see(grain)
         if grain.type_byte != BELIEF.byte:
             return
         if is_protected(grain.get("invalidation_policy"), self.now):
@@ -240,14 +245,14 @@ class ImportPolicies:
         if grain.get("derived_from"):
             self.children.append(grain)
 
-    def refused(
-        self, closed: Callable[[str], bool]
-    ) -> Iterator[tuple[Grain, OmsError]]:
-        """The new grains put would refuse, each with its error; ``closed`` tells
-        the new grains the import brings in already superseded or retracted."""
+    def refused(self, closed: Callable[[str], bool]) -> Iterator[tuple[str, OmsError]]:
+        """The new grains put would refuse, or whose index state the store's
+        operations never write, each by its address with its error; ``closed``
+        tells the new grains the import brings in already superseded or retracted."""
+        yield from self.states.refusals()
         current = {a: g for a, g in self.protected.items() if not closed(a)}
         for grain in self.children:
             try:
                 self.store.check_new(grain, current)
             except OmsError as exc:
-                yield grain, exc
+                yield grain.address, exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from unicodedata import normalize
 
 from pyoxigraph import (
     Literal,
@@ -259,7 +260,7 @@ class Invalidation:
         if by is not None:
             insert.append((node, _P_INITIATOR, nt_literal(by), idx))
         if reason:
-            insert.append((node, _P_REASON, nt_literal(reason), idx))
+            insert.append((node, _P_REASON, nt_literal(normalize("NFC", reason)), idx))
         insert += self.core.audit_rows(
             "supersede",
             target=old_address,
@@ -550,7 +551,11 @@ def _voided_state(
     if state.invalidation_type is None:
         insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
         if reason:
-            insert.append(Quad(node, OMS.invalidationReason, Literal(reason), idx))
+            insert.append(
+                Quad(
+                    node, OMS.invalidationReason, Literal(normalize("NFC", reason)), idx
+                )
+            )
         if by is not None:
             insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
     return [old], insert

@@ -202,8 +202,12 @@ def _check_offsets(offsets: array[int], start: int) -> None:
     for i in range(len(offsets) - 1):
         size = offsets[i + 1] - offsets[i]
         if size < MIN_BLOB:
+            # A grain of 1 to 9 bytes is one too short to be a grain (spec §13);
+            # offsets that do not ascend are a damaged index.
             raise DecodeError(
-                f"offsets {offsets[i]} and {offsets[i + 1]} leave {size} bytes for grain {i}",
+                f"offsets {offsets[i]} and {offsets[i + 1]} leave {size} bytes for "
+                f"grain {i}; a grain has at least {MIN_BLOB}",
+                code=ErrorCode.TOO_SHORT if size > 0 else ErrorCode.CORRUPT,
                 path=f"index[{i + 1}]",
             )
         if size > MAX_BLOB:

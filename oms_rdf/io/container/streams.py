@@ -133,7 +133,9 @@ class TailReader:
     def manifest(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Each entry of the index manifest, a map of address to index fields."""
         where = f"manifest at offset {self.offset}"
-        self.unpacker = msgpack.Unpacker(raw=False, max_buffer_size=ENTRY_LIMIT)
+        self.unpacker = msgpack.Unpacker(
+            raw=False, max_buffer_size=ENTRY_LIMIT, object_pairs_hook=_unique_keys
+        )
         self.fed = len(self.buffer)
         self.unpacker.feed(bytes(self.buffer))
         self.buffer = bytearray()
@@ -297,3 +299,13 @@ class ZstdRegion:
         data = bytes(self.buffer[self.head :])
         self.buffer, self.head = bytearray(), 0
         return data
+
+
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A map of the manifest; a key twice is refused, as in a grain (spec §2.1)."""
+    mapping: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in mapping:
+            raise ValueError(f"the key {key!r} twice in one map")
+        mapping[key] = value
+    return mapping

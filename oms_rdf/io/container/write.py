@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
@@ -169,6 +170,13 @@ def _map_header(length: int) -> bytes:
 
 
 def _canonical(value: Any) -> Any:
+    """A manifest value as canonical MessagePack has it (spec §2.1): NFC text,
+    map keys in order at every depth, arrays in their own order."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
     if isinstance(value, Mapping):
-        return {k: _canonical(value[k]) for k in sorted(value)}
+        pairs = {_canonical(k): _canonical(v) for k, v in value.items()}
+        return {k: pairs[k] for k in sorted(pairs)}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
     return value

@@ -1,0 +1,182 @@
+"""Whether the index state an import brings is one the store's operations write.
+
+An export carries, beside each grain, its index state: superseded by which grain,
+retracted or contradicted, and when its system time ended. An import writes that
+state as history, the one way past system times come in, so it is held to what
+``supersede``, ``retract`` and ``contradict`` would have written (design §3: an
+import fills the reserved graphs only from an export "whose index agrees"):
+
+- a grain superseded, retracted or contradicted has a system end, and a grain
+  with a system end was one of those;
+- a retraction or contradiction has its time; no end comes before the grain's
+  own system start;
+- a successor is another grain, of the source or of the store, not older than
+  the grain it replaces, and successions never run in a circle;
+- a grain whose own policy nothing may override (``locked``, a ``hold``, a mode
+  unknown here, which fails closed) is never closed. A ``timed`` lock, a
+  signature mode or a goal's own transitions may have allowed what the index
+  says, and are not judged again.
+
+The state is taken as N-Triples text, the form every import has at hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from ..codec.grain import Grain, system_from
+from ..codec.schema import GOAL
+from ..errors import DecodeError, ErrorCode, OmsError, PolicyError, TimeRangeError
+from ..rdf.mapping import NIH_PREFIX, grain_iri
+from ..rdf.vocab import OMS
+from ..times import to_millis
+from .policy import effective_mode
+
+if TYPE_CHECKING:
+    from . import GrainStore
+
+__all__ = ["ImportStates"]
+
+_FIELDS = {
+    str(OMS.status): "status",
+    str(OMS.supersededBy): "successor",
+    str(OMS.systemTo): "end",
+    str(OMS.voidedAt): "voided",
+    str(OMS.verificationStatus): "verification",
+}
+_RETRACTED, _CONTRADICTED = str(OMS.retracted), str(OMS.contradicted)
+_ERASED = str(OMS.erasedAt)
+
+
+class ImportStates:
+    """Feed it the import's new grains and the index rows of its grains; then
+    :meth:`refusals`."""
+
+    def __init__(self, store: GrainStore) -> None:
+        self.store = store
+        self.starts: dict[str, int] = {}  # new grain -> its system start
+        self.sealed: dict[str, str] = {}  # new grain -> the mode nothing overrides
+        self.states: dict[str, dict[str, str]] = {}  # grain -> index field -> term
+        self.erased: set[str] = set()  # grains the source marks erased
+
+    def see(self, grain: Grain) -> None:
+        """Take one new grain."""
+        self.starts[grain.address] = system_from(grain)
+        policy = grain.get("invalidation_policy")
+        if policy is None or grain.type_byte == GOAL.byte:
+            return
+        raw = policy.get("mode") if isinstance(policy, Mapping) else None
+        mode = effective_mode(policy, 0)
+        if raw != "timed" and mode in ("locked", "hold"):
+            self.sealed[grain.address] = mode if raw == mode else f"{raw!r}"
+
+    def index(self, address: str, predicate: str, term: str) -> None:
+        """Take one index row of a grain (predicate and object as N-Triples)."""
+        if predicate == _ERASED:
+            self.erased.add(address)
+        elif (name := _FIELDS.get(predicate)) is not None:
+            self.states.setdefault(address, {})[name] = term
+
+    def refusals(self) -> Iterator[tuple[str, OmsError]]:
+        """The new grains whose state the store's operations never write, each
+        with the reason, once."""
+        refused: dict[str, OmsError] = {}
+        for address, state in self.states.items():
+            if address in self.starts:
+                error = self._alone(address, state) or self._successor(address, state)
+                if error is not None:
+                    refused[address] = error
+        for address in self._circles():
+            refused.setdefault(
+                address,
+                DecodeError("it is superseded by itself through others"),
+            )
+        yield from refused.items()
+
+    def _alone(self, address: str, state: dict[str, str]) -> OmsError | None:
+        """What one grain's state says of itself."""
+        start = self.starts[address]
+        voided = state.get("status") == _RETRACTED or (
+            state.get("verification") == _CONTRADICTED
+        )
+        if voided and "voided" not in state:
+            return DecodeError("its index state says retracted or contradicted and "
+                               "gives no time for it (svt, oms_rdf:voided)")  # fmt: skip
+        closing = "successor" in state or "voided" in state
+        if closing != ("end" in state):
+            why = "no system end (svt)" if closing else "no successor nor retraction"
+            return DecodeError(f"its index state closes it with {why}; "
+                               "the store writes both or neither")  # fmt: skip
+        for field in ("end", "voided"):
+            if field in state and _millis(state[field]) < start:
+                return TimeRangeError(
+                    f"its {'system end' if field == 'end' else 'retraction'} "
+                    f"{state[field]} comes before its system start ({start} ms)",
+                    code=ErrorCode.RANGE,
+                )
+        if closing and address in self.sealed:
+            return PolicyError(
+                f"its index state closes it, but its policy ({self.sealed[address]}) "
+                "lets nothing supersede, retract or contradict it",
+                code=ErrorCode.INVALIDATION_DENIED,
+                path="$.invalidation_policy",
+            )
+        return None
+
+    def _successor(self, address: str, state: dict[str, str]) -> OmsError | None:
+        """What a grain's successor must be: another grain, here, not older."""
+        if "successor" not in state:
+            return None
+        successor = _address(state["successor"])
+        if successor == address:
+            return DecodeError("its index state says it is superseded by itself")
+        start = self.starts.get(successor)
+        if start is None and successor not in self.erased:
+            if successor in self.store:
+                start = system_from(self.store.get(successor))
+            elif not self._erased_here(successor):
+                return DecodeError(f"it is superseded by {successor[:12]}…, which "
+                                   "neither the source nor the store holds")  # fmt: skip
+        if start is not None and start < self.starts[address]:
+            return TimeRangeError(
+                f"it is superseded by {successor[:12]}…, whose system start "
+                f"({start} ms) is before its own ({self.starts[address]} ms)",
+                code=ErrorCode.RANGE,
+            )
+        return None
+
+    def _erased_here(self, address: str) -> bool:
+        """Whether the store erased this grain (its tombstone)."""
+        tombstones = self.store.backend.quads(
+            grain_iri(address), OMS.erasedAt, None, OMS.index
+        )
+        return next(tombstones, None) is not None
+
+    def _circles(self) -> Iterator[str]:
+        """The new grains on a circle of successions (each has one successor)."""
+        after = {
+            a: _address(s["successor"])
+            for a, s in self.states.items()
+            if "successor" in s and a in self.starts
+        }
+        done: set[str] = set()
+        for first in after:
+            path: list[str] = []
+            node: str | None = first
+            while node is not None and node not in done and node not in path:
+                path.append(node)
+                node = after.get(node)
+            if node is not None and node in path:
+                yield from path[path.index(node) :]
+            done.update(path)
+
+
+def _address(term: str) -> str:
+    """The address of a grain node written as N-Triples (``<nih:sha-256;HEX>``)."""
+    return term[1 + len(NIH_PREFIX) : -1]
+
+
+def _millis(term: str) -> int:
+    """Epoch milliseconds of an ``xsd:dateTime`` literal written as N-Triples."""
+    return to_millis(term[1 : term.index('"', 1)])
