@@ -57,9 +57,13 @@ class HashingReader:
     def read_exact(self, n: int, what: str) -> bytes:
         data = self.read(n)
         if len(data) != n:
+            # The last 32 bytes are taken as the footer, so in a truncated file
+            # the part named is where the bytes ran out, not where the cut is.
+            total = self.offset + len(self.pending) - self.head
             raise DecodeError(
-                f"file ends inside the {what}: needed {n} bytes at offset {self.offset - len(data)}, "
-                f"found {len(data)} before the 32-byte footer",
+                f"file ends inside the {what}: needed {n} bytes at offset "
+                f"{self.offset - len(data)}, found {len(data)} before the last 32 "
+                f"(the footer); the file has {total} bytes in all: truncated?",
                 code=ErrorCode.TOO_SHORT,
                 path=f"offset {self.offset - len(data)}",
             )
@@ -161,7 +165,8 @@ class TailReader:
                 chunk = self.stream.read(CHUNK)
                 if not chunk:
                     raise DecodeError(
-                        "index manifest is truncated",
+                        "index manifest is truncated (or the file is, and its "
+                        "last 32 bytes were taken as the footer)",
                         code=ErrorCode.TOO_SHORT,
                         path=where,
                     ) from None
