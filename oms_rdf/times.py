@@ -249,10 +249,19 @@ def _utc(name: str, text: str, year: int, month: int = 1, day: int = 1) -> datet
 
 
 def _refused(name: str, text: str, hint: str | None = None) -> SchemaError:
+    if _YEAR_OUTSIDE.match(text.strip()):  # a date, of a year xsd:dateTime lacks
+        return SchemaError(
+            f"{name}: {text!r} is outside years 1-9999", code=ErrorCode.RANGE
+        )
     why = f" ({hint})" if hint else ""
     return SchemaError(
         f"{name}: {EXPECTED}; found {text!r}{why}", code=ErrorCode.SCHEMA
     )
+
+
+# A date (a year and a month at least) of year 0, a negative year, or a year of
+# five digits or more. (A bare "0000" or "-2022" is no date: ERR_SCHEMA.)
+_YEAR_OUTSIDE = re.compile(r"(?:0000|-[0-9]{4,}|\+?[0-9]{5,})-[0-9]{2}", re.ASCII)
 
 
 def _ms_of(when: datetime) -> int:

@@ -122,7 +122,7 @@ def test_graphs_and_constructs(served: tuple[str, GrainStore]) -> None:
             assert len(triples) == 3  # worksAt initech, name, knows: not the old job
         refused = client.get("/sparql", params={"query": construct},
                              headers={"accept": "application/sparql-results+json"})  # fmt: skip
-        assert refused.status_code == 400 and "text/turtle" in refused.text
+        assert refused.status_code == 406 and "text/turtle" in refused.text
 
 
 def test_errors_follow_the_protocol(served: tuple[str, GrainStore]) -> None:
@@ -374,6 +374,7 @@ def test_updates_need_a_write_token_for_their_namespace(
             "believed": 0,
             "retracted": [],
             "not_believed": 1,
+            "superseded": [],
         }
         assert len(store.beliefs(EX + "ann", namespace="hr")) == 1
         before = {str(q) for q in store.backend.quads()}

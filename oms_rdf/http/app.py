@@ -60,7 +60,6 @@ from collections.abc import Mapping, Sequence
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -71,7 +70,7 @@ from .batch import batch_routes
 from .explorer import explorer_routes
 from .facts import fact_routes
 from .lanes import Lane, runner_on
-from .middleware import LOOPBACK, BodyLimit, HostCheck
+from .middleware import LOOPBACK, BodyLimit, Cors, HostCheck
 from .page import page_route
 from .protocol import SparqlProtocol
 from .responses import error_response
@@ -143,7 +142,7 @@ def _middleware(
     if cors:
         guards.append(
             Middleware(
-                CORSMiddleware,
+                Cors,
                 allow_origins=list(cors),
                 allow_methods=["GET", "POST", "PUT", "DELETE"],
                 allow_headers=["authorization", "content-type"],

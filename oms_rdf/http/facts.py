@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -76,6 +77,22 @@ def fact_routes(
     return [*FactsApi(store, authorize, run).routes(), *openapi_routes()]
 
 
+class _FactId(Convertor[str]):
+    """A fact's address (or a prefix of it) in a path: any segment but
+    ``search``, a route of its own (so ``PUT /v1/facts/search`` is a 405)."""
+
+    regex = "(?!search$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("fact", _FactId())
+
+
 class _Refused(Exception):  # noqa: N818 - an answer to give, not an error
     """A request the token may not make: carries the response to give."""
 
@@ -105,19 +122,35 @@ class FactsApi:
             ("/v1/facts", "POST", FactsApi.create),
             ("/v1/facts", "GET", FactsApi.listing),
             ("/v1/facts/search", "GET", FactsApi.search),
-            ("/v1/facts/{id}", "GET", FactsApi.one),
-            ("/v1/facts/{id}", "PUT", FactsApi.supersede),
-            ("/v1/facts/{id}", "DELETE", FactsApi.retract),
+            ("/v1/facts/{id:fact}", "GET", FactsApi.one),
+            ("/v1/facts/{id:fact}", "PUT", FactsApi.supersede),
+            ("/v1/facts/{id:fact}", "DELETE", FactsApi.retract),
             ("/v1/facts/{id}/ancestors", "GET", FactsApi.ancestors),
             ("/v1/facts/{id}/evidence", "POST", FactsApi.evidence),
             ("/v1/facts/{id}/revise", "POST", FactsApi.revise),
             ("/v1/facts/{id}/erase", "POST", FactsApi.erase),
             ("/v1/erasures", "POST", FactsApi.erase_subject),
         ]
+        # One route a path, so that a 405 lists every method the path takes.
+        by_path: dict[str, dict[str, Handler]] = {}
+        for path, method, handler in table:
+            by_path.setdefault(path, {})[method] = handler
         return [
-            Route(path, self.guarded(handler), methods=[method])
-            for path, method, handler in table
+            Route(path, self._by_method(handlers), methods=list(handlers))
+            for path, handlers in by_path.items()
         ]
+
+    def _by_method(
+        self, handlers: dict[str, Handler]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """One endpoint answering each method by its handler (HEAD as GET)."""
+        endpoints = {m: self.guarded(h) for m, h in handlers.items()}
+
+        async def endpoint(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            return await endpoints[method](request)
+
+        return endpoint
 
     def guarded(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """Return ``handler`` as an endpoint: the token checked before the body is

@@ -1,17 +1,21 @@
 """ASGI guards in front of every route: the ``Host`` names a server answers to
-(against DNS rebinding), and the size of a request body.
+(against DNS rebinding), the size of a request body, and CORS (whose refusals
+are JSON errors like every other).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ErrorCode
 from .responses import error_response
 
-__all__ = ["LOOPBACK", "BodyLimit", "HostCheck"]
+__all__ = ["LOOPBACK", "BodyLimit", "Cors", "HostCheck"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -96,3 +100,17 @@ class BodyLimit:
 
 async def _nothing() -> Message:  # pragma: no cover - a response never receives
     return {"type": "http.disconnect"}
+
+
+class Cors(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered as our JSON error."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        """Answer a preflight; a refusal names what was disallowed."""
+        answer = super().preflight_response(request_headers)
+        if answer.status_code != 400:
+            return answer
+        headers = {k: v for k, v in answer.headers.items()
+                   if k.lower().startswith("access-control-") or k.lower() == "vary"}  # fmt: skip
+        why = bytes(answer.body).decode()  # "Disallowed CORS origin, headers"
+        return error_response(400, ErrorCode.SCHEMA, why, headers=headers)

@@ -85,6 +85,8 @@ class SparqlProtocol:
             return token
         try:
             params = await request_params(request)
+        except UnsupportedMediaError as exc:
+            return error_response(415, exc.code, exc.message, exc.path)
         except OmsError as exc:
             return refusal(exc)
         if "update" in params:
@@ -96,7 +98,10 @@ class SparqlProtocol:
                     "(SPARQL 1.1 Protocol §2.2)",
                 )
             return await self.update(token, params)
-        if request.method == "GET" and not params.keys() & {"query", "update"}:
+        if request.method in ("GET", "HEAD") and not params.keys() & {
+            "query",
+            "update",
+        }:
             work = description_work(self.store, request, params, token)
             if isinstance(work, Response):
                 return work
@@ -195,6 +200,7 @@ class SparqlProtocol:
                 "believed": report.believed,
                 "retracted": report.retracted,
                 "not_believed": report.not_believed,
+                "superseded": report.superseded,
             }
             return json.dumps(body).encode(), "application/json"
 
@@ -208,23 +214,40 @@ async def request_params(request: Request) -> Params:
         DecodeError: ERR_CORRUPT for a body that is not UTF-8 (or a form whose
             escapes are not).
     """
-    params = {k: request.query_params.getlist(k) for k in request.query_params}
+    # Read here, not by Starlette, which turns escapes that are not UTF-8 into U+FFFD.
+    params = _form(request.scope.get("query_string", b"").decode("latin-1"), "URL")
     if request.method == "POST":
-        kind = request.headers.get("content-type", "").split(";")[0].strip()
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == _FORM:  # parsed here: no multipart library for a form
-            text = body_text(await request.body())
-            try:
-                form = parse_qs(text, keep_blank_values=True, errors="strict")
-            except UnicodeDecodeError:
-                raise DecodeError(
-                    "the form's %-escapes are not UTF-8", path="$"
-                ) from None
+            form = _form(body_text(await request.body()), "form")
             for key, values in form.items():
                 params.setdefault(key, []).extend(values)
         elif kind in ("application/sparql-query", "application/sparql-update"):
             key = "query" if kind.endswith("query") else "update"
             params.setdefault(key, []).append(body_text(await request.body()))
+        elif kind or await request.body():
+            raise UnsupportedMediaError(
+                f"a POST to /sparql is {_FORM}, application/sparql-query or "
+                f"application/sparql-update; found {kind or 'no content type'}",
+                path="Content-Type",
+            )
     return params
+
+
+def _form(text: str, where: str) -> Params:
+    """The parameters of a URL's query or a form, each name's values in order.
+
+    Raises:
+        DecodeError: ERR_CORRUPT when a %-escape is not UTF-8.
+    """
+    try:
+        return parse_qs(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise DecodeError(f"the {where}'s %-escapes are not UTF-8", path="$") from None
+
+
+class UnsupportedMediaError(QueryError):
+    """A POST body of a type the protocol does not take: HTTP's 415."""
 
 
 def time_point(params: Params) -> tuple[int | None, int | None]:
@@ -334,7 +357,8 @@ async def _answered(
                 503, exc.code, exc.message, exc.path, headers={"retry-after": "5"}
             )
         return refusal(exc)
-    return Response(body, media_type=media)
+    # The answer's type was chosen by the request's Accept (RFC 9110 §12.5.5).
+    return Response(body, media_type=media, headers={"vary": "Accept"})
 
 
 def _iri(text: str) -> ox.NamedNode:

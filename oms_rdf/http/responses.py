@@ -31,8 +31,11 @@ def error_response(
 
 def refusal(exc: OmsError) -> Response:
     """Return an error of ours as the SPARQL endpoint answers it: a policy's
-    refusal is a 403, the caller's fault a 400, the store's a 500."""
-    if isinstance(exc, PolicyError):
+    refusal is a 403, the caller's fault a 400 (a time out of range too, though
+    its class is a policy's), no acceptable media type a 406, the store's a 500."""
+    if exc.path == "Accept":
+        status = 406
+    elif isinstance(exc, PolicyError) and not isinstance(exc, ValueError):
         status = 403
     else:
         status = 400 if isinstance(exc, ValueError) else 500

@@ -68,26 +68,43 @@ ROWS_PER_CHECK = 64  # rows read between two looks at the query's time limit
 
 
 def negotiate(accept: str, offered: Iterable[str]) -> str | None:
-    """Return the offered type the Accept header prefers most (ties: the order
-    offered), or None when it accepts none of them."""
-    ranked: list[tuple[float, int, str]] = []
+    """Return the offered type the Accept header prefers most, or None when it
+    accepts none of them.
+
+    Each offered type takes the quality of the most specific range that matches
+    it (``text/csv`` over ``text/*`` over ``*/*``; RFC 9110 §12.5.1), so
+    ``q=0`` refuses a type a wildcard would take. Ties go to the range written
+    first, then to the order offered. Media types are matched case-insensitively.
+    """
+    ranges: list[tuple[str, float, int]] = []
     for position, part in enumerate(accept.split(",")):
         fields = [f.strip() for f in part.split(";")]
         quality = 1.0
         for field in fields[1:]:
-            if field.startswith("q="):
+            if field.lower().startswith("q="):
                 try:
                     quality = float(field[2:])
                 except ValueError:
                     quality = 0.0
-        if fields[0] and quality > 0:
-            ranked.append((-quality, position, fields[0].lower()))
-    for _, _, pattern in sorted(ranked):
-        for media in offered:
-            major = media.split("/")[0]
-            if pattern in (media, "*/*", f"{major}/*"):
-                return media
-    return None
+        if fields[0]:
+            ranges.append((fields[0].lower(), quality, position))
+    best: tuple[float, int, int] | None = None
+    chosen = None
+    for order, media in enumerate(offered):
+        major = media.split("/")[0]
+        matches = [
+            (specificity, quality, position)
+            for pattern, quality, position in ranges
+            for specificity, form in enumerate(("*/*", f"{major}/*", media))
+            if pattern == form
+        ]
+        if not matches:
+            continue
+        _specific, quality, position = max(matches, key=lambda m: (m[0], -m[2]))
+        rank = (-quality, position, order)
+        if quality > 0 and (best is None or rank < best):
+            best, chosen = rank, media
+    return chosen
 
 
 def serialize_results(
@@ -113,7 +130,8 @@ def serialize_results(
             result.close()  # pyoxigraph results die on the thread that made them
         raise QueryError(
             f"none of {accept!r} is a type this answer comes in: "
-            f"{', '.join(RESULT_TYPES[kind])}"
+            f"{', '.join(RESULT_TYPES[kind])}",
+            path="Accept",  # the request header at fault: HTTP's 406
         )
     if isinstance(result, bool):
         return write_boolean(result, media), media

@@ -36,6 +36,7 @@ SOLUTION_TYPES = (
     "text/csv",
     "text/tab-separated-values",
 )
+_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _SHORT = dict(zip(("json", "xml", "csv", "tsv"), SOLUTION_TYPES, strict=True))
 
 
@@ -100,7 +101,7 @@ def _json_term(term: Any) -> dict[str, str]:
         out = {"type": "literal", "value": term.value}
         if term.language:
             out["xml:lang"] = term.language
-        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
+        elif term.datatype.value != _STRING:
             out["datatype"] = term.datatype.value
         return out
     return {"type": "triple", "value": str(term)}
@@ -133,6 +134,8 @@ def _xml(names: list[str], rows: list[list[Any]]) -> str:
                 value = f"<bnode>{escape(term.value)}</bnode>"
             elif isinstance(term, ox.Literal) and term.language:
                 value = f"<literal xml:lang={quoteattr(term.language)}>{escape(term.value)}</literal>"
+            elif isinstance(term, ox.Literal) and term.datatype.value == _STRING:
+                value = f"<literal>{escape(term.value)}</literal>"  # a simple literal
             elif isinstance(term, ox.Literal):
                 value = f"<literal datatype={quoteattr(term.datatype.value)}>{escape(term.value)}</literal>"
             else:

@@ -473,6 +473,9 @@ def _dataset(
 ) -> dict[str, Any]:
     """pyoxigraph's dataset arguments for the Protocol's graph IRIs.
 
+    Given either, they are the whole dataset (SPARQL 1.1 Protocol §2.1.4): the
+    other is empty, and the query's own FROM and FROM NAMED give way.
+
     Raises:
         QueryError: ERR_QUERY for an IRI that is not one, or a reserved graph asked
             for outside ``grains=True``.
@@ -496,6 +499,9 @@ def _dataset(
                 )
             graphs.append(graph)
         out[key] = graphs
+    if out:
+        out.setdefault("default_graph", [_NO_GRAPH])
+        out.setdefault("named_graphs", [])
     return out
 
 
