@@ -275,11 +275,15 @@ def test_force_by_an_authorized_did_is_audited() -> None:
     refused(store, lambda: store.revise(old, new, force=True, by=BOB.did), "authorized")
     address = store.revise(old, new, force=True, by=ALICE.did)
     rows = list(store.query(
-        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?r WHERE { GRAPH oms:audit { ?e oms:operation \"revise(force)\" ; oms:reason ?r } }",
+        "PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?r WHERE { GRAPH oms:audit { ?e oms:operation \"revise(force)\" ; oms:needsReview ?r } }",
         grains=True,
     ))  # fmt: skip
     assert len(rows) == 1 and "USER_STATED -> SYSTEM_INFERRED" in rows[0]["r"].value
     assert store.status(old).superseded_by == address
+    # The supersession and its audit are one write: one event, naming both.
+    events = store.query("PREFIX oms: <https://w3id.org/oms-rdf/ns#> SELECT ?e WHERE "
+                         "{ GRAPH oms:audit { ?e oms:result ?r } }", grains=True)  # fmt: skip
+    assert len(list(events)) == 1
 
 
 # --- functional relations ----------------------------------------------------------------
@@ -500,3 +504,74 @@ def test_evidence_is_recorded_but_moves_no_locked_grain() -> None:
     assert state.sprt_status == "demoted" and len(store.evidence_log(locked)) == 6
     assert state.effective_confidence == 0.9  # its stated confidence
     assert [g.address for g in store.beliefs("alice")] == [locked]
+
+
+# --- what the probes of the documented promises found --------------------------------
+
+
+@pytest.mark.parametrize("closed", ["superseded", "retracted"])
+def test_a_stored_successor_must_be_current(closed: str) -> None:
+    """A closed grain as a successor would leave nothing current, or close a
+    circle of supersessions (history then has no first version)."""
+    store = GrainStore(clock=lambda: T0 + DAY)
+    a = store.put(belief("a", T0))
+    b = store.supersede(a, belief("b", T0 + 1))
+    if closed == "superseded":  # a is superseded by b: b by a would be a circle
+        error = refused(store, lambda: store.supersede(b, store.get(a)), "successor")
+    else:
+        c = store.put(belief("c", T0 + 2, subject="other"))
+        store.retract(c, reason="wrong")
+        error = refused(store, lambda: store.supersede(b, store.get(c)), "successor")
+    assert error.code == ErrorCode.CONFLICT
+    assert [g.address for g in store.history(a)][:2] == [a, b]
+
+
+def test_the_evidence_log_orders_one_millisecond_as_it_was_recorded() -> None:
+    """With the clock still: support, support, then four refutations. After the
+    second support the test has promoted the grain; a refutation, from the same
+    ratio a support reached, must not be put there."""
+    store = GrainStore(clock=lambda: T0 + DAY)
+    a = store.put(belief("a", T0))
+    kinds = ["supporting"] * 2 + ["refuting"] * 4
+    answered = [store.evidence(a, kind, 0.9).status for kind in kinds]
+    logged = store.evidence_log(a)
+    assert [e.kind for e in logged] == kinds
+    assert [e.status for e in logged] == answered
+
+
+def test_the_evidence_log_keeps_an_axioms_confidence() -> None:
+    store = GrainStore(clock=lambda: T0 + DAY)
+    a = store.put(belief("a", T0, invalidation_policy={"mode": "locked"}))
+    for _ in range(3):
+        store.evidence(a, "supporting", 0.9)
+    assert store.effective_confidence(a) == 0.8
+    assert [e.effective_confidence for e in store.evidence_log(a)] == [0.8] * 3
+
+
+def test_a_grain_stating_no_confidence_starts_from_zero_everywhere() -> None:
+    """Spec §2.1: an absent number's nominal default is 0."""
+    store = GrainStore(clock=lambda: T0 + DAY)
+    e = store.put({"type": "event", "content": "hi", "created_at": T0})
+    assert store.effective_confidence(e) == 0.0
+    store.evidence(e, "supporting", 0.9)
+    promoted = store.evidence(e, "supporting", 0.9)
+    assert promoted.status == "promoted"
+    assert promoted.effective_confidence == store.effective_confidence(e) == 0.1
+    assert store.evidence_log(e)[-1].effective_confidence == 0.1
+
+
+def test_a_forced_revision_is_one_write() -> None:
+    alice = signing.generate_key(b"a" * 32)
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, authorized=[alice.did])
+    old = store.put(belief("a", source_type="user_explicit"))
+    core, writes = store.core, []
+    write = core.write
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        writes.append(core.pending is None)  # a write of its own, not a transaction's
+        write(*args, **kwargs)
+
+    core.write = counted  # type: ignore[method-assign]
+    store.revise(old, belief("b", T0 + DAY, source_type="llm_generated"),
+                 force=True, by=alice.did)  # fmt: skip
+    assert writes.count(True) == 1

@@ -43,6 +43,7 @@ def store() -> oms.GrainStore:
     store.put(belief("ann", "Acme"))
     store.put(belief("bo", "Initech"))
     store.put(belief("cy", "Hooli", invalidation_policy={"mode": "locked"}))
+    store.put(belief("ed", "Globex"))
     return store
 
 
@@ -57,7 +58,7 @@ def publication(store: oms.GrainStore) -> list[Any]:
         lambda tx: tx.supersede(ann, belief("ann", "Umbrella", T0 + 10)),
         lambda tx: tx.put(belief("di", "Acme", T0 + 10)),
         lambda tx: tx.retract(bo, reason="left"),
-        lambda tx: tx.evidence(address(store, "ann"), kind="supporting", strength=0.7),
+        lambda tx: tx.evidence(address(store, "ed"), kind="supporting", strength=0.7),
         lambda tx: tx.retract(cy, reason="wrong"),  # refused: locked
     ]
 
@@ -68,12 +69,18 @@ def test_a_publication_is_one_write_with_one_event(store: oms.GrainStore) -> Non
     with store.transaction() as tx:
         for step in steps:
             step(tx)
-        assert sorted(g["subject"] for g in store.beliefs()) == ["ann", "bo", "cy"]
+        assert sorted(g["subject"] for g in store.beliefs()) == [
+            "ann",
+            "bo",
+            "cy",
+            "ed",
+        ]
         assert [g["object"] for g in store.beliefs("ann")] == ["Acme"]  # not yet
     assert sorted((g["subject"], g["object"]) for g in store.beliefs()) == [
         ("ann", "Umbrella"),
         ("cy", "Hooli"),
         ("di", "Acme"),
+        ("ed", "Globex"),
     ]
     assert (
         events(store)[before:] == ["transaction"]
@@ -120,6 +127,43 @@ def test_a_refused_operation_refuses_the_whole_transaction(
             for step in publication(store):
                 step(tx)
     assert caught.value.code == "ERR_INVALIDATION_DENIED"
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        ("evidence", "evidence"),
+        ("verified", "disputed"),
+        ("verified", "contradict"),
+        ("contradict", "verified"),
+        ("retract", "evidence"),
+        ("evidence", "retract"),
+    ],
+)
+def test_marks_on_a_grain_are_changes_of_it(
+    store: oms.GrainStore, first: str, then: str
+) -> None:
+    """Evidence and verification marks change a grain as a supersession does: a
+    second change of it in one transaction is refused, not half applied."""
+    ed = address(store, "ed")
+
+    def change(tx: oms.GrainStore, what: str) -> None:
+        if what == "evidence":
+            tx.evidence(ed, kind="supporting", strength=0.9)
+        elif what == "retract":
+            tx.retract(ed, reason="x")
+        elif what == "contradict":
+            tx.contradict(ed, reason="x")
+        else:
+            tx.set_verification(ed, what)
+
+    before = dump(store)
+    with pytest.raises(oms.OmsError) as caught:
+        with store.transaction() as tx:
+            change(tx, first)
+            change(tx, then)
+    assert caught.value.code == "ERR_CONFLICT"
     assert dump(store) == before
 
 

@@ -34,7 +34,15 @@ from .admission import accept, check_new
 from .core import Core
 from .lookup import believers
 from .policy import check
-from .portion import Portion, check_portion, pieces, portion_of, valid_interval, within
+from .portion import (
+    Portion,
+    check_portion,
+    over_portion,
+    pieces,
+    portion_of,
+    valid_interval,
+    within,
+)
 from .protectors import cosigners, protectors, transition
 from .questions import Questions
 from .state import (
@@ -131,7 +139,7 @@ class Invalidation:
             self._require_current(old_address)
             if portion is not None:
                 check_portion(old_grain, *portion)
-                new = _over(new, portion, old_grain)
+                new = over_portion(new, portion, old_grain)
             new_grain, signature = self._successor(
                 old_address, new, justification, auth, signer
             )
@@ -139,6 +147,8 @@ class Invalidation:
                 raise PolicyError(
                     "a grain cannot supersede itself", code=ErrorCode.CONFLICT
                 )
+            if new_grain.address in self.core:
+                self._require_current(new_grain.address, "successor")
             at = system_from(new_grain)
             if at < system_from(old_grain):
                 raise TimeRangeError(
@@ -164,7 +174,7 @@ class Invalidation:
             )
         return new_grain.address
 
-    def _require_current(self, address: str) -> None:
+    def _require_current(self, address: str, role: str = "grain") -> None:
         # (No local keeps the lookup's iterator: the error below would hold it in a
         # cycle, and pyoxigraph refuses to drop it on a thread the collector runs.)
         ends = self.core.backend.quads
@@ -177,9 +187,15 @@ class Invalidation:
                 if state.superseded_by
                 else ""
             )
+            fix = (
+                "supersede the current grain instead"
+                if role == "grain"
+                else "a stored successor must be current (a closed one would "
+                "leave no grain current, or close a circle)"
+            )
             raise PolicyError(
-                f"{address[:12]}… is not current ({state.status}, {state.verification}"
-                f"{successor}); supersede the current grain instead",
+                f"the {role} {address[:12]}… is not current ({state.status}, "
+                f"{state.verification}{successor}); {fix}",
                 code=ErrorCode.CONFLICT,
             )
 
@@ -525,6 +541,8 @@ class Invalidation:
             insert += self.core.audit_rows(
                 "set_verification", target=address, actor=by, reason=status, at=when
             )
+            if self.core.pending is not None:  # a transaction's: one change a grain
+                self.core.pending.touch([address])
             self.core.write(delete, insert)
 
 
@@ -579,16 +597,3 @@ def _rest(
             code=ErrorCode.SCHEMA,
         )
     return [accept(p)[0] for p in pieces(old, *portion, at=at, reason=reason)]
-
-
-def _over(new: GrainLike, portion: Portion, old: Grain) -> GrainLike:
-    """A mapping ``new`` valid over the portion within ``old``'s valid time (SQL:2011:
-    the updated row's period is the intersection), unless it says otherwise."""
-    if not isinstance(new, Mapping):
-        return new
-    start, end = within(portion, old)
-    fields = dict(new)
-    fields.setdefault("valid_from", start)
-    if end is not None:
-        fields.setdefault("valid_to", end)
-    return fields

@@ -16,15 +16,18 @@ writes them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..codec.grain import Grain, system_from
 from ..errors import ErrorCode, SchemaError, TimeRangeError
 from ..times import TimeLike, to_millis
+from .state import GrainLike
 
 __all__ = [
     "Portion",
     "check_portion",
+    "over_portion",
     "pieces",
     "portion_of",
     "valid_interval",
@@ -136,3 +139,16 @@ def pieces(
 
 def _end(end: int | None) -> str:
     return "∞" if end is None else str(end)
+
+
+def over_portion(new: GrainLike, portion: Portion, old: Grain) -> GrainLike:
+    """A mapping ``new`` valid over the portion within ``old``'s valid time (SQL:2011:
+    the updated row's period is the intersection), unless it says otherwise."""
+    if not isinstance(new, Mapping):
+        return new
+    start, end = within(portion, old)
+    fields = dict(new)
+    fields.setdefault("valid_from", start)
+    if end is not None:
+        fields.setdefault("valid_to", end)
+    return fields

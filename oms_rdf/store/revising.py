@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,66 @@ def _event_fields(values: dict[Any, Any]) -> dict[str, Any]:
     }
 
 
+def _stated(grain: Grain) -> float:
+    """The confidence a grain states; absent, a number's nominal default, 0
+    (spec §2.1)."""
+    confidence: float = grain.get("confidence", 0.0)
+    return confidence
+
+
+def _effective(grain: Grain, state: SprtState, at: int) -> float:
+    """The confidence a grain has after the test reached ``state`` at ``at``: its
+    stated one moved by what the test decided, unless it was ``locked`` then (an
+    axiom keeps what it states)."""
+    locked = effective_mode(grain.get("invalidation_policy"), at) == "locked"
+    return _stated(grain) if locked else state.effective(_stated(grain))
+
+
+def _in_order(
+    tied: list[dict[str, Any]], state: SprtState
+) -> list[tuple[dict[str, Any], SprtState]]:
+    """Observations recorded in one millisecond, in the order their recorded log
+    ratios follow one from the other from ``state``, each with the state after it.
+
+    A depth-first search, since two orders can agree at one step (a refutation
+    and a support can leave equal ratios) and only one all through; events alike
+    (kind, strength, ratio) are tried once at a step. When no order agrees
+    exactly (a ratio rounded elsewhere), the closest is taken at each step.
+    """
+    path: list[tuple[dict[str, Any], SprtState]] = []
+    frames = [(state, tied, iter(tied), set[tuple[Any, ...]]())]
+    while frames:
+        now, left, candidates, tried = frames[-1]
+        if not left:
+            return path
+        for event in candidates:
+            alike = (event["kind"], event["strength"], event["log_ratio"])
+            if alike not in tried and _distance(now, event) <= 1e-9:
+                tried.add(alike)
+                after = now.observe(event["kind"], event["strength"])
+                path.append((event, after))
+                rest = [e for e in left if e is not event]
+                frames.append((after, rest, iter(rest), set()))
+                break
+        else:  # no event agrees here: back one step
+            frames.pop()
+            if path:
+                path.pop()
+    ordered, left = [], list(tied)
+    while left:  # the closest at each step
+        event = min(left, key=lambda e: _distance(state, e))
+        state = state.observe(event["kind"], event["strength"])
+        ordered.append((event, state))
+        left.remove(event)
+    return ordered
+
+
+def _distance(state: SprtState, event: dict[str, Any]) -> float:
+    """How far the recorded ratio of ``event`` is from observing it at ``state``."""
+    recorded: float = event["log_ratio"]
+    return abs(state.observe(event["kind"], event["strength"]).log_ratio - recorded)
+
+
 class Revision:
     """Evidence (SPRT) and entrenchment-ranked revision."""
 
@@ -170,9 +231,7 @@ class Revision:
                 state.sprt_entered,
             )
             after = before.observe(kind, strength)
-            confidence = grain.get("confidence", 0.5)
-            locked = effective_mode(grain.get("invalidation_policy"), when) == "locked"
-            effective = confidence if locked else after.effective(confidence)
+            effective = _effective(grain, after, when)
             node, idx = grain_iri(address), OMS.index
             observed = Observation(kind, strength, when, note, by)
             insert = _evidence_quads(node, observed, before, after, effective)
@@ -188,6 +247,8 @@ class Revision:
             rows = self.core.audit_rows(
                 "evidence", target=address, actor=by, reason=reason, at=when
             )
+            if self.core.pending is not None:  # a transaction's: one change a grain
+                self.core.pending.touch([address])
             self.core.write(delete, [*insert, *rows])
         return EvidenceResult(
             address=address,
@@ -205,7 +266,7 @@ class Revision:
         recorded log ratios follow one from the other.
         """
         address = self.core.resolve(address)
-        confidence = self.core.get(address).get("confidence", 0.5)
+        grain = self.core.get(address)
         idx = OMS.index
         events = []
         for q in self.core.backend.quads(
@@ -220,17 +281,14 @@ class Revision:
         log, state = [], SprtState()
         while events:
             tied = [e for e in events if e["at"] == events[0]["at"]]
-            after = {id(e): state.observe(e["kind"], e["strength"]) for e in tied}
-            event = min(
-                tied, key=lambda e: abs(after[id(e)].log_ratio - e["log_ratio"])
-            )
-            events.remove(event)
-            state = after[id(event)]
-            status = {
-                "status": state.status,
-                "effective_confidence": state.effective(confidence),
-            }
-            log.append(EvidenceEvent(**event | status))
+            for event, after in _in_order(tied, state):
+                events.remove(event)
+                status = {
+                    "status": after.status,
+                    "effective_confidence": _effective(grain, after, event["at"]),
+                }
+                log.append(EvidenceEvent(**event | status))
+                state = after
         return log
 
     def effective_confidence(self, address: str | Grain) -> float:
@@ -239,8 +297,7 @@ class Revision:
         state = self.core.status(address)
         if state.effective_confidence is not None:
             return state.effective_confidence
-        confidence: float = self.core.get(address).get("confidence", 0.0)
-        return confidence
+        return _stated(self.core.get(address))
 
     def revise(
         self,
@@ -273,19 +330,26 @@ class Revision:
                     code=ErrorCode.INVALIDATION_DENIED,
                 )
             # Forcing overrides the tiers, never a policy: a soft_locked grain
-            # still needs the caller's justification (spec §8.3).
-            address = self.invalidation.supersede(
-                old_grain, new, justification=justification, by=by, signer=signer
-            )
-            with self.core.lock:
-                tier = self.entrenchment.tier
-                tiers = f"{tier(old_grain.fields).name} -> {tier(fields).name}"
+            # still needs the caller's justification (spec §8.3). The supersession
+            # and its audit are one write: a transaction of their own, or of the
+            # caller's.
+            tier = self.entrenchment.tier
+            tiers = f"{tier(old_grain.fields).name} -> {tier(fields).name}"
+            with ExitStack() as own:
+                if self.core.pending is None:
+                    own.enter_context(
+                        self.core.transaction(event="revise(force)", actor=by)
+                    )
+                address = self.invalidation.supersede(
+                    old_grain, new, justification=justification, by=by, signer=signer
+                )
                 rows = self.core.audit_rows(
                     "revise(force)",
                     target=old_grain.address,
                     result=address,
                     actor=by,
                     reason=f"entrenchment overridden: {tiers}",
+                    review=[f"revise(force) by {by}: entrenchment overridden: {tiers}"],
                 )
                 self.core.write([], rows)
             return address

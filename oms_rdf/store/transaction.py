@@ -62,14 +62,7 @@ class Pending:
                 code=ErrorCode.STORE,
             )
         rows = as_rows(insert)
-        again = self.changed.intersection(current)
-        if again:
-            raise StoreError(
-                f"{sorted(again)[0][:12]}… was created or changed by an earlier "
-                "operation of this transaction, whose checks could not see it; "
-                "change it in a transaction of its own",
-                code=ErrorCode.CONFLICT,
-            )
+        self._refuse_again(current)
         created = {r[0][len(NIH_PREFIX) + 1 : -1] for r in rows if r[3] == _G_BLOBS}
         # None of ``current`` is listed yet: every listed grain is in ``changed``,
         # which ``current`` was just found not to meet (a list scan was quadratic).
@@ -91,6 +84,27 @@ class Pending:
             elif p == _P_REVIEW:
                 self.review.append(o)
         self.operations += events.values()
+
+    def touch(self, addresses: Sequence[str]) -> None:
+        """Take grains an operation changes without replacing them (evidence, a
+        verification mark): refused as :meth:`add` refuses, and listed.
+
+        Raises:
+            StoreError: ERR_CONFLICT when the transaction already created or
+                changed one of them.
+        """
+        self._refuse_again(addresses)
+        self.changed.update(addresses)
+
+    def _refuse_again(self, addresses: Sequence[str]) -> None:
+        again = self.changed.intersection(addresses)
+        if again:
+            raise StoreError(
+                f"{sorted(again)[0][:12]}… was created or changed by an earlier "
+                "operation of this transaction, whose checks could not see it; "
+                "change it in a transaction of its own",
+                code=ErrorCode.CONFLICT,
+            )
 
     def event(self, rows: list[Row]) -> list[Row]:
         """The transaction's one audit event (``rows``: its own event's rows),
