@@ -280,14 +280,14 @@ def test_search_command(tmp_path: Path) -> None:
     assert [row["subject"] for row in out] == ["rate limiter"]
 
 
-def test_keygen_tightens_an_existing_file_and_empty_put_is_an_error(
+def test_keygen_never_writes_over_a_file_and_empty_put_is_an_error(
     tmp_path: Path,
 ) -> None:
     key = tmp_path / "agent.key"
     key.write_text("old")
     key.chmod(0o644)
-    assert run("keygen", "-o", str(key)).exit_code == 0
-    assert key.stat().st_mode & 0o777 == 0o600
+    assert run("keygen", "-o", str(key)).exit_code == 1
+    assert key.read_text() == "old" and key.stat().st_mode & 0o777 == 0o644
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     result = CliRunner().invoke(

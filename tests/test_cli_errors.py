@@ -194,3 +194,75 @@ def test_a_malformed_blob_line_names_its_line(tmp_path: Path) -> None:
     source = tmp_path / "lines.jsonl"
     source.write_text(json.dumps(V1["input"]) + "\n" + '{"$blob": "not base64!"}\n')
     refused(["put", str(source)], "ERR_CORRUPT", f"{source}:2")
+
+
+# --- what a probe of the README's promises found -------------------------------------
+
+
+def test_keygen_never_replaces_a_key(tmp_path: Path) -> None:
+    key = tmp_path / "agent.key"
+    first = run("keygen", "-o", str(key))
+    assert first.exit_code == 0 and oct(key.stat().st_mode & 0o777) == "0o600"
+    kept = key.read_text()
+    refused(["keygen", "-o", str(key)], "ERR_STORE", "agent.key")
+    assert key.read_text() == kept  # the first key, and its DID, are still there
+
+
+@pytest.mark.parametrize("command", ["encode", "keygen"])
+def test_a_folder_given_for_a_file_is_err_store(tmp_path: Path, command: str) -> None:
+    grain = tmp_path / "g.json"
+    grain.write_text(json.dumps(V1["input"]))
+    args = [command, str(grain)] if command == "encode" else [command]
+    refused([*args, "-o", str(tmp_path)], "ERR_STORE", str(tmp_path))
+
+
+def test_a_parse_error_of_an_update_is_one_line_and_the_summary_names_supersessions(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "db")
+    bad = "INSERT DATA { <http://ex.org/A> <http://ex.org/p> }"
+    refused(["--store", db, "update", bad], "ERR_QUERY", "line 1, column")
+    ex = "http://example.org/"
+    assert (
+        run(
+            "--store",
+            db,
+            "update",
+            f"INSERT DATA {{ <{ex}ann> <{ex}worksAt> <{ex}acme> }}",
+        ).exit_code
+        == 0
+    )
+    moved = run("--store", db, "update", f"DELETE DATA {{ <{ex}ann> <{ex}worksAt> <{ex}acme> }} ; "
+                f"INSERT DATA {{ <{ex}ann> <{ex}worksAt> <{ex}initech> }}")  # fmt: skip
+    assert moved.exit_code == 0 and "superseded 1" in moved.output, moved.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_numbers_that_are_not_finite_are_usage_errors(
+    tmp_path: Path, value: str
+) -> None:
+    db, source = str(tmp_path / "db"), tmp_path / "t.nt"
+    source.write_text("<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> .\n")
+    for args in (["mcp", "--query-timeout", value],
+                 ["import", str(source), "--confidence", value]):  # fmt: skip
+        result = CliRunner().invoke(cli, ["--store", db, *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "finite" in result.stderr or "range" in result.stderr, result.stderr
+    assert not Path(db).exists()
+
+
+def test_a_blank_justification_is_none(tmp_path: Path) -> None:
+    db, _ = store_with(tmp_path, "Acme")
+    soft = tmp_path / "soft.json"
+    soft.write_text(json.dumps({**belief("Hooli", 3000), "subject": "bo",
+                                "invalidation_policy": {"mode": "soft_locked"}}))  # fmt: skip
+    (locked,) = run("--store", db, "put", str(soft)).output.split()[:1]
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({**belief("Initech", 4000), "subject": "bo"}))
+    refused(["--store", db, "supersede", locked, str(new), "--justification", "   "],
+            "ERR_INVALIDATION_DENIED", "soft_locked")  # fmt: skip
+
+
+def test_an_address_too_long_is_err_hash_length(tmp_path: Path) -> None:
+    db, (address,) = store_with(tmp_path, "Acme")
+    refused(["--store", db, "get", address + "00"], "ERR_HASH_LENGTH", "66")

@@ -263,6 +263,19 @@ def test_namespaces_bound_reads_and_writes() -> None:
          "ERR_QUERY", "SERVICE"),
         ("sparql", {"query": "SELECT WHERE"}, "ERR_QUERY", "SPARQL"),
         ("sparql", {"query": "ASK " + "{" * 100 + "}" * 100}, "ERR_QUERY", "MAX_DEPTH"),
+        # Numbers are numbers: a bool or a text is refused, never converted.
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": True},
+         "ERR_SCHEMA", "$.confidence"),
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": "0.5"},
+         "ERR_SCHEMA", "$.confidence"),
+        ("recall", {"query": "x", "limit": "5"}, "ERR_SCHEMA", "$.limit"),
+        ("beliefs_at", {"limit": 2.0}, "ERR_SCHEMA", "$.limit"),
+        ("evidence", {"address": "0" * 12, "strength": "0.9"}, "ERR_SCHEMA", "$.strength"),
+        # An argument a tool does not take is refused, never ignored.
+        ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": 1,
+                     "bogus": 1}, "ERR_SCHEMA", "$.bogus"),
+        ("supersede", {"address": "0" * 12, "object": "x", "namespace": "shared"},
+         "ERR_SCHEMA", "$.namespace"),
     ],
 )  # fmt: skip
 def test_arguments_refused_with_the_spec_code(

@@ -42,9 +42,11 @@ class OneLineErrors(click.Group):
 
 
 def said(exc: Exception) -> str:
-    """The one line of a refusal: an OmsError as it is, an OSError with its code."""
+    """The one line of a refusal: an OmsError as it is (a message of several
+    lines, such as a parser's list of what it expected, joined), an OSError with
+    its code."""
     if not isinstance(exc, OSError):
-        return str(exc)
+        return " ".join(line.strip() for line in str(exc).splitlines())
     name = (
         exc.filename2 if exc.filename2 is not None else exc.filename
     )  # rename: the target

@@ -14,7 +14,7 @@ import click
 
 from ..io import FORMATS, PLAIN_FORMATS, format_for
 from .opening import open_store
-from .options import time_options
+from .options import FiniteFloat, time_options
 from .progress import Bars
 
 FORMAT_CHOICE = click.Choice(list(FORMATS))
@@ -71,7 +71,7 @@ def export_cmd(
 @click.option("--namespace", help="Namespace of beliefs adopted from a foreign graph.")
 @click.option(
     "--confidence",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloat(0.0, 1.0),
     default=1.0,
     show_default=True,
     help="Confidence of beliefs adopted from a foreign graph.",

@@ -20,7 +20,9 @@ from ..errors import SignatureError
 from .output import dump_json
 from .reading import iso_times, one_grain, read_blob, read_bytes, read_json, read_key
 
-OUTPUT = click.Path(dir_okay=False)
+# A folder given where a file is written fails when it is written: ERR_STORE, as
+# for every command (not click's usage error).
+OUTPUT = click.Path()
 
 
 @click.command("encode")
@@ -93,9 +95,10 @@ def keygen_cmd(output: str, seed: str | None) -> None:
         raise click.BadParameter("64 hex digits", param_hint="--seed") from None
     key = generate_key(raw)
     path = Path(output)
-    path.touch(mode=0o600)
-    path.chmod(0o600)  # touch() leaves an existing file's mode as it was
-    path.write_text(key.private_bytes().hex() + "\n")
+    # Created, never replaced: another key there would be lost with its DID.
+    with path.open("x", encoding="ascii") as out:
+        path.chmod(0o600)
+        out.write(key.private_bytes().hex() + "\n")
     click.echo(key.did)
 
 

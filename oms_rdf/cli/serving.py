@@ -109,7 +109,7 @@ def serve_cmd(
     "--query-timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloat(min=0.1),
     help="Seconds a sparql call may run before it is refused.",
 )
 @click.pass_context

@@ -201,10 +201,13 @@ def update_cmd(
     )
     click.echo(
         f"added {report.added}, already believed {report.believed}, "
-        f"retracted {len(report.retracted)}, not believed {report.not_believed}"
+        f"retracted {len(report.retracted)}, superseded {len(report.superseded)}, "
+        f"not believed {report.not_believed}"
     )
     for address in report.retracted:
         click.echo(f"retracted {address}")
+    for address in report.superseded:
+        click.echo(f"superseded {address}")
 
 
 COMMANDS = [

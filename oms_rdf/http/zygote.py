@@ -198,7 +198,10 @@ def zygote_main() -> None:
     # The server stops its workers: a Ctrl-C sent to the whole group is its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path, control = Path(sys.argv[1]), socket.socket(fileno=int(sys.argv[2]))
-    control.send(b"ready")
+    try:
+        control.send(b"ready")
+    except OSError:  # the server ended before its zygote was up: nothing to serve
+        return
     children: set[int] = set()
     while True:
         try:

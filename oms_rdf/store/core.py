@@ -201,7 +201,7 @@ class Core:
             NotFoundError: ERR_NOT_FOUND when no stored grain has it.
             StoreError: ERR_CONFLICT for a grain an open transaction made.
         """
-        if isinstance(ref, Grain) or len(ref) == 64:
+        if isinstance(ref, Grain) or len(ref) >= 64:  # longer: ERR_HASH_LENGTH
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
             if address not in self._cache and address not in self:
                 refuse_made(self.pending, address)

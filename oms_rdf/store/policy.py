@@ -132,7 +132,7 @@ def check(
             )
             continue
         if mode == "soft_locked":
-            if justification:
+            if justification and justification.strip():  # blank says nothing
                 review.append(
                     f"{who} is soft_locked; {operation} justified: {justification}"
                 )

@@ -44,6 +44,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
+from inspect import signature
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -51,7 +52,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
-from ...errors import OmsError, SchemaError
+from ...errors import ErrorCode, OmsError, SchemaError
 from ...store import GrainStore
 from .arguments import MAX_OBJECT, MAX_ROWS, MAX_TEXT, argument_error
 from .memory import RECENT, Memory
@@ -77,12 +78,23 @@ class _MemoryServer(MCPServer[Any]):
     """MCPServer whose tool errors carry the spec's code: the store's refusals as
     they are raised, the refused arguments as ERR_SCHEMA, ERR_RANGE or ERR_EMPTY."""
 
+    # Each tool's argument names: one the tool does not take is refused, never
+    # ignored (an agent would believe it had said something it had not).
+    arguments_of: dict[str, frozenset[str]]
+
     async def call_tool(
         self,
         name: str,
         arguments: dict[str, Any],
         context: Context[Any, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        unknown = sorted(set(arguments) - self.arguments_of.get(name, set(arguments)))
+        if unknown:
+            taken = ", ".join(sorted(self.arguments_of[name]))
+            raise ToolError(
+                f"{ErrorCode.SCHEMA}: {name} takes no argument {', '.join(unknown)}; "
+                f"it takes {taken} (at $.{unknown[0]})"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -136,6 +148,7 @@ def create_server(
         version=_version(),
         log_level="WARNING",
     )
+    server.arguments_of = {}
     for fn, hints in (
         (memory.believe, _WRITE),
         (memory.recall, _READ),
@@ -148,6 +161,7 @@ def create_server(
         (memory.sparql, _READ),
     ):
         server.add_tool(fn, name=fn.__name__, annotations=hints, structured_output=True)
+        server.arguments_of[fn.__name__] = frozenset(signature(fn).parameters)
     server.resource(
         "oms://belief/{address}",
         name="belief",

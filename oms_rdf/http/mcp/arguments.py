@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, Strict, ValidationError
 
 from ...errors import ErrorCode
 from ...rdf.limits import MAX_QUERY_CHARS
@@ -57,7 +57,9 @@ When = Annotated[
         "or epoch milliseconds (ms:1717243200000)",
     ),
 ]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+# Numbers are strict: a bool, or a number written as text, is refused, not
+# converted (the schema says number; what is sent is what is meant).
+Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Scalar = str | bool | int | float | None
 Object = Annotated[
     Annotated[str, Field(min_length=1, max_length=MAX_OBJECT)]

@@ -17,7 +17,7 @@ from itertools import islice
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
-from pydantic import Field
+from pydantic import Field, Strict
 
 from ...codec.grain import Grain, system_from
 from ...errors import (
@@ -198,7 +198,7 @@ class Memory:
     def recall(
         self,
         query: Text,
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        limit: Annotated[int, Strict(), Field(ge=1, le=100)] = 10,
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
@@ -226,7 +226,7 @@ class Memory:
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        limit: Annotated[int, Strict(), Field(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         """List the beliefs true at valid_at as known at as_of (both default to now).
 
@@ -260,8 +260,8 @@ class Memory:
     ) -> dict[str, Any]:
         """Replace a belief by a new version, if it is entrenched at least as deeply.
 
-        The new version keeps the old subject, relation, namespace and confidence
-        unless given. A user_explicit belief is not revised by an agent_inferred
+        The new version keeps the old subject, relation and confidence unless
+        given, and always its namespace. A user_explicit belief is not revised by an agent_inferred
         one (use supersede to override the tiers); a protected belief is refused
         by its policy (soft_locked needs a justification; locked never changes).
         """
@@ -358,7 +358,9 @@ class Memory:
         self,
         address: Address,
         kind: Literal["supporting", "refuting"] = "supporting",
-        strength: Annotated[float, Field(ge=0.5, le=1.0, allow_inf_nan=False)] = 0.8,
+        strength: Annotated[
+            float, Strict(), Field(ge=0.5, le=1.0, allow_inf_nan=False)
+        ] = 0.8,
         note: Text | None = None,
     ) -> dict[str, Any]:
         """Record evidence for or against a belief; its effective confidence moves.
@@ -378,7 +380,7 @@ class Memory:
         query: Query,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 1000,
+        limit: Annotated[int, Strict(), Field(ge=1, le=MAX_ROWS)] = 1000,
     ) -> dict[str, Any]:
         """Run a read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE).
 
