@@ -151,9 +151,10 @@ def test_a_refused_first_write_leaves_no_store_behind(tmp_path: Path) -> None:
     refused(["--store", str(new), "put", str(bad)], "ERR_RANGE")
     assert not new.exists()
     triples = tmp_path / "x.nt"
-    triples.write_text("<http://x/a> <http://x/b> <http://x/c> .\n")
-    refused(["--store", str(new), "import", str(triples), "--confidence", "nan"],
-             "ERR_FLOAT_INVALID")  # fmt: skip
+    triples.write_text(
+        "<http://x/a> <http://x/b> <http://x/c> .\n<http://x/d> <http://x/b> .\n"
+    )
+    refused(["--store", str(new), "import", str(triples)], "ERR_CORRUPT")
     assert not new.exists()
     (tmp_path / "empty").mkdir()
     refused(["--store", str(tmp_path / "empty"), "put", str(bad)], "ERR_RANGE")

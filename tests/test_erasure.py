@@ -117,6 +117,31 @@ def test_erase_subject_can_vacuum_in_the_same_call(tmp_path: Path) -> None:
     assert files_mention(path, NAME) == []
 
 
+def test_vacuum_waits_for_answers_still_being_read(tmp_path: Path) -> None:
+    """An answer not read to its end holds the engine's store open: swapping the
+    folder under it would let the old engine write into the new store."""
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: NOW)
+    person_everywhere(store)
+    reading = store.query("SELECT ?s WHERE { ?s ?p ?o }")
+    next(iter(reading))  # one row read, the rest not
+    before = plain_dump(store)
+    with pytest.raises(oms.StoreError) as info:
+        store.vacuum()
+    assert info.value.code == oms.ErrorCode.CONFLICT and "still being read" in str(
+        info.value
+    )
+    assert plain_dump(store) == before
+    done = store.query("SELECT ?s WHERE { ?s ?p ?o }")
+    assert list(done) and list(reading)  # read to their ends: they let go
+    store.erase_subject(NAME, reason="request", vacuum=True)
+    store.close()
+    again = oms.GrainStore(path)  # opens: the swap left a whole store
+    assert again.verify_audit().ok and NAME not in plain_dump(again)
+    again.close()
+    assert files_mention(path, NAME) == []
+
+
 def test_a_hold_blocks_erasure() -> None:
     store = oms.GrainStore(clock=lambda: NOW)
     held = store.put(oms.Belief(NAME, "owes", "tax", 0.9, created_at=1,

@@ -331,11 +331,12 @@ class VirtuosoBackend(SparqlBackend):
 _RESULTS, _TRIPLES = "application/sparql-results+json", "application/n-triples"
 # What may hide a keyword from the query's form: comments, strings and IRIs.
 _NOISE = re.compile(
-    r"#[^\n]*"
+    r"#[^\n\r]*"
     r"|\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*\"\"\"|'\'\'(?:[^'\\]|\\.|'(?!''))*'\'\'"
     r"|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
     r"|<[^<>\"{}|^`\\\s]*>"
 )
+_EOL = re.compile(r"[\n\r]")
 _FORM = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
 
 
@@ -362,8 +363,9 @@ def _group_end(text: str, start: int) -> int:
         if char == "<" and (iri := _IRI.match(text, i)):  # a # in it is no comment
             i = iri.end()
             continue
-        if char == "#":  # a comment, to the end of its line
-            i = text.find("\n", i) % (len(text) + 1)
+        if char == "#":  # a comment, to the end of its line (a CR ends one too)
+            eol = _EOL.search(text, i)
+            i = len(text) if eol is None else eol.start()
             continue
         depth += (char == "{") - (char == "}")
         if depth == 0:

@@ -32,7 +32,7 @@ from ..errors import ErrorCode, OmsError, SchemaError
 from ..store import GrainStore
 from .auth import Authorize, Token
 from .bodies import json_body
-from .facts import FactsApi
+from .facts import FactsApi, Refused
 from .lanes import Runner
 
 __all__ = ["MAX_OPERATIONS", "batch_routes"]
@@ -94,7 +94,10 @@ def _checked(
                 raise SchemaError(
                     'needs "fact": the fields of a fact', path=f"{where}.fact"
                 )
-            item = api.writable(token, op["fact"])[0]
+            try:
+                item = api.writable(token, op["fact"])[0]
+            except Refused as refused:
+                raise refused.within(f"{where}.fact", f"operation {i}") from None
         elif not isinstance(op.get("reason", ""), str) or (
             op["op"] == "retract" and not op.get("reason")
         ):

@@ -150,7 +150,8 @@ class ExplorerData:
         """The store's prefixes, its base IRI's, and the common ones."""
         base = self.store.settings.base_iri
         own = {"rel": f"{base}rel/", "entity": f"{base}entity/"}
-        own = self.store.prefixes() | own  # and the adopted sources' prefixes
+        if token.namespaces is None:  # adopted sources' names may tell of any namespace
+            own = self.store.prefixes() | own
         for namespace in self._visible_namespaces(token):
             if namespace.isidentifier() and namespace not in PREFIXES:
                 own.setdefault(namespace, f"{base}entity/{namespace}/")

@@ -18,6 +18,7 @@ as if it did not exist.
 
 from __future__ import annotations
 
+import json
 import queue
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -53,6 +54,7 @@ from .listing import Listing, Listings
 from .openapi import openapi_routes
 from .render import erasure_json, evidence_json, fact_json
 from .responses import busy, error_response
+from .scope import scoped_grain
 
 __all__ = ["PAGE", "FactsApi", "fact_routes"]
 
@@ -93,16 +95,26 @@ class _FactId(Convertor[str]):
 register_url_convertor("fact", _FactId())
 
 
-class _Refused(Exception):  # noqa: N818 - an answer to give, not an error
+class Refused(Exception):  # noqa: N818 - an answer to give, not an error
     """A request the token may not make: carries the response to give."""
 
     def __init__(self, response: Response) -> None:
         super().__init__(response.status_code)
         self.response = response
 
+    def within(self, where: str, what: str) -> Refused:
+        """The same refusal of a part of a request (``where``, a JSON path; the
+        message begins with ``what``), as a batch names its operations."""
+        said = json.loads(bytes(self.response.body))
+        path = said.get("path") or ""
+        path = where + (path[1:] if path.startswith("$") else "")
+        message = f"{what}: {said['message']}"
+        status = self.response.status_code
+        return Refused(error_response(status, said["code"], message, path))
 
-def _denied(message: str, path: str | None = None) -> _Refused:
-    return _Refused(error_response(403, ErrorCode.INVALIDATION_DENIED, message, path))
+
+def _denied(message: str, path: str | None = None) -> Refused:
+    return Refused(error_response(403, ErrorCode.INVALIDATION_DENIED, message, path))
 
 
 class FactsApi:
@@ -159,7 +171,7 @@ class FactsApi:
         def answer(request: Request, raw: bytes) -> Response:
             try:
                 return handler(self, request, raw)
-            except _Refused as refused:
+            except Refused as refused:
                 return refused.response
             except OmsError as exc:
                 return error_response(_status(exc), exc.code, exc.message, exc.path)
@@ -190,7 +202,7 @@ class FactsApi:
         :meth:`guarded`."""
         token = self.authorize(request)
         if isinstance(token, Response):
-            raise _Refused(token)
+            raise Refused(token)
         if write and not token.write:
             raise _denied("this token may not write")
         if erase and not token.erase:
@@ -224,10 +236,7 @@ class FactsApi:
         Raises:
             NotFoundError: ERR_NOT_FOUND.
         """
-        grain = self.store.get(self.store.resolve(ref))
-        if not token.covers(grain.namespace):
-            raise NotFoundError(f"no grain {ref} in this store")
-        return grain
+        return scoped_grain(self.store, ref, token.covers)
 
     # --- the handlers -------------------------------------------------------------
 
@@ -323,7 +332,12 @@ class FactsApi:
             )
         by = body.get("by") if isinstance(body.get("by"), str) else None
         report = self.store.erase(grain, reason=reason, by=by)
-        return JSONResponse(erasure_json(report))
+        answer = erasure_json(report)
+        # Grains of other namespaces derived from it are none of this token's.
+        answer["derived"] = [
+            a for a in report.derived if token.covers(self.store.get(a).namespace)
+        ]
+        return JSONResponse(answer)
 
     def erase_subject(self, request: Request, raw: bytes) -> Response:
         """``POST /v1/erasures``: erase every grain naming a person."""
@@ -352,8 +366,13 @@ class FactsApi:
 
     def ancestors(self, request: Request, raw: bytes) -> Response:
         """``GET /v1/facts/{id}/ancestors``: the versions before a fact."""
-        grain = self.fact(self.scope(request), request.path_params["id"])
-        facts = [fact_json(self.store, g) for g in self.store.ancestors(grain)]
+        token = self.scope(request)
+        grain = self.fact(token, request.path_params["id"])
+        facts = [
+            fact_json(self.store, g)
+            for g in self.store.ancestors(grain)
+            if token.covers(g.namespace)  # a version in another namespace is not its
+        ]
         return JSONResponse({"facts": facts})
 
     def evidence(self, request: Request, raw: bytes) -> Response:

@@ -13,7 +13,13 @@ import re
 
 __all__ = ["is_federated"]
 
-_SERVICE = re.compile(r"\bSERVICE\s+(?:SILENT\s+)?[<?$\w]", re.IGNORECASE)
+# SERVICE, then spaces or comments (which end at a CR or a LF), an optional
+# SILENT, and the service: an IRI or a variable may follow with no space at all.
+_GAP = r"(?:\s|#[^\n\r]*)"
+_SERVICE = re.compile(
+    rf"\bSERVICE(?:{_GAP}+(?:SILENT\b{_GAP}*)?[<?$\w]|(?:SILENT\b{_GAP}*)?[<?$])",
+    re.IGNORECASE,
+)
 
 
 def is_federated(query: str, /) -> bool:

@@ -265,7 +265,18 @@ class Listings:
 
     def _candidates(self, token: Token, asked: Listing) -> Iterator[ox.NamedNode]:
         """The grain nodes a listing may hold, in the order of the store's index:
-        a relation's, a namespace's, else every grain with a confidence."""
+        a relation's, a namespace's, else every grain with a confidence; for a
+        token of some namespaces, of those only, so that a cursor's position and
+        its marks count nothing else (a mark of another namespace is as unknown
+        as an erased grain's)."""
+        candidates = self._indexed(asked)
+        if token.namespaces is None:
+            return candidates
+        bare = replace(asked, namespace=None)
+        return (n for n in candidates if self._wanted(token, bare, n))
+
+    def _indexed(self, asked: Listing) -> Iterator[ox.NamedNode]:
+        """The candidates of the store's index, whoever asks."""
         backend = self.store.backend
         if asked.relation is not None:
             p, o = relation_pattern(asked.relation, self.store.settings)

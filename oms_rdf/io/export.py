@@ -15,6 +15,7 @@ from ..codec.grain import Grain
 from ..errors import ErrorCode, NotFoundError, SchemaError, StoreError
 from ..rdf.mapping import NIH_PREFIX, literal_value
 from ..rdf.vocab import OMS
+from ..store import PREFIXES as STORE_PREFIXES
 from ..store import GrainStore
 from ..times import TimeLike
 from .container import tombstone_entry, write_mg
@@ -57,7 +58,10 @@ def export(
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
         with _writing(dest) as out:
-            _plain(view.quads, out, RDF_FORMATS[fmt], prefixes_of(store))
+            # One namespace's view declares only the store's own prefixes: the
+            # adopted sources' may name what other namespaces hold.
+            declared = prefixes_of(store) if namespace is None else dict(STORE_PREFIXES)
+            _plain(view.quads, out, RDF_FORMATS[fmt], declared)
         return len(view)
     if valid_at is not None or as_of is not None or namespace is not None:
         raise SchemaError(

@@ -33,6 +33,7 @@ MAX_UPDATE_CHARS = 16 * 1024 * 1024  # INSERT DATA carries data: as big as a bod
 # rewrite, their check): 256 of them, at most a few MB, whatever a client sends.
 CACHED_TEXT_CHARS = 16 * 1024
 
+_EOL = re.compile(r"[\n\r]")
 _OPENS, _CLOSES = frozenset("([{"), frozenset(")]}")
 # SPARQL's IRIREF: anything else after a < is the less-than operator.
 _IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
@@ -62,9 +63,9 @@ def nesting_depth(text: str, /) -> int:
             deepest = max(deepest, depth)
         elif c in _CLOSES:
             depth = max(0, depth - 1)
-        elif c == "#":
-            newline = text.find("\n", i)
-            i = end if newline < 0 else newline
+        elif c == "#":  # to the end of its line, which a CR ends too (SPARQL's EOL)
+            newline = _EOL.search(text, i)
+            i = end if newline is None else newline.start()
         elif c == "<":
             iri = _IRI.match(text, i)
             if iri is not None:

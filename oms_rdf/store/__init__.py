@@ -35,7 +35,7 @@ from ..backends.base import Backend
 from ..backends.deadline import QueryTimeoutError, time_limit
 from ..backends.embedded import LocalBackend
 from ..codec.grain import Grain
-from ..errors import ErrorCode, PolicyError
+from ..errors import ErrorCode, PolicyError, StoreError
 from ..rdf.limits import check_query
 from ..rdf.mapping import MappingSettings
 from ..rdf.sparql import update_request
@@ -59,6 +59,7 @@ from .knowledge import (
     Snapshot,
     Solutions,
     Triples,
+    open_answers,
 )
 from .lookup import count_grains
 from .progress import Stage
@@ -558,6 +559,14 @@ class GrainStore:
         one (see :meth:`oms_rdf.backends.embedded.LocalBackend.vacuum`).
         """
         with self.core.lock:
+            on_disk = getattr(self.backend, "path", None) is not None
+            if on_disk and (reading := open_answers(self.backend)):  # see knowledge.py
+                raise StoreError(
+                    f"{reading} answers of this store's queries are still being read: "
+                    "read them to their end, or let go of them (del), before vacuum(); "
+                    "nothing was changed",
+                    code=ErrorCode.CONFLICT,
+                )
             self.backend.vacuum(progress)
             self.core.forget()
             self.core.write([], self.audit_rows("vacuum"))

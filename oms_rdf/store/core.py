@@ -7,6 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
@@ -46,6 +47,7 @@ from .audit import verify as verify_chain
 from .clock import SystemClock
 from .journal import Journal, recover
 from .now import NowWatch
+from .presence import addresses_with_prefix
 from .progress import Stage
 from .search import SearchIndex, search_texts
 from .state import CACHE_SIZE, IndexState, Signature
@@ -213,13 +215,7 @@ class Core:
                 f"found {ref!r}",
                 code=ErrorCode.HASH_FORMAT,
             )
-        start = NIH_PREFIX + ref
-        found = []
-        for quad in self.backend.quads(None, OMS.blob, None, OMS.blobs):
-            if quad.subject.value.startswith(start):  # type: ignore[union-attr]
-                found.append(address_of(quad.subject))  # type: ignore[arg-type]
-                if len(found) > 3:
-                    break
+        found = list(islice(addresses_with_prefix(self.backend, ref), 4))
         if not found:
             refuse_made(self.pending, ref)
             raise NotFoundError(f"no grain {ref}… in this store")

@@ -14,6 +14,7 @@ them back as blank nodes.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
@@ -112,6 +113,19 @@ class QueryRow:
         return f"<QueryRow {pairs}>"
 
 
+# The answers still holding the engine's result, by the store that gave them: an
+# on-disk store is not rewritten under them (see open_answers).
+_OPEN: weakref.WeakKeyDictionary[Any, weakref.WeakSet[Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def open_answers(target: Any) -> int:
+    """How many answers of ``target`` (a backend) are still being read: each
+    keeps the engine's store open until it is read to its end or let go."""
+    return sum(1 for answer in _OPEN.get(target, ()) if answer.reading)
+
+
 class Solutions:
     """The rows of a SELECT query, with blank nodes given back.
 
@@ -123,7 +137,7 @@ class Solutions:
     def __init__(
         self, solutions: Any, prefixes: Mapping[str, str] | None = None
     ) -> None:
-        self._solutions = solutions
+        self._solutions: Any = solutions
         self.variables: list[ox.Variable] = list(solutions.variables)
         self._index = {v.value: i for i, v in enumerate(self.variables)}
         self._kept: list[QueryRow] | None = None
@@ -137,6 +151,12 @@ class Solutions:
         with _evaluating():
             for row in self._solutions or ():
                 yield QueryRow(index, tuple(unskolem(term) for term in row))
+        self._solutions = None  # read to its end: the engine's result goes
+
+    @property
+    def reading(self) -> bool:
+        """Whether the engine's result is still held (not read to its end)."""
+        return self._solutions is not None
 
     def rows(self) -> list[QueryRow]:
         """Every row, read once and kept."""
@@ -200,6 +220,12 @@ class Triples:
                 yield ox.Triple(
                     unskolem(t.subject), unskolem(t.predicate), unskolem(t.object)
                 )
+        self._triples = None  # read to its end: the engine's result goes
+
+    @property
+    def reading(self) -> bool:
+        """Whether the engine's result is still held (not read to its end)."""
+        return self._triples is not None
 
     def triples(self) -> list[ox.Triple]:
         """Every triple, read once and kept."""
@@ -310,9 +336,14 @@ def run_query(
         raise StoreError(f"SPARQL query failed: {exc}", code=ErrorCode.STORE) from exc
     if isinstance(result, ox.QueryBoolean):
         return bool(result)
+    answer: Solutions | Triples
     if isinstance(result, ox.QuerySolutions):
-        return Solutions(result, PREFIXES | query_prefixes(sparql))
-    return Triples(result)
+        answer = Solutions(result, PREFIXES | query_prefixes(sparql))
+    else:
+        answer = Triples(result)
+    if not isinstance(target, ox.Store):  # a backend of ours; a bare engine is scratch
+        _OPEN.setdefault(target, weakref.WeakSet()).add(answer)
+    return answer
 
 
 def _query_error(exc: Exception) -> QueryError:

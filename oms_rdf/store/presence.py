@@ -7,13 +7,13 @@ server (``backend.remote``) each would be a round trip, so they go in batches of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyoxigraph as ox
 
 from ..backends.base import Backend
-from ..rdf.mapping import NIH_PREFIX, Row, rows_to_nquads
+from ..rdf.mapping import NIH_PREFIX, Row, address_of, rows_to_nquads
 from ..rdf.vocab import OMS
 
 BATCH = 1000  # rows looked up per query over a server
@@ -70,3 +70,11 @@ def stored_rows(backend: Backend, rows: list[Row]) -> set[Row]:
 def _holds(backend: Backend, s: Any, p: Any, o: Any, g: Any) -> bool:
     """Whether the store holds a quad that matches the pattern (None: any term)."""
     return next(backend.quads(s, p, o, g), None) is not None
+
+
+def addresses_with_prefix(backend: Backend, prefix: str) -> Iterator[str]:
+    """The addresses of the stored grains that begin with ``prefix`` (hex)."""
+    start = NIH_PREFIX + prefix
+    for quad in backend.quads(None, OMS.blob, None, OMS.blobs):
+        if quad.subject.value.startswith(start):  # type: ignore[union-attr]
+            yield address_of(quad.subject)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ __all__ = [
 # Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
 # reads as a comparison; what none of them matches makes the reader give up.
 _TOKEN = re.compile(
-    r"""(?P<space>\s+|\#[^\n]*)
+    r"""(?P<space>\s+|\#[^\n\r]*)
     |(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
     |(?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
         |"(?:[^"\\\n\r]|\\.)*"|'(?:[^'\\\n\r]|\\.)*')

@@ -234,6 +234,8 @@ class SparqlQueries:
         """A query of a point's knowledge (or of the held knowledge: of some
         namespaces, or at ``held_at``): rewritten onto the grain layer, else
         asked of that knowledge, built."""
+        if not dataset:  # a reserved graph in FROM is refused at any point too
+            _own_dataset(sparql)
         answer = self._asked_of_grains(
             sparql, values, dataset, valid_at, as_of, namespace, held_at
         )

@@ -36,6 +36,7 @@ from ..isolation import Isolation, isolated_answer, isolation_for
 from ..lanes import Cancelled, Job, Lane
 from ..render import evidence_json, fact_json
 from ..results import QueryRequest, run_query
+from ..scope import scoped_grain
 from .arguments import (
     MAX_ROWS,
     Address,
@@ -62,7 +63,7 @@ Row = TypeVar("Row")
 # The update forms of SPARQL 1.1 Update §3, after the prologue: a clear refusal
 # for them (the query parser refuses them anyway, with a less helpful message).
 _UPDATE = re.compile(
-    r"\A(?:\s|#[^\n]*\n|(?:PREFIX\s+[^\s:]*:\s*<[^>]*>)|(?:BASE\s+<[^>]*>))*"
+    r"\A(?:\s|#[^\n\r]*[\n\r]|(?:PREFIX\s+[^\s:]*:\s*<[^>]*>)|(?:BASE\s+<[^>]*>))*"
     r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
     re.IGNORECASE,
 )
@@ -112,10 +113,8 @@ class Memory:
 
     def fact(self, ref: str) -> Grain:
         """The stored grain of ``ref``; one outside the session is not found."""
-        grain = self.store.get(self.store.resolve(ref))
-        if not self.visible(grain):
-            raise NotFoundError(f"no grain {ref} in this store")
-        return grain
+        scope = self.scope
+        return scoped_grain(self.store, ref, lambda ns: scope is None or ns in scope)
 
     def namespace(self, asked: str | None) -> str | None:
         """The namespace a write goes to: the one asked, else the session's only one."""
