@@ -352,3 +352,92 @@ def test_a_triple_another_held_belief_asserts_stays_in_the_knowledge() -> None:
     erase(store, both, reason="asked")
     assert store.query(ask) is False
     assert store.rebuild_current() is None and store.query(ask) is False
+
+
+# --- what a probe of erasure's promises found -----------------------------------------
+
+PERSON, COMPANY = (
+    "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
+    "did:web:acme",
+)
+
+
+def consent(withdrawn_from: str | None = None, t: int = 1) -> dict[str, object]:
+    fields: dict[str, object] = {"type": "consent", "subject_did": PERSON,
+                                 "grantee_did": COMPANY, "scope": ["marketing"],
+                                 "is_withdrawal": withdrawn_from is not None, "created_at": t}  # fmt: skip
+    if withdrawn_from is not None:
+        fields["prior_consent"] = withdrawn_from
+    return fields
+
+
+def dependent(basis: str, t: int = 2, obj: str = "email") -> oms.Belief:
+    return oms.Belief(NAME, "prefers", obj, 0.8, created_at=t, processing_basis=basis,
+                      invalidation_policy={"mode": "consent_cascade"})  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "mg", "trig"])
+def test_an_imported_withdrawal_is_honoured(fmt: str) -> None:
+    """Spec §5 Consent: a withdrawal is honoured at once, however it arrives: here
+    from another store that holds the withdrawal alone."""
+    target = oms.GrainStore(clock=lambda: NOW)
+    grant = target.put(consent())
+    pending = target.put(dependent(grant))
+    source = oms.GrainStore(clock=lambda: NOW)
+    source.put(consent(withdrawn_from=grant, t=3))
+    out = io.BytesIO()
+    source.export(out, format=fmt)
+    out.seek(0)
+    target.import_(out, format=fmt)
+    assert target.pending_erasure() == [pending]
+
+
+def test_a_dependent_put_after_the_withdrawal_is_pending_from_the_start() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    grant = store.put(consent())
+    store.put(consent(withdrawn_from=grant, t=3))
+    late = store.put(dependent(grant, t=4))
+    many = store.put_many([dependent(grant, t=5, obj="post")])
+    assert sorted(store.pending_erasure()) == sorted([late, *many])
+    other = store.put(dependent(store.put(consent(t=6)), t=7, obj="phone"))
+    assert other not in store.pending_erasure()  # another basis, not withdrawn
+
+
+@pytest.mark.parametrize("sla", [float("nan"), float("inf"), -1, 45])
+def test_an_sla_past_a_month_is_refused(sla: float) -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    with pytest.raises(oms.SchemaError) as info:
+        store.process_erasures(sla_days=sla)
+    assert info.value.code == oms.ErrorCode.RANGE
+
+
+def test_session_and_run_ids_name_a_person_in_any_unicode_form() -> None:
+    import unicodedata
+
+    store = oms.GrainStore(clock=lambda: NOW)
+    session = store.put(
+        {"type": "event", "content": "hi", "created_at": 1, "session_id": NAME}
+    )
+    run = store.put(
+        {"type": "event", "content": "bye", "created_at": 2, "run_id": NAME}
+    )
+    named = store.put(oms.Belief(NAME, "likes", "tea", 0.9, created_at=3))
+    decomposed = unicodedata.normalize("NFD", NAME)
+    assert decomposed != NAME
+    found = sorted(g["address"] for g in store.subject_report(decomposed).grains)
+    assert found == sorted([session, run, named])
+    assert sorted(store.erase_subject(decomposed, reason="request").erased) == found
+    assert NAME not in plain_dump(store)
+
+
+def test_an_old_backup_with_a_dispute_of_an_erased_grain_imports() -> None:
+    store = oms.GrainStore(clock=lambda: NOW, functional_relations={"ceo"})
+    erased = store.put(oms.Belief("acme", "ceo", NAME, 0.9, created_at=1))
+    with pytest.warns(oms.ConflictWarning):
+        kept = store.put(oms.Belief("acme", "ceo", "Bob", 0.9, created_at=2))
+    backup = io.BytesIO()
+    store.export(backup, format="jsonl")
+    store.erase(erased, reason="request")
+    backup.seek(0)
+    report = store.import_(backup, format="jsonl")
+    assert report.added == 0 and erased not in store and kept in store

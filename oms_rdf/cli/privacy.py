@@ -89,10 +89,10 @@ def subject_report_cmd(
 )
 @click.option(
     "--sla-days",
-    type=FiniteFloat(min=0),
+    type=FiniteFloat(min=0, max=31),
     default=30,
     show_default=True,
-    help="Days an erasure may wait after consent is withdrawn.",
+    help="Days an erasure may wait after consent is withdrawn (at most 31).",
 )
 @click.pass_context
 def process_erasures_cmd(ctx: click.Context, now: int | None, sla_days: float) -> None:

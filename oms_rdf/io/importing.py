@@ -75,36 +75,53 @@ def import_(
         run = _Import(target, reopen, report, skip_invalid, progress, tombstones)
         if fmt in ("mg", "jsonl"):
             run.write(run.grain_plan(fmt), rebuild=False)
-            return report
-        rdf = RDF_FORMATS[fmt]
-        source = scan(reopen, rdf, base)
-        plan: Plan
-        if not source.ours:
-            plan = plan_adoption(
-                target,
-                reopen,
-                rdf,
-                source,
-                report,
-                skip_invalid,
-                progress,
-                namespace=namespace,
-                confidence=confidence,
-                base_iri=base,
-            )
-            run.write(plan, rebuild=False)  # beliefs' rows carry their knowledge
-        elif not (
-            target.empty
-            and not source.journal
-            and rdf.supports_datasets
-            and size <= FAST_RESTORE_LIMIT
-            and restore_into_empty(
-                target, reopen, rdf, report, progress, path=_path_of(src)
-            )
-        ):
-            plan = plan_dataset(target, reopen, rdf, report, skip_invalid, progress)
-            run.write(plan, rebuild=True)  # a dataset's knowledge is rebuilt
+        else:
+            _rdf(run, fmt, src, base, size, namespace, confidence)
+    # Written: consents it withdrew are honoured as a put's are, at once.
+    store.writes.honour_withdrawals(target.withdrawals())
     return report
+
+
+def _rdf(
+    run: _Import,
+    fmt: str,
+    src: Source,
+    base: str | None,
+    size: int,
+    namespace: str | None,
+    confidence: float,
+) -> None:
+    """Import an RDF source: adopted, restored natively, or planned as ours."""
+    target, reopen, report = run.target, run.reopen, run.report
+    skip_invalid, progress = run.skip, run.progress
+    rdf = RDF_FORMATS[fmt]
+    source = scan(reopen, rdf, base)
+    plan: Plan
+    if not source.ours:
+        plan = plan_adoption(
+            target,
+            reopen,
+            rdf,
+            source,
+            report,
+            skip_invalid,
+            progress,
+            namespace=namespace,
+            confidence=confidence,
+            base_iri=base,
+        )
+        run.write(plan, rebuild=False)  # beliefs' rows carry their knowledge
+    elif not (
+        target.empty
+        and not source.journal
+        and rdf.supports_datasets
+        and size <= FAST_RESTORE_LIMIT
+        and restore_into_empty(
+            target, reopen, rdf, report, progress, path=_path_of(src)
+        )
+    ):
+        plan = plan_dataset(target, reopen, rdf, report, skip_invalid, progress)
+        run.write(plan, rebuild=True)  # a dataset's knowledge is rebuilt
 
 
 @dataclass

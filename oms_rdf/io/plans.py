@@ -110,13 +110,27 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
         for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
         if q.predicate != OMS.signedBy
     }
-    if {str(q) for q in given if q.predicate != OMS.signedBy} != have:
+    if {
+        str(q)
+        for q in given
+        if q.predicate != OMS.signedBy and not _of_erased(store, q)
+    } != have:
         raise StoreError(
             f"grain {address[:12]}… is already in the store with another index state; "
             "importing would change its history",
             code=ErrorCode.CONFLICT,
             path=address,
         )
+
+
+def _of_erased(store: GrainStore, quad: ox.Quad) -> bool:
+    """A dispute with a grain erased since: the erasure took it out of the
+    store's state, and an older backup still names it."""
+    rival = quad.object
+    return quad.predicate == OMS.conflictsWith and (
+        next(store.backend.quads(rival, OMS.erasedAt, None, OMS.index), None)
+        is not None
+    )
 
 
 class SourceSettings:

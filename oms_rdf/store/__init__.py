@@ -35,7 +35,7 @@ from ..backends.base import Backend
 from ..backends.deadline import QueryTimeoutError, time_limit
 from ..backends.embedded import LocalBackend
 from ..codec.grain import Grain
-from ..errors import ErrorCode, PolicyError, StoreError
+from ..errors import ErrorCode, PolicyError, SchemaError, StoreError
 from ..rdf.limits import check_query
 from ..rdf.mapping import MappingSettings
 from ..rdf.sparql import update_request
@@ -544,7 +544,18 @@ class GrainStore:
 
         ``sla_days`` (30 by default) after the withdrawal; grains under a hold are
         kept and reported.
+
+        Raises:
+            SchemaError: ERR_RANGE for an SLA that is not a number of days from 0
+                to 31 (spec §8.3: erasure within one month of the withdrawal).
         """
+        if not (isinstance(sla_days, int | float) and 0 <= sla_days <= 31):
+            raise SchemaError(
+                f"sla_days: expected days from 0 to 31 (spec §8.3: within one "
+                f"month), found {sla_days!r}",
+                code=ErrorCode.RANGE,
+                path="sla_days",
+            )
         when = self.clock() if now is None else to_millis(now)
         with self.core.lock:
             found = list(due(self, when, sla_days))

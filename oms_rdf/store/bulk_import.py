@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING
 import pyoxigraph as ox
 
 from ..codec.grain import Grain
-from ..codec.schema import BELIEF
+from ..codec.schema import BELIEF, CONSENT
 from ..errors import DecodeError, OmsError
 from ..rdf.mapping import Row, grain_iri, millis_literal
 from ..rdf.sparql import as_rows
@@ -77,6 +77,7 @@ class BulkImport:
         system = store.core.system
         forward = system.forward_only and not journal.empty and not system.loading
         self._after = system.last(store.backend) if forward else None
+        self.checks: list[ImportPolicies] = []  # the plans' checks (withdrawals)
 
     @classmethod
     @contextmanager
@@ -113,7 +114,14 @@ class BulkImport:
 
     def policies(self) -> ImportPolicies:
         """A check of the import's new grains against put's policies, at now."""
-        return ImportPolicies(self.store)
+        policies = ImportPolicies(self.store)
+        self.checks.append(policies)
+        return policies
+
+    def withdrawals(self) -> list[Grain]:
+        """The consent withdrawals the import brought in, each once."""
+        found = {g.address: g for p in self.checks for g in p.withdrawals}
+        return [g for a, g in found.items() if a in self.store]
 
     def bury(self, tombstones: Mapping[str, int]) -> None:
         """Write the tombstones (address -> epoch ms of the erasure) the store has
@@ -234,10 +242,13 @@ class ImportPolicies:
         self.children: list[Grain] = []
         self.states = ImportStates(store)
         self.index = self.states.index  # take one index row of a grain
+        self.withdrawals: list[Grain] = []  # honoured once the import is written
 
     def see(self, grain: Grain) -> None:
         """Take one new grain of the import."""
         self.states.see(grain)
+        if grain.type_byte == CONSENT.byte and grain.get("is_withdrawal") is True:
+            self.withdrawals.append(grain)
         if grain.type_byte != BELIEF.byte:
             return
         if is_protected(grain.get("invalidation_policy"), self.now):

@@ -1,9 +1,9 @@
 """Erasure: the one way anything leaves the store (spec §15.2 `delete`, §28.4.4).
 
 One selector finds every grain in which a person appears, for erasure and for the
-subject report alike: as subject, as object, as ``user_id``, or as a text value
-anywhere in ``context`` or ``provenance_chain``; in every namespace unless one is
-given. Erasing a grain removes every quad of it in one atomic update: the grain
+subject report alike: as subject, as object, as ``user_id``, ``session_id`` or
+``run_id``, or as a text value anywhere in ``context`` or ``provenance_chain``; in
+every namespace unless one is given; in NFC, whatever form the name is given in. Erasing a grain removes every quad of it in one atomic update: the grain
 node and its fields, the blob and any envelope, the index state, its evidence
 events, its knowledge triple (unless another belief held asserts it),
 the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
@@ -22,6 +22,7 @@ store; reports say so until then.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -124,8 +125,9 @@ def select(
     namespace: str | None = None,
     user_id: str | None = None,
 ) -> list[str]:
-    """Addresses of the grains in which ``name`` (or ``user_id``) appears."""
-    names = {n for n in (name, user_id) if n}
+    """Addresses of the grains in which ``name`` (or ``user_id``) appears; both
+    in NFC, as every stored text is (spec §2.1), so any spelling of it is found."""
+    names = {unicodedata.normalize("NFC", n) for n in (name, user_id) if n}
     candidates: set[str] = set()
     backend = store.backend
     # Maps and lists are rdf:JSON literals: a name with a quote or a backslash is
@@ -163,12 +165,16 @@ def select(
 def _names(grain: Grain, text: str) -> bool:
     """Whether a grain names ``text`` in a position that refers to a person."""
     fields = grain.fields
-    if text in (fields.get("subject"), fields.get("object"), fields.get("user_id")):
+    if text in (fields.get(name) for name in _PERSON_FIELDS):
         return True
     return any(
         _contains(fields.get(name), text)
         for name in ("context", "provenance_chain", "object")
     )
+
+
+# The positions that name a person (spec §28.4.4: subject, object, session, run).
+_PERSON_FIELDS = ("subject", "object", "user_id", "session_id", "run_id")
 
 
 def _contains(value: Any, text: str) -> bool:
@@ -334,7 +340,8 @@ def report(
             }
         )
     notes = [
-        "every grain of this store was examined: subject, object, user_id, and text "
+        "every grain of this store was examined: subject, object, user_id, "
+        "session_id, run_id, and text "
         "values in context and provenance_chain, in "
         + (f"namespace {namespace!r}" if namespace else "every namespace")
     ]

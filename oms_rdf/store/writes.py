@@ -27,6 +27,12 @@ from .state import GrainLike, Signature
 T = TypeVar("T")
 
 
+_FIELD = "https://w3id.org/oms-rdf/field/"
+_PRIOR_CONSENT = NamedNode(_FIELD + "prior_consent")
+_IS_WITHDRAWAL = NamedNode(_FIELD + "is_withdrawal")
+_TRUE = Literal(True)
+
+
 class Writes:
     """put and put_many: conflicts on functional relations, consent withdrawal."""
 
@@ -84,7 +90,7 @@ class Writes:
                 return grain.address  # superseded its one rival
             rows = self.core.rows_for(grain, signature)
             delete, extra = self._dispute(grain, rivals, refusal)
-            extra += self._withdrawal(grain)
+            extra += self._withdrawal(grain) + self._after_withdrawal(grain)
             rows += as_rows(self.core.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
@@ -137,6 +143,7 @@ class Writes:
                     delete += removed
                     extra += added + self._withdrawal(grain)
                     earlier.append(grain)
+                extra += self._after_withdrawal(grain)
                 if tick is not None:
                     tick(1)
             audit = as_rows(self.core.audit_rows("put_many", count=len(fresh)))
@@ -274,6 +281,39 @@ class Writes:
         return sorted(pairs)
 
     # --- consent withdrawal (consent_cascade, spec §8.3) ------------------------
+
+    def honour_withdrawals(self, grains: Iterable[Grain]) -> None:
+        """Mark the dependents of consents an import withdrew, as ``put`` does of
+        one it is given (spec §5 Consent: a withdrawal is honoured at once), in
+        one write after the import."""
+        with self.core.lock:
+            rows = [row for grain in grains for row in self._withdrawal(grain)]
+            if rows:
+                self.core.write([], rows)
+
+    def _after_withdrawal(self, grain: Grain) -> list[Quad | Row]:
+        """A ``consent_cascade`` grain whose processing basis was withdrawn
+        already: pending erasure from the start, as its elders are (spec §5
+        Consent: a withdrawal is honoured at once, for what comes later too)."""
+        basis = grain.get("processing_basis")
+        if (
+            not isinstance(basis, str)
+            or effective_mode(grain.get("invalidation_policy"), self.core.clock())
+            != "consent_cascade"
+        ):
+            return []
+        withdrawn = self.core.backend.quads(None, _PRIOR_CONSENT, Literal(basis), None)
+        if not any(
+            next(self.core.backend.quads(q.subject, _IS_WITHDRAWAL, _TRUE, None), None)
+            for q in withdrawn
+        ):
+            return []
+        now = self.core.clock()
+        mark = Quad(
+            grain_iri(grain.address), OMS.pendingErasure, millis_literal(now), OMS.index
+        )
+        return [mark, *self.core.audit_rows("consent_withdrawn", target=grain.address,
+                                           reason="its processing basis was withdrawn before", count=1)]  # fmt: skip
 
     def _withdrawal(self, grain: Grain) -> list[Quad | Row]:
         """Pending-erasure marks for the dependents of a withdrawn consent."""
