@@ -13,11 +13,16 @@ import re
 
 __all__ = ["is_federated"]
 
-# SERVICE, then spaces or comments (which end at a CR or a LF), an optional
-# SILENT, and the service: an IRI or a variable may follow with no space at all.
+# SERVICE as the engine reads it: the keyword (unless it is a variable's name or
+# begins a prefixed name's local part; after a number, or "true", it is one),
+# spaces or comments (ending at a CR or a LF), an optional SILENT, the service
+# (an IRI, a variable or a prefixed name, any of them), and its group's "{".
+# Generous on purpose: a text it takes for SERVICE is refused, never run.
 _GAP = r"(?:\s|#[^\n\r]*)"
+_REF = r"(?:<[^>]*>|[?$][^\s{#]*|[^\s{#<]*:[^\s{#]*)"
 _SERVICE = re.compile(
-    rf"\bSERVICE(?:{_GAP}+(?:SILENT\b{_GAP}*)?[<?$\w]|(?:SILENT\b{_GAP}*)?[<?$])",
+    rf"(?<![?$:])SERVICE{_GAP}*"
+    rf"(?:SILENT{_GAP}*)?{_REF}{_GAP}*\{{",
     re.IGNORECASE,
 )
 

@@ -35,8 +35,9 @@ CACHED_TEXT_CHARS = 16 * 1024
 
 _EOL = re.compile(r"[\n\r]")
 _OPENS, _CLOSES = frozenset("([{"), frozenset(")]}")
-# SPARQL's IRIREF: anything else after a < is the less-than operator.
-_IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
+# SPARQL's IRIREF, with the \u and \U escapes the engine reads in it: anything
+# else after a < is the less-than operator.
+_IRI = re.compile(r"<(?:[^<>\"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>")
 _LONG = {
     "'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.DOTALL),
     '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.DOTALL),
@@ -48,10 +49,18 @@ _SHORT = {
 
 
 def nesting_depth(text: str, /) -> int:
-    """Return the deepest nesting of brackets in SPARQL text, outside strings, IRIs
-    and comments (an unclosed string or IRI ends the count: the parser reports it).
+    """Return the deepest nesting of brackets in SPARQL text, outside strings and
+    comments; never less than the engine's own reading can nest (the one limit
+    between a crafted text and a stack overflow).
 
-    >>> nesting_depth('SELECT * WHERE { FILTER(?o = "{{{" || ?o = <x:((>) } # {{{')
+    Where the engine may read otherwise, it counts more, never less: brackets
+    inside an IRI count (after an operand the engine may read ``<`` as "less
+    than", and what follows as brackets); a quote whose string does not close
+    opens nothing (three quotes and one may be an empty string and a short
+    one); a backslash escapes the next character (a name's ``\\#`` is no
+    comment).
+
+    >>> nesting_depth('SELECT * WHERE { FILTER(?o = "{{{" || ?o = <x:y>) } # {{{')
     2
     """
     depth = deepest = i = 0
@@ -66,18 +75,31 @@ def nesting_depth(text: str, /) -> int:
         elif c == "#":  # to the end of its line, which a CR ends too (SPARQL's EOL)
             newline = _EOL.search(text, i)
             i = end if newline is None else newline.start()
-        elif c == "<":
-            iri = _IRI.match(text, i)
-            if iri is not None:
-                i = iri.end() - 1
+        elif c == "\\":
+            i += 1  # an escaped character: none of the above
+        elif c == "<" and (iri := _IRI.match(text, i)) is not None:
+            for inner in iri.group():
+                if inner in _OPENS:
+                    depth += 1
+                    deepest = max(deepest, depth)
+                elif inner in _CLOSES:
+                    depth = max(0, depth - 1)
+            i = iri.end() - 1
         elif c in "'\"":
-            pattern = _LONG.get(text[i : i + 3]) or _SHORT[c]
-            literal = pattern.match(text, i)
-            if literal is None:
-                return deepest
-            i = literal.end() - 1
+            closed = _string_end(text, i)
+            if closed is not None:
+                i = closed - 1
         i += 1
     return deepest
+
+
+def _string_end(text: str, at: int) -> int | None:
+    """Where the string starting at ``at`` ends: a long one, else a short one, as
+    the engine tries them; None when neither closes."""
+    for pattern in (_LONG.get(text[at : at + 3]), _SHORT[text[at]]):
+        if pattern is not None and (found := pattern.match(text, at)) is not None:
+            return found.end()
+    return None
 
 
 def check_query(text: str, /, *, update: bool = False) -> None:

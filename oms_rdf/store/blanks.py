@@ -27,7 +27,7 @@ from typing import Any
 
 from ..rdf.terms import GENID
 from .knowledge import check_valid
-from .querytext import Token, UnreadableError, tokenize
+from .querytext import Token, UnreadableError, unambiguous_tokens
 
 __all__ = ["as_blank_nodes", "seen_as_blank"]
 
@@ -63,7 +63,7 @@ def as_blank_nodes(query: str) -> str:
     if not _WORTH.search(query):
         return query
     try:
-        tokens = tokenize(query)
+        tokens = unambiguous_tokens(query)  # else a string might be rewritten
         return _Writer(query, tokens).span(0, len(tokens))
     except (UnreadableError, IndexError):
         return query

@@ -15,7 +15,7 @@ cannot read gives up (:class:`UnreadableError`) and the caller answers another w
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -23,15 +23,17 @@ __all__ = [
     "Token",
     "TokenReader",
     "UnreadableError",
+    "check_unambiguous",
     "dataset_clause",
     "dataset_start",
     "tokenize",
+    "unambiguous_tokens",
 ]
 
 # Tokens, in the order they are tried. An IRI cannot hold a space, so `?a < ?b`
 # reads as a comparison; what none of them matches makes the reader give up.
 _TOKEN = re.compile(
-    r"""(?P<space>\s+|\#[^\n\r]*)
+    r"""(?P<space>[\x20\t\r\n]+|\#[^\n\r]*)
     |(?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
     |(?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
         |"(?:[^"\\\n\r]|\\.)*"|'(?:[^'\\\n\r]|\\.)*')
@@ -121,10 +123,83 @@ def tokenize(text: str) -> list[Token]:
         if kind in _DOTTED:
             while text[end - 1] == "." and end - 1 > at:
                 end -= 1
-        if kind != "space":
+        if kind == "var":  # $x is ?x (SPARQL §19.8): one name, one variable
+            found.append(Token(kind, "?" + text[at + 1 : end], at, end))
+        elif kind != "space":
             found.append(Token(kind, text[at:end], at, end))
         at = end
     return found
+
+
+# An IRI as the engine reads one: with \u and \U escapes (SPARQL §19.2).
+_ENGINE_IRI = re.compile(
+    r"<(?:[^<>\"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>"
+)
+# What ends an operand: after one, inside an expression's parentheses, the engine
+# reads "<" as "less than", not as the start of an IRI.
+_OPERAND_KINDS = frozenset({"var", "string", "number", "iri", "bnode", "pname", "lang"})
+
+
+def unambiguous_tokens(text: str) -> list[Token]:
+    """The tokens of text the engine reads as this reader does (see
+    :func:`check_unambiguous`).
+
+    Raises:
+        UnreadableError: where no token starts, or the two could read apart.
+    """
+    tokens = tokenize(text)
+    check_unambiguous(text, tokens)
+    return tokens
+
+
+def check_unambiguous(text: str, tokens: Sequence[Token]) -> None:
+    """Refuse text this reader and the engine could read apart, so that nothing
+    the engine reads is left out of a rewrite:
+
+    - a backslash outside a string (``\\u`` escapes in IRIs and names, which the
+      engine reads and this reader does not);
+    - an IRI right after an operand in an expression (``1 <#>``: the engine may
+      read "less than" and a comment, or a string, where this reader reads an IRI);
+    - a "<" this reader takes for an operator where the engine reads an IRI with
+      escapes (a quote in it then opens a string for this reader alone).
+
+    Raises:
+        UnreadableError: for such text (the caller answers another way).
+    """
+    strings = [(t.start, t.end) for t in tokens if t.kind == "string"]
+    at = text.find("\\")
+    while at >= 0:
+        if not any(start < at < end for start, end in strings):
+            raise UnreadableError(f"a backslash outside a string at {at}")
+        at = text.find("\\", at + 1)
+    for token in tokens:  # "<" read as an operator where the engine reads an IRI
+        if token.kind == "punct" and token.text in ("<", "<=", "<<"):
+            if _ENGINE_IRI.match(text, token.start):
+                raise UnreadableError(f"an IRI with escapes at {token.start}")
+    frames: list[tuple[str, bool]] = []  # open brackets, and whether they hold data
+    values = False  # VALUES read: its block holds data, not expressions
+    for before, token in zip([None, *tokens], tokens, strict=False):
+        if token.is_word("VALUES"):
+            values = True
+        if token.kind == "iri" and frames and frames[-1] == ("(", False):
+            if before is not None and _operand(before):
+                raise UnreadableError(f"an IRI after an operand at {token.start}")
+        if token.kind != "punct":
+            continue
+        if token.text in "{([":
+            data = values or bool(frames and frames[-1][1])
+            frames.append((token.text, data))
+            values = False
+        elif token.text in "})]" and frames:
+            frames.pop()
+
+
+def _operand(token: Token) -> bool:
+    return (
+        token.kind in _OPERAND_KINDS
+        or token.is_word("TRUE", "FALSE")
+        or (token.kind == "punct" and token.text in ")]")
+    )
 
 
 def dataset_clause(

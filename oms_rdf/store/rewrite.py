@@ -40,7 +40,7 @@ from typing import Any
 from ..rdf.clause import GrainClause
 from ..rdf.inforce import EXTENT_VARIABLES
 from ..rdf.limits import CACHED_TEXT_CHARS
-from .querytext import Token, TokenReader, UnreadableError, tokenize
+from .querytext import Token, TokenReader, UnreadableError, unambiguous_tokens
 
 __all__ = ["rewrite", "why_not"]
 
@@ -90,7 +90,7 @@ _Path = tuple[Any, ...]
 
 class _Rewriter(TokenReader):
     def __init__(self, query: str, clause: GrainClause, *, lateral: bool) -> None:
-        super().__init__(tokenize(query))
+        super().__init__(unambiguous_tokens(query))  # as the engine reads it
         self.text = query
         self.clause = clause
         self.lateral = lateral
