@@ -6,6 +6,7 @@ import io as _io
 import warnings
 from typing import TYPE_CHECKING
 
+from ..errors import DecodeError
 from ..rdf.bridge import rdflib_dataset
 from ..store import GrainStore
 from .importing import import_
@@ -17,7 +18,8 @@ __all__ = ["from_rdflib", "to_rdflib"]
 
 
 def to_rdflib(store: GrainStore, *, grains: bool = False) -> rdflib.Dataset:
-    """Return the knowledge held now as an ``rdflib.Dataset`` (a copy).
+    """Return the knowledge in force now as an ``rdflib.Dataset`` (a copy): that
+    of :meth:`GrainStore.snapshot` (the held knowledge is ``snapshot(held=True)``).
 
     The default graph holds the plain triples, adopted named graphs keep their
     names, and the terms are exactly those the grains record. With ``grains=True``,
@@ -31,6 +33,11 @@ def from_rdflib(dataset: rdflib.Dataset, store: GrainStore | None = None) -> Gra
     target = store if store is not None else GrainStore()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Dataset.*deprecated", DeprecationWarning)
-        data = dataset.serialize(format="nquads", encoding="utf-8")
+        try:
+            data = dataset.serialize(format="nquads", encoding="utf-8")
+        except Exception as exc:  # rdflib's own: an IRI N-Quads cannot write
+            raise DecodeError(
+                f"rdflib cannot write this dataset as N-Quads: {exc}", path="dataset"
+            ) from exc
     import_(target, _io.BytesIO(data), format="nquads")
     return target

@@ -37,12 +37,14 @@ class Chart:
     def png(self) -> bytes:
         """The figure as PNG bytes."""
         out = io.BytesIO()
-        self.figure.savefig(out, format="png", dpi=110, bbox_inches="tight")
+        _as_written(self.figure).savefig(
+            out, format="png", dpi=110, bbox_inches="tight"
+        )
         return out.getvalue()
 
     def save(self, path: str, **options: Any) -> None:
         """Save the figure (format from the file name, as matplotlib's ``savefig``)."""
-        self.figure.savefig(path, bbox_inches="tight", **options)
+        _as_written(self.figure).savefig(path, bbox_inches="tight", **options)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
@@ -57,6 +59,16 @@ class Chart:
             },
             {"image/png": {"alt": self.alt}},
         )
+
+
+def _as_written(drawn: Figure) -> Figure:
+    """The figure with every text drawn as it is: a belief's "$5 to $10" is no
+    formula for matplotlib to typeset (and "$\\frac{$" would not draw at all)."""
+    from matplotlib.text import Text
+
+    for text in drawn.findobj(Text):
+        text.set_parse_math(False)
+    return drawn
 
 
 def figure(width: float, height: float) -> Figure:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from ..errors import SchemaError
 from ..rdf.tables import python_value
 from .chart import RELATION_COLOURS, Chart, by_count, short
 from .chart import figure as new_figure
@@ -209,24 +210,47 @@ def _edges(
         for _ in range(hops):
             near |= {x for s, _, o in edges if s in near or o in near for x in (s, o)}
         return [e for e in edges if e[0] in near and e[2] in near]
-    if isinstance(source, Triples):
-        return [
-            (_label(t.subject), _label(t.predicate), _label(t.object)) for t in source
-        ]
-    if isinstance(source, Solutions):
-        return [(_label(r[0]), _label(r[1]), _label(r[2])) for r in source]
+    if isinstance(source, Triples | Solutions):
+        # Read and kept (the answer can be read again), and labelled as a whole.
+        kept = source.triples() if isinstance(source, Triples) else source.rows()
+        rows = [_three(row) for row in kept]
+        label = _labels([term for row in rows for term in row])
+        return [(label[s], label[p], label[o]) for s, p, o in rows]
     return [
         (str(g.get("subject")), str(g.get("relation")), str(g.get("object")))
         for g in source
     ]
 
 
-def _label(term: Any) -> str:
-    value = python_value(term)
-    if isinstance(term, ox.NamedNode):
-        local = term.value.rstrip("/#").rsplit("#", 1)[-1].rsplit("/", 1)[-1]
-        return local or term.value
-    return str(value)
+def _three(row: Any) -> tuple[Any, Any, Any]:
+    """Subject, relation and object of a triple or of a row's first three values."""
+    if isinstance(row, ox.Triple):
+        return row.subject, row.predicate, row.object
+    if len(row) < 3:
+        raise SchemaError(
+            "a SELECT is drawn from its first three variables (subject, relation, "
+            f"object); this one has {len(row)}",
+            path="source",
+        )
+    return row[0], row[1], row[2]
+
+
+def _labels(terms: list[Any]) -> dict[Any, str]:
+    """Each term's label: an IRI's local name where no other IRI of the answer
+    has it (else the whole IRI: two entities are never drawn as one)."""
+    local = {
+        t: t.value.rstrip("/#").rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+        for t in set(terms)
+        if isinstance(t, ox.NamedNode)
+    }
+    taken = by_count(name for name in local.values())
+    shared = {name for name, count in taken if count > 1}
+    return {
+        t: (local[t] if local.get(t) and local[t] not in shared else t.value)
+        if isinstance(t, ox.NamedNode)
+        else str(python_value(t))
+        for t in set(terms)
+    }
 
 
 def _shells(

@@ -241,7 +241,8 @@ def _timeline_alt(
 ) -> str:
     """The timeline in words: one line for the chart, one per version."""
     lines = [
-        f"Timeline of {subject} {relation}: {versions} versions, "
+        f"Timeline of {subject} {relation}: {versions} "
+        f"version{'s' if versions != 1 else ''}, "
         "valid time against system time."
     ]
     for region in regions:
@@ -296,7 +297,7 @@ def confidence(store: GrainStore, address: str | Grain) -> Chart:
     """
     grain = store.get(store.resolve(address))
     log = store.evidence_log(grain)
-    start = grain.get("confidence", 0.5)
+    start = grain.get("confidence", 0.0)  # absent: 0, as the store reads it (§2.1)
     born = system_from(grain)
     times = [_days(born)] + [_days(e.at) for e in log]
     values = [start] + [e.effective_confidence for e in log]

@@ -15,11 +15,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import pyoxigraph as ox
+
+from ..errors import QueryError
 
 __all__ = [
     "SOLUTION_TYPES",
@@ -116,6 +119,26 @@ def term_text(term: Any) -> str:
     return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
 
 
+# Characters XML 1.0 cannot carry, even as references.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _text(value: str) -> str:
+    """Text as XML content: escaped, a CR kept as a reference (a parser would
+    read a bare one as a line feed).
+
+    Raises:
+        QueryError: ERR_QUERY for a control character XML 1.0 cannot carry.
+    """
+    if _NOT_XML.search(value):
+        raise QueryError(
+            "the answer holds a control character that XML 1.0 cannot carry; ask "
+            "for SPARQL JSON (application/sparql-results+json) instead",
+            path="Accept",
+        )
+    return escape(value).replace("\r", "&#13;")
+
+
 def _xml(names: list[str], rows: list[list[Any]]) -> str:
     parts = [
         '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">',
@@ -129,17 +152,17 @@ def _xml(names: list[str], rows: list[list[Any]]) -> str:
             if term is None:
                 continue
             if isinstance(term, ox.NamedNode):
-                value = f"<uri>{escape(term.value)}</uri>"
+                value = f"<uri>{_text(term.value)}</uri>"
             elif isinstance(term, ox.BlankNode):
-                value = f"<bnode>{escape(term.value)}</bnode>"
+                value = f"<bnode>{_text(term.value)}</bnode>"
             elif isinstance(term, ox.Literal) and term.language:
-                value = f"<literal xml:lang={quoteattr(term.language)}>{escape(term.value)}</literal>"
+                value = f"<literal xml:lang={quoteattr(term.language)}>{_text(term.value)}</literal>"
             elif isinstance(term, ox.Literal) and term.datatype.value == _STRING:
-                value = f"<literal>{escape(term.value)}</literal>"  # a simple literal
+                value = f"<literal>{_text(term.value)}</literal>"  # a simple literal
             elif isinstance(term, ox.Literal):
-                value = f"<literal datatype={quoteattr(term.datatype.value)}>{escape(term.value)}</literal>"
+                value = f"<literal datatype={quoteattr(term.datatype.value)}>{_text(term.value)}</literal>"
             else:
-                value = f"<literal>{escape(str(term))}</literal>"
+                value = f"<literal>{_text(str(term))}</literal>"
             parts.append(f"<binding name={quoteattr(name)}>{value}</binding>")
         parts.append("</result>")
     parts.append("</results></sparql>\n")

@@ -12,7 +12,8 @@ rule, in one place:
   form is not valid for its datatype stays text; unbound is ``None``.
 
 In a DataFrame each column takes the type its values share (nullable ``Int64``,
-``float64``, ``boolean``, ``datetime64[ns, UTC]``), and unbound values are missing.
+``float64``, ``boolean``, ``datetime64[…, UTC]``; integers past 64 bits stay Python
+``int`` in an object column), and unbound values are missing.
 pandas is optional (the ``[notebooks]`` extra) and imported only when a frame is
 asked for.
 
@@ -60,8 +61,30 @@ _INTEGER_NAMES = """
 _INTEGERS = frozenset(_XSD + name for name in _INTEGER_NAMES.split())
 _FLOATS = frozenset({_XSD + "double", _XSD + "float", _XSD + "decimal"})
 _LOCAL = re.compile(r"[A-Za-z_][\w\-]*(?:\.[\w\-]+)*")
-_PREFIX_DECLARATION = re.compile(r"PREFIX\s+([\w\-.]*):\s*<([^>]*)>", re.IGNORECASE)
+# One part of a query's prologue: space, a comment, a PREFIX or a BASE.
+_PROLOGUE_PART = re.compile(
+    r"[\x20\t\r\n]+|\#[^\n\r]*|PREFIX\s+([\w\-.]*):\s*<([^>]*)>|BASE\s*<[^>]*>",
+    re.IGNORECASE,
+)
 SHOWN = 50  # rows an HTML table shows before it says how many more there are
+# The lexical spaces of XSD (ASCII digits only), checked before Python reads a
+# form: int(), float() and fromisoformat() take more than XSD does.
+_DIGITS = r"[0-9]"
+_DECIMAL = rf"[+-]?(?:{_DIGITS}+(?:\.{_DIGITS}*)?|\.{_DIGITS}+)"
+_ZONE = r"(?:Z|[+-][0-9]{2}:[0-9]{2})?"
+_DAY = r"-?[0-9]{4,}-[0-9]{2}-[0-9]{2}"
+_FORMS = {
+    **{name: re.compile(rf"[+-]?{_DIGITS}+", re.ASCII) for name in _INTEGERS},
+    _XSD + "decimal": re.compile(_DECIMAL, re.ASCII),
+    **{
+        _XSD + name: re.compile(rf"{_DECIMAL}(?:[eE][+-]?{_DIGITS}+)?|[+-]?INF|NaN")
+        for name in ("double", "float")
+    },
+    _XSD + "dateTime": re.compile(
+        rf"{_DAY}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}(?:\.[0-9]+)?{_ZONE}", re.ASCII
+    ),
+    _XSD + "date": re.compile(rf"{_DAY}{_ZONE}", re.ASCII),
+}
 
 
 def python_value(term: Any, prefixes: Mapping[str, str] | None = None) -> Any:
@@ -75,6 +98,9 @@ def python_value(term: Any, prefixes: Mapping[str, str] | None = None) -> Any:
     if not isinstance(term, ox.Literal):
         return str(term)
     datatype, text = term.datatype.value, term.value
+    form = _FORMS.get(datatype)
+    if form is not None and not form.fullmatch(text):
+        return text  # Python reads more than XSD allows ("1_000", other digits)
     try:
         if datatype in _INTEGERS:
             return int(text)
@@ -106,15 +132,26 @@ def _compact(iri: str, prefixes: Mapping[str, str]) -> str:
 
 
 def query_prefixes(sparql: str) -> dict[str, str]:
-    """The ``PREFIX`` declarations of a query's text, to compact its answers with."""
+    """The ``PREFIX`` declarations of a query's prologue, to compact its answers
+    with (a text that only looks like one, in a string further on, is none)."""
     if len(sparql) > CACHED_TEXT_CHARS:
-        return dict(_PREFIX_DECLARATION.findall(sparql))
+        return dict(_prologue(sparql))
     return dict(_declared(sparql))
 
 
 @lru_cache(maxsize=256)
 def _declared(sparql: str) -> tuple[tuple[str, str], ...]:
-    return tuple(_PREFIX_DECLARATION.findall(sparql))
+    return _prologue(sparql)
+
+
+def _prologue(sparql: str) -> tuple[tuple[str, str], ...]:
+    """The (prefix, namespace) pairs the prologue declares, in order."""
+    found, at = [], 0
+    while (part := _PROLOGUE_PART.match(sparql, at)) is not None and part.end() > at:
+        if part.group(1) is not None:
+            found.append((part.group(1), part.group(2)))
+        at = part.end()
+    return tuple(found)
 
 
 def frame(
@@ -140,9 +177,10 @@ def _series(pd: Any, values: list[Any]) -> Any:
     kinds = {type(v) for v in values if v is not None}
     if kinds == {bool}:
         return pd.array(values, dtype="boolean")
-    if kinds == {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
+    fits = all(not isinstance(v, int) or -(2**63) <= v < 2**63 for v in values)
+    if kinds == {int} and fits:
         return pd.array(values, dtype="Int64")
-    if kinds and kinds <= {int, float}:
+    if kinds and kinds <= {int, float} and fits:
         return pd.array(
             [float("nan") if v is None else float(v) for v in values], dtype="float64"
         )
