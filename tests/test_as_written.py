@@ -104,3 +104,12 @@ def test_a_dollar_in_a_belief_is_drawn_as_text() -> None:
     store = oms.GrainStore()
     store.put(oms.Belief("price", "is", "$5 to $10, $\\frac{$", 0.9, created_at=1))
     assert timeline(store, "price", "is").png().startswith(b"\x89PNG")
+
+
+def test_a_belief_valid_to_the_last_day_is_drawn() -> None:
+    from oms_rdf.notebook.plot import timeline
+
+    store = oms.GrainStore()
+    store.put(oms.Belief("lease", "ends", "never", 0.9, created_at=1,
+                         valid_to=253_402_214_400_000))  # 9999-12-31  # fmt: skip
+    assert timeline(store, "lease", "ends").png().startswith(b"\x89PNG")

@@ -177,13 +177,18 @@ class _Frame:
 
     @property
     def start(self) -> float:
-        """Where both axes begin."""
-        return self.low - self.margin
+        """Where both axes begin (not before the first day matplotlib dates)."""
+        return max(self.low - self.margin, _FIRST_DAY_MS)
 
     @property
     def edge(self) -> float:
-        """Where both axes end, and open-ended intervals with them."""
-        return self.high + self.margin
+        """Where both axes end, and open-ended intervals with them (not after the
+        last day matplotlib dates: 9999-12-31 is a common "no end")."""
+        return min(self.high + self.margin, _LAST_DAY_MS)
+
+
+# The days matplotlib can date: 0001-01-01 to 9999-12-31, in epoch ms.
+_FIRST_DAY_MS, _LAST_DAY_MS = -62_135_596_800_000, 253_402_214_400_000
 
 
 def _draw_region(ax: Any, region: _Region, frame: _Frame, *, legend: bool) -> None:
