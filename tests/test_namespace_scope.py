@@ -44,6 +44,9 @@ def served() -> Iterator[tuple[str, oms.GrainStore, dict[str, str]]]:
     made["derived"] = store.put(
         belief("dee", "w", "B", T0 + 30, derived_from=[made["a2"]])
     )
+    # And a B grain that replaced an A grain.
+    made["left"] = store.put(belief("eve", "v", "A", T0 + 40))
+    made["taken"] = store.supersede(made["left"], belief("eve", "u", "B", T0 + 41))
     store.import_(io.BytesIO(b"@prefix projectx: <http://acquisition.example/x/> .\n"
                              b"projectx:deal projectx:with projectx:target ."),
                   format="turtle", namespace="B")  # fmt: skip
@@ -75,7 +78,8 @@ def test_a_listing_counts_and_marks_only_the_tokens_grains(
     base, _store, made = served
     first = httpx.get(f"{base}/v1/facts", params={"limit": 1}, headers=A).json()
     cursor = Listing.read(first["next_cursor"])
-    assert cursor.position <= 1  # one fact given: nothing of B was passed over
+    mine = sum(1 for k in made if k.startswith(("a", "moved", "left")))
+    assert cursor.position <= mine  # A's candidates only: nothing of B passed over
     pages = {}
     for mark in (made["b0"], made["b2"], "ab" * 32):  # B's, B's, nobody's
         forged = replace(cursor, after=mark, upcoming=mark).cursor()
@@ -134,3 +138,12 @@ def test_a_reserved_graph_in_from_is_refused_at_any_point() -> None:
     for point in ({}, {"namespace": "A"}, {"valid_at": "2999"}, {"held": True}):
         with pytest.raises(oms.QueryError):
             store.query(query, **point)
+
+
+def test_a_successor_in_another_namespace_is_not_named(
+    served: tuple[str, oms.GrainStore, dict[str, str]],
+) -> None:
+    base, _store, made = served
+    fact = httpx.get(f"{base}/v1/facts/{made['left']}", headers=A).json()
+    assert fact["status"] == "superseded" and fact["superseded_by"] is None
+    assert made["taken"] not in str(fact)

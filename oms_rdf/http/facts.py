@@ -246,7 +246,7 @@ class FactsApi:
         body = grain_body(request.headers.get("content-type", ""), raw)
         item, grain = self.writable(token, body)
         self.store.put(item)
-        return JSONResponse(fact_json(self.store, grain), status_code=201)
+        return JSONResponse(fact_json(self.store, grain, token.covers), status_code=201)
 
     def listing(self, request: Request, raw: bytes) -> Response:
         """``GET /v1/facts``: a page of the facts a listing asks, and the next
@@ -265,7 +265,9 @@ class FactsApi:
         page = []
         for address in addresses:
             try:
-                page.append(fact_json(self.store, self.store.get(address)))
+                page.append(
+                    fact_json(self.store, self.store.get(address), token.covers)
+                )
             except NotFoundError:  # erased since the listing was read
                 continue
         cursor = None if after is None else after.cursor()
@@ -284,14 +286,17 @@ class FactsApi:
         namespaces = token.namespaces if asked is None else (asked,)
         limit = whole_number(q.get("limit"), 10)
         hits = self.store.search(text, namespace=namespaces, limit=limit)
-        return JSONResponse({"facts": [fact_json(self.store, g) for g in hits]})
+        return JSONResponse(
+            {"facts": [fact_json(self.store, g, token.covers) for g in hits]}
+        )
 
     def one(self, request: Request, raw: bytes) -> Response:
         """``GET /v1/facts/{id}``: one fact, as JSON or as its blob."""
-        grain = self.fact(self.scope(request), request.path_params["id"])
+        token = self.scope(request)
+        grain = self.fact(token, request.path_params["id"])
         if GRAIN_TYPE in request.headers.get("accept", ""):
             return Response(grain.blob, media_type=GRAIN_TYPE)
-        return JSONResponse(fact_json(self.store, grain))
+        return JSONResponse(fact_json(self.store, grain, token.covers))
 
     def supersede(self, request: Request, raw: bytes) -> Response:
         """``PUT /v1/facts/{id}``: replace a fact by a new version."""
@@ -306,7 +311,7 @@ class FactsApi:
             raise SchemaError("$justification must be text", path="$justification")
         body, _ = self.writable(token, body)
         new = self.store.supersede(old, body, justification=justification)
-        return JSONResponse(fact_json(self.store, self.store.get(new)))
+        return JSONResponse(fact_json(self.store, self.store.get(new), token.covers))
 
     def retract(self, request: Request, raw: bytes) -> Response:
         """``DELETE /v1/facts/{id}?reason=``: withdraw a fact, saying why."""
@@ -318,7 +323,7 @@ class FactsApi:
                 "say why in ?reason= (a retraction is audited)", path="reason"
             )
         self.store.retract(grain, reason=reason, by=request.query_params.get("by"))
-        return JSONResponse(fact_json(self.store, grain))
+        return JSONResponse(fact_json(self.store, grain, token.covers))
 
     def erase(self, request: Request, raw: bytes) -> Response:
         """``POST /v1/facts/{id}/erase``: erase a grain from every layer."""
@@ -369,7 +374,7 @@ class FactsApi:
         token = self.scope(request)
         grain = self.fact(token, request.path_params["id"])
         facts = [
-            fact_json(self.store, g)
+            fact_json(self.store, g, token.covers)
             for g in self.store.ancestors(grain)
             if token.covers(g.namespace)  # a version in another namespace is not its
         ]
@@ -419,7 +424,7 @@ class FactsApi:
         new = self.store.revise(
             old, fields, force=force, by=by, justification=justification
         )
-        return JSONResponse(fact_json(self.store, self.store.get(new)))
+        return JSONResponse(fact_json(self.store, self.store.get(new), token.covers))
 
 
 def _check_writes(token: Token, namespace: Any) -> None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..codec.grain import Grain, system_from
@@ -20,9 +21,19 @@ from ..times import iso
 __all__ = ["erasure_json", "evidence_json", "fact_json"]
 
 
-def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
-    """Return a fact as JSON: its fields, index state and times."""
+def fact_json(
+    store: GrainStore,
+    grain: Grain,
+    covers: Callable[[str | None], bool] | None = None,
+) -> dict[str, Any]:
+    """Return a fact as JSON: its fields, index state and times. ``covers``: the
+    namespaces the caller may see (None: all); a successor outside them is not
+    named (the fact says it was superseded, not by what)."""
     state = store.status(grain.address)
+    successor = state.superseded_by
+    if successor is not None and covers is not None and successor in store:
+        if not covers(store.get(successor).namespace):
+            successor = None
     fields = json.loads(
         dumps_jsonl(grain)
     )  # full names; {"$blob"} when only bytes keep it
@@ -34,7 +45,7 @@ def fact_json(store: GrainStore, grain: Grain) -> dict[str, Any]:
         "namespace": grain.namespace,
         "status": state.status,
         "verification": state.verification,
-        "superseded_by": state.superseded_by,
+        "superseded_by": successor,
         "effective_confidence": (
             state.effective_confidence
             if state.effective_confidence is not None

@@ -111,10 +111,13 @@ class Memory:
         """Whether ``grain`` is in the session's namespaces."""
         return self.scope is None or grain.namespace in self.scope
 
+    def covers(self, namespace: str | None) -> bool:
+        """Whether ``namespace`` is one of the session's."""
+        return self.scope is None or namespace in self.scope
+
     def fact(self, ref: str) -> Grain:
         """The stored grain of ``ref``; one outside the session is not found."""
-        scope = self.scope
-        return scoped_grain(self.store, ref, lambda ns: scope is None or ns in scope)
+        return scoped_grain(self.store, ref, self.covers)
 
     def namespace(self, asked: str | None) -> str | None:
         """The namespace a write goes to: the one asked, else the session's only one."""
@@ -150,7 +153,7 @@ class Memory:
 
     def facts(self, grains: Iterable[Grain], limit: int | None = None) -> list[Any]:
         seen = (g for g in grains if self.visible(g))
-        return [fact_json(self.store, g) for g in islice(seen, limit)]
+        return [fact_json(self.store, g, self.covers) for g in islice(seen, limit)]
 
     # --- tools -------------------------------------------------------------------
 
@@ -192,7 +195,7 @@ class Memory:
             )
         )
         address = self.store.put(fields, justification=justification)
-        return fact_json(self.store, self.store.get(address))
+        return fact_json(self.store, self.store.get(address), self.covers)
 
     def recall(
         self,
@@ -276,7 +279,7 @@ class Memory:
             context,
         )
         new = self.store.revise(old, fields, justification=justification)
-        return fact_json(self.store, self.store.get(new))
+        return fact_json(self.store, self.store.get(new), self.covers)
 
     def supersede(
         self,
@@ -308,7 +311,7 @@ class Memory:
             context,
         )
         new = self.store.supersede(old, fields, justification=justification)
-        return fact_json(self.store, self.store.get(new))
+        return fact_json(self.store, self.store.get(new), self.covers)
 
     def successor(
         self,
@@ -351,7 +354,7 @@ class Memory:
         """
         grain = self.fact(address)
         self.store.retract(grain, reason=reason)
-        return fact_json(self.store, grain)
+        return fact_json(self.store, grain, self.covers)
 
     def evidence(
         self,
@@ -447,7 +450,7 @@ class Memory:
                     "characters",
                     code=ErrorCode.HASH_FORMAT,
                 )
-            return json.dumps(fact_json(self.store, self.fact(address)))
+            return json.dumps(fact_json(self.store, self.fact(address), self.covers))
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         except OmsError as exc:
