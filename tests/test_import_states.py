@@ -201,3 +201,29 @@ def test_an_rdf_export_that_closes_a_locked_grain_is_refused(empty: bool) -> Non
         store.import_(io.BytesIO(forged), format="nquads")
     assert info.value.code == E.INVALIDATION_DENIED
     assert {str(q) for q in store.backend.quads()} == before
+
+
+@pytest.mark.parametrize(
+    ("predicate", "term"),
+    [("systemTo", '"soon"'), ("systemTo", "<http://x/t>"), ("voidedAt", '"1"^^<http://x/d>'),
+     ("supersededBy", '"a grain"'), ("supersededBy", "<http://x/g>")],
+)  # fmt: skip
+def test_an_rdf_index_term_of_the_wrong_kind_is_refused(
+    predicate: str, term: str
+) -> None:
+    """Found by the fuzzer: such a term raised a bare ValueError."""
+    source = oms.GrainStore(clock=lambda: NOW)
+    source.put(A)
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    node, idx = f"<nih:sha-256;{A.address}>", "<https://w3id.org/oms-rdf/ns#index>"
+    extra = f"{node} <https://w3id.org/oms-rdf/ns#{predicate}> {term} {idx} .\n"
+    if predicate == "voidedAt":
+        extra += f"{node} <https://w3id.org/oms-rdf/ns#status> <https://w3id.org/oms-rdf/ns#retracted> {idx} .\n"
+    for empty in (True, False):
+        store = oms.GrainStore(clock=lambda: NOW)
+        if not empty:
+            store.put(B)
+        with pytest.raises(oms.OmsError):
+            store.import_(io.BytesIO(out.getvalue() + extra.encode()), format="nquads")
+        assert A.address not in store

@@ -261,14 +261,13 @@ class SparqlBackend:
             graph = (
                 g if g is not None and not isinstance(g, ox.DefaultGraph) else row["g"]
             )
-            found.append(
-                ox.Quad(
-                    s if s is not None else row["s"],
-                    p if p is not None else row["p"],
-                    o if o is not None else self._object(row),
-                    ox.DefaultGraph() if graph is None else graph,
-                )
-            )
+            subject = s if s is not None else row["s"]
+            predicate = p if p is not None else row["p"]
+            obj = o if o is not None else self._object(row)
+            if subject is None or predicate is None or obj is None:
+                continue  # a row a server left unbound (Virtuoso, racing a write)
+            named = ox.DefaultGraph() if graph is None else graph
+            found.append(ox.Quad(subject, predicate, obj, named))
         return iter(found)
 
     def quads_of(

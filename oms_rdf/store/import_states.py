@@ -22,6 +22,7 @@ The state is taken as N-Triples text, the form every import has at hand.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -109,7 +110,14 @@ class ImportStates:
             return DecodeError(f"its index state closes it with {why}; "
                                "the store writes both or neither")  # fmt: skip
         for field in ("end", "voided"):
-            if field in state and _millis(state[field]) < start:
+            if field not in state:
+                continue
+            when = _millis(state[field])
+            if when is None:
+                return DecodeError(
+                    f"its {field} time {state[field][:80]} is no xsd:dateTime"
+                )
+            if when < start:
                 return TimeRangeError(
                     f"its {'system end' if field == 'end' else 'retraction'} "
                     f"{state[field]} comes before its system start ({start} ms)",
@@ -129,6 +137,8 @@ class ImportStates:
         if "successor" not in state:
             return None
         successor = _address(state["successor"])
+        if successor is None:
+            return DecodeError(f"its successor {state['successor'][:80]} is no grain")
         if successor == address:
             return DecodeError("its index state says it is superseded by itself")
         start = self.starts.get(successor)
@@ -156,9 +166,9 @@ class ImportStates:
     def _circles(self) -> Iterator[str]:
         """The new grains on a circle of successions (each has one successor)."""
         after = {
-            a: _address(s["successor"])
+            a: successor
             for a, s in self.states.items()
-            if "successor" in s and a in self.starts
+            if a in self.starts and (successor := _address(s.get("successor", "")))
         }
         done: set[str] = set()
         for first in after:
@@ -172,11 +182,24 @@ class ImportStates:
             done.update(path)
 
 
-def _address(term: str) -> str:
-    """The address of a grain node written as N-Triples (``<nih:sha-256;HEX>``)."""
-    return term[1 + len(NIH_PREFIX) : -1]
+def _address(term: str) -> str | None:
+    """The address of a grain node written as N-Triples (``<nih:sha-256;HEX>``);
+    None for any other term."""
+    found = _GRAIN_NODE.fullmatch(term)
+    return None if found is None else found.group(1)
 
 
-def _millis(term: str) -> int:
-    """Epoch milliseconds of an ``xsd:dateTime`` literal written as N-Triples."""
-    return to_millis(term[1 : term.index('"', 1)])
+def _millis(term: str) -> int | None:
+    """Epoch milliseconds of an ``xsd:dateTime`` literal written as N-Triples;
+    None for any other term."""
+    found = _DATE_TIME.fullmatch(term)
+    if found is None:
+        return None
+    try:
+        return to_millis(found.group(1))
+    except OmsError:
+        return None
+
+
+_GRAIN_NODE = re.compile(rf"<{re.escape(NIH_PREFIX)}([0-9a-f]{{64}})>")
+_DATE_TIME = re.compile(r'"([^"\\]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#dateTime>')
