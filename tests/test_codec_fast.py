@@ -299,3 +299,20 @@ def test_null_fields_are_dropped_on_the_fast_path_too() -> None:
     with pytest.raises(oms.SchemaError, match="map keys are text") as info:
         oms.encode({**grain, 7: None})
     assert info.value.code == "ERR_SCHEMA"
+
+
+def test_whole_numbers_and_addresses_are_checked_on_the_fast_path() -> None:
+    """A field of any whole number (a goal's priority) takes the path within
+    int64..uint64; an address list takes it only when each is 64 lowercase hex."""
+    from oms_rdf.codec.schema import GOAL
+
+    goal = {"type": "goal", "description": "ship", "goal_state": "active",
+            "created_at": 1_768_471_200_000, "priority": 2}  # fmt: skip
+    plan = plan_for(GOAL, tuple(goal), encoding=True)
+    assert plan is not None and run_plan(plan, goal) is not None
+    assert run_plan(plan, {**goal, "priority": 2**64}) is None
+    fields = {**BASE, "derived_from": ["ab" * 32]}
+    plan = plan_for(BELIEF, tuple(fields), encoding=True)
+    assert plan is not None and run_plan(plan, fields) is not None
+    for bad in ("zz" * 32, "AB" * 32, "ab" * 31):
+        assert run_plan(plan, {**fields, "derived_from": [bad]}) is None
