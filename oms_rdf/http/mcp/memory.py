@@ -107,13 +107,13 @@ class Memory:
 
     # --- the session's namespaces ------------------------------------------------
 
-    def visible(self, grain: Grain) -> bool:
-        """Whether ``grain`` is in the session's namespaces."""
-        return self.scope is None or grain.namespace in self.scope
-
     def covers(self, namespace: str | None) -> bool:
         """Whether ``namespace`` is one of the session's."""
         return self.scope is None or namespace in self.scope
+
+    def visible(self, grain: Grain) -> bool:
+        """Whether ``grain`` is in the session's namespaces."""
+        return self.covers(grain.namespace)
 
     def fact(self, ref: str) -> Grain:
         """The stored grain of ``ref``; one outside the session is not found."""
