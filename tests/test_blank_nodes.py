@@ -226,3 +226,32 @@ def test_a_malformed_query_is_worded_for_its_own_text() -> None:
         ox.Store().query(bad)
     assert str(plain.value).startswith("error at 1:")
     assert str(plain.value) in str(caught.value)
+
+
+def test_describe_follows_blank_nodes_as_the_engine_does() -> None:
+    """A stored blank node is a skolem IRI, at which the engine's DESCRIBE stops;
+    the store describes it on, as the engine describes a blank node."""
+    text = b'@prefix ex: <http://example.org/> .\nex:a ex:p [ ex:q "x" ; ex:r [ ex:s "y" ] ] .\n'
+    store = oms.GrainStore()
+    store.import_(io.BytesIO(text), format="turtle")
+    plain = ox.Store()
+    plain.load(text, format=ox.RdfFormat.TURTLE)
+    for query in ("DESCRIBE <http://example.org/a>",
+                  "PREFIX ex: <http://example.org/> DESCRIBE ?x WHERE { ?x ex:q ?v }"):  # fmt: skip
+        want = len(list(plain.query(query)))
+        assert want in (3, 4)
+        assert len(list(store.query(query))) == want
+        assert len(list(store.query(query, valid_at="2999"))) == want
+
+
+def test_a_blank_node_test_the_reader_cannot_read_is_refused_not_misanswered() -> None:
+    store = oms.GrainStore()
+    store.import_(io.BytesIO(b'@prefix ex: <http://example.org/> .\nex:a ex:p ex:z , [ ex:q "x" ] .\n'),
+                  format="turtle")  # fmt: skip
+    escaped = (
+        "SELECT ?o WHERE { ?s <http://example.org/\\u0070> ?o FILTER isBlank(?o) }"
+    )
+    with pytest.raises(oms.QueryError, match="blank nodes"):
+        store.query(escaped)
+    written = "SELECT ?o WHERE { ?s <http://example.org/p> ?o FILTER isBlank(?o) }"
+    assert len(list(store.query(written))) == 1

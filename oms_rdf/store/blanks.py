@@ -12,7 +12,9 @@ that they tell it too, whatever runs the query (pyoxigraph, a SPARQL server):
 
 The other expressions see the skolem IRI (``STR`` gives its text where SPARQL
 would raise an error; ``MIN``/``MAX`` order blank nodes among the IRIs). A query
-this reader cannot read, or with none of these words, is kept as written.
+with none of these words is kept as written; one this reader cannot read as the
+engine does is refused (an answer that took stored blank nodes for IRIs would be
+wrong without a word).
 
 >>> text = as_blank_nodes("SELECT ?s WHERE { ?s ?p ?o FILTER(isIRI(?s)) }")
 >>> "STRSTARTS(STR(?s)" in text
@@ -25,6 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import QueryError
 from ..rdf.terms import GENID
 from .knowledge import check_valid
 from .querytext import Token, UnreadableError, unambiguous_tokens
@@ -58,14 +61,18 @@ def order_key(e: str) -> str:
 
 def as_blank_nodes(query: str) -> str:
     """``query`` with its blank-node tests and orderings seeing skolem IRIs as
-    blank nodes (see the module); as written when there is nothing to change or
-    it cannot be read."""
+    blank nodes (see the module); as written when there is nothing to change.
+
+    Raises:
+        UnreadableError: for a text with such a test or ordering that this
+            reader cannot read as the engine does.
+    """
     if not _WORTH.search(query):
         return query
+    tokens = unambiguous_tokens(query)  # else a string might be rewritten
     try:
-        tokens = unambiguous_tokens(query)  # else a string might be rewritten
         return _Writer(query, tokens).span(0, len(tokens))
-    except (UnreadableError, IndexError):
+    except IndexError:  # an unclosed parenthesis: the engine says where
         return query
 
 
@@ -74,9 +81,19 @@ def seen_as_blank(query: str, substitutions: Mapping[Any, Any]) -> str:
     malformed one raises here, its line and column those of the text written.
 
     Raises:
-        QueryError: ERR_QUERY for malformed SPARQL.
+        QueryError: ERR_QUERY for malformed SPARQL, or for a valid one whose
+            blank-node tests or orderings cannot be read (never answered as if
+            stored blank nodes were IRIs).
     """
-    written = as_blank_nodes(query)
+    try:
+        written = as_blank_nodes(query)
+    except UnreadableError as exc:
+        check_valid(query, substitutions)  # malformed: the engine's own words
+        raise QueryError(
+            "this query tests or orders blank nodes (isBlank, isIRI, isURI, ORDER "
+            f"BY), and its text cannot be read to do so here ({exc}); write it "
+            "without \\u escapes, or with SPARQL's own spaces and names"
+        ) from None
     if written != query:
         check_valid(query, substitutions)
     return written

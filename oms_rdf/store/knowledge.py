@@ -14,6 +14,7 @@ them back as blank nodes.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from ..errors import ErrorCode, QueryError, StoreError
 from ..rdf.limits import CACHED_TEXT_CHARS
 from ..rdf.results import media_type, term_text, write_solutions
 from ..rdf.tables import SHOWN, frame, html_table, query_prefixes
-from ..rdf.terms import unskolem
+from ..rdf.terms import GENID, unskolem
 from ..rdf.vocab import OMS
 
 if TYPE_CHECKING:  # pandas is optional
@@ -339,11 +340,58 @@ def run_query(
     answer: Solutions | Triples
     if isinstance(result, ox.QuerySolutions):
         answer = Solutions(result, PREFIXES | query_prefixes(sparql))
+    elif _DESCRIBE.match(sparql):
+        answer = Triples(_described(target, result, dataset.get("default_graph")))
     else:
         answer = Triples(result)
     if not isinstance(target, ox.Store):  # a backend of ours; a bare engine is scratch
         _OPEN.setdefault(target, weakref.WeakSet()).add(answer)
     return answer
+
+
+# A DESCRIBE query: its prologue (space, comments, PREFIX, BASE), then the keyword.
+_DESCRIBE = re.compile(
+    r"(?:[\x20\t\r\n]+|\#[^\n\r]*|PREFIX\s+[^\s:]*:\s*<[^>]*>|BASE\s*<[^>]*>)*"
+    r"DESCRIBE\b",
+    re.IGNORECASE,
+)
+
+
+def _described(target: Any, triples: Any, graphs: Any) -> Iterator[ox.Triple]:
+    """A DESCRIBE's triples, and the blank nodes they reach described in turn, as
+    the engine describes a blank node (its concise bounded description): a
+    stored blank node is a skolem IRI, at which the engine stops. ``graphs``:
+    the query's default graph(s); none, the engine's own default graph."""
+    if graphs is None:
+        graphs = [ox.DefaultGraph()]
+    elif not isinstance(graphs, list):
+        graphs = [graphs]
+    lookup = target.quads_for_pattern if isinstance(target, ox.Store) else target.quads
+    given: set[ox.Triple] = set()
+    waiting: list[ox.NamedNode] = []
+    described: set[ox.NamedNode] = set()
+
+    def add(triple: ox.Triple) -> bool:
+        if triple in given:
+            return False
+        given.add(triple)
+        node = triple.object
+        if isinstance(node, ox.NamedNode) and node.value.startswith(GENID):
+            if node not in described:
+                described.add(node)
+                waiting.append(node)
+        return True
+
+    for triple in triples:
+        if add(triple):
+            yield triple
+    while waiting:
+        node = waiting.pop()
+        for graph in graphs:
+            for quad in list(lookup(node, None, None, graph)):
+                triple = ox.Triple(quad.subject, quad.predicate, quad.object)
+                if add(triple):
+                    yield triple
 
 
 def _query_error(exc: Exception) -> QueryError:
