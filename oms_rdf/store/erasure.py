@@ -3,10 +3,10 @@
 One selector finds every grain in which a person appears, for erasure and for the
 subject report alike: as subject, as object, as ``user_id``, ``session_id`` or
 ``run_id``, or as a text value anywhere in ``context`` or ``provenance_chain``; in
-every namespace unless one is given; in NFC, whatever form the name is given in. Erasing a grain removes every quad of it in one atomic update: the grain
-node and its fields, the blob and any envelope, the index state, its evidence
-events, its knowledge triple (unless another belief held asserts it),
-the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
+every namespace unless one is given; in NFC, whatever form the name is given in.
+Erasing a grain removes every quad of it in one atomic update: the grain node and
+its fields, the blob and any envelope, the index state, its evidence events, its
+knowledge triple (unless another belief held asserts it), the disputes naming it. What stays is a tombstone, ``<grain> oms:erasedAt T`` in
 ``oms:index``: the address and the time, so that no import and no ``put`` brings
 the grain back. The audit event names the address and the caller's reason.
 

@@ -13,7 +13,7 @@ from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, OmsError, PolicyError
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
-from ..rdf.vocab import OMS
+from ..rdf.vocab import FIELD_NS, OMS
 from .admission import accept, check_new
 from .core import Core
 from .erasure import erased_addresses, refuse_erased
@@ -27,9 +27,8 @@ from .state import GrainLike, Signature
 T = TypeVar("T")
 
 
-_FIELD = "https://w3id.org/oms-rdf/field/"
-_PRIOR_CONSENT = NamedNode(_FIELD + "prior_consent")
-_IS_WITHDRAWAL = NamedNode(_FIELD + "is_withdrawal")
+_PRIOR_CONSENT = NamedNode(FIELD_NS + "prior_consent")
+_IS_WITHDRAWAL = NamedNode(FIELD_NS + "is_withdrawal")
 _TRUE = Literal(True)
 
 
