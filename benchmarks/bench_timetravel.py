@@ -9,8 +9,9 @@ the load (P0) and after each round (P1..P5); now is P5.
 Measured, each the median of a few runs:
 
 - a selective lookup (one person's employer, 50 people), a selective join (the
-  departments of one organisation's people) and a COUNT/GROUP BY (people per
-  organisation), at P1 (``valid_at=as_of=P1``) and now (no time: the plain path);
+  departments of one organisation's people), a COUNT/GROUP BY (people per
+  organisation) and a FILTER EXISTS asked of every person, at P1
+  (``valid_at=as_of=P1``) and now (no time: the plain path);
 - ``store.changes`` between each pair of adjacent points;
 - the same workload on oxilite 0.9.1 with ``set_versioning("log")``: the load
   and each round as one commit, ``query(as_of="#tick")`` at P1, and
@@ -74,6 +75,10 @@ QUERIES = {
     "lookup": f"SELECT ?o WHERE {{ <{EX}p{{k}}> <{WORKS}> ?o }}",
     "join": f"SELECT ?p ?d WHERE {{ ?p <{WORKS}> <{EX}org5> . ?p <{DEPT}> ?d }}",
     "group": f"SELECT ?o (COUNT(?p) AS ?n) WHERE {{ ?p <{WORKS}> ?o }} GROUP BY ?o",
+    # An EXISTS asked of every person: once cubic at a point (the group was
+    # planned without the person bound), now a lookup each.
+    "exists": f"SELECT (COUNT(*) AS ?n) WHERE {{ ?p <{DEPT}> ?d "
+    f"FILTER EXISTS {{ ?p <{WORKS}> <{EX}org5> }} }}",
 }
 
 
@@ -90,6 +95,7 @@ def workload(ask: Callable[[str], Any], people: int) -> dict[str, Callable[[], i
         "lookup": lookup,
         "join": lambda: len(list(ask(QUERIES["join"]))),
         "group": lambda: len(list(ask(QUERIES["group"]))),
+        "exists": lambda: len(list(ask(QUERIES["exists"]))),
     }
 
 

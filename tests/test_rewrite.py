@@ -30,6 +30,7 @@ from tests.test_time_travel import steps as history_steps
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
+RDF_NS = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 EX = "http://example.org/"
 G1, G2 = EX + "graph/one", EX + "graph/two"
 
@@ -268,6 +269,30 @@ def test_a_lateral_rewrite_joins_the_most_bound_triple_first() -> None:
     )
 
 
+def test_an_exists_group_finds_its_grains_by_a_bound_end() -> None:
+    """Inside EXISTS, Oxigraph plans a group without the outer solution's
+    bindings: each atom is led by the end bound there (a constant, a variable
+    the query names outside, or one an earlier atom of the group binds), and
+    the rest of it is evaluated for each grain node found so (LATERAL)."""
+    clause = grain_clause(millis_literal(T0), millis_literal(T0), [None])
+    query = PREFIX + (
+        "SELECT ?x WHERE { ?x ex:worksAt ?w "
+        "FILTER NOT EXISTS { ?c ex:city ?w . ?c ex:mayor ?m } }"
+    )
+    text = rewrite(query, clause, lateral=True)
+    assert text is not None
+    group = text[text.index("FILTER NOT EXISTS { {") :]
+    subject, object_ = (f"<{RDF_NS}{name}>" for name in ("subject", "object"))
+    # ?w is bound outside: the first atom is found by its object, ?w ...
+    assert group.index(f"{object_} ?w }} LATERAL") < group.index("ex:city")
+    # ... and ?c, bound by it, leads the second, evaluated after it.
+    led = group.index(f"{subject} ?c }} LATERAL")
+    assert group.index("ex:city") < led < group.index("ex:mayor")
+    # Without LATERAL, the groups stay as they were.
+    plain = rewrite(query, clause)
+    assert plain is not None and "LATERAL" not in plain
+
+
 HISTORY_QUERIES = [
     "SELECT ?s ?o WHERE { ?s vocab:worksAt ?o }",
     "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
@@ -275,6 +300,10 @@ HISTORY_QUERIES = [
     "SELECT ?s WHERE { ?s vocab:worksAt ?w FILTER NOT EXISTS { ?s vocab:worksAt org:acme } }",
     "SELECT ?w WHERE { people:ann vocab:worksAt ?w }",
     "SELECT ?w ?b WHERE { people:ben vocab:worksAt ?w . ?b vocab:worksAt ?w }",
+    # EXISTS groups found by their object, and a chain of two atoms in one.
+    "SELECT ?s ?w WHERE { ?s vocab:worksAt ?w FILTER EXISTS { ?b vocab:worksAt ?w FILTER (?b != ?s) } }",
+    "SELECT ?s WHERE { ?s vocab:worksAt ?w "
+    "FILTER NOT EXISTS { ?s vocab:worksAt ?x . ?y vocab:worksAt ?x FILTER (?y != ?s) } }",
 ]
 
 

@@ -87,10 +87,25 @@ class GrainClause:
     called: bool = False
     held_at: Literal | None = None  # with no point: held at this system time
 
-    def pattern(self, s: str, p: str, o: str, graph: str | None, atom: int) -> str:
+    def pattern(
+        self,
+        s: str,
+        p: str,
+        o: str,
+        graph: str | None,
+        atom: int,
+        *,
+        lead: int | None = None,
+    ) -> str:
         """The pattern of a grain node whose triple is ``s p o`` (SPARQL text of
         the query's terms) in ``graph`` (None: the default graph). Its own
-        variables end with ``_{atom}``, so that those of two atoms never meet."""
+        variables end with ``_{atom}``, so that those of two atoms never meet.
+
+        With ``lead`` (0: the subject, 1: the object, 2: the relation; an engine
+        that takes Oxigraph's ``LATERAL``), the grain nodes are found by that end
+        first and the rest is evaluated for each of them: inside ``EXISTS``,
+        Oxigraph plans a group without the outer bindings, and would join every
+        grain's times with the triple's nodes for each outer solution."""
 
         def var(name: str) -> str:
             return f"?_oms{name}_{atom}"
@@ -128,7 +143,10 @@ class GrainClause:
             parts.append(f"{g} {OMS.graph} {graph} .")
         elif not called_default:
             parts.append(f"FILTER NOT EXISTS {{ {g} {OMS.graph} {var('anyg')} }}")
-        return " ".join(parts)
+        if lead is None:
+            return " ".join(parts)
+        found_by, end = triple[lead]
+        return f"{{ {g} {found_by} {end} }} LATERAL {{ {' '.join(parts)} }}"
 
     def extent_of(self, atom: int) -> list[str]:
         """The variables of an atom's extent, projected in a range question."""

@@ -120,12 +120,15 @@ def in_force(
         f"FILTER NOT EXISTS {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} "
         f"FILTER ({void} <= {as_of}) }}",
         # Superseded by as_of: still describes the past, up to the successor's
-        # validFrom (nested: Oxigraph would otherwise join every validFrom first).
+        # validFrom. Asked by nested EXISTS, one lookup each, and only of a grain
+        # closed by then: an OPTIONAL would have Oxigraph read every validFrom
+        # for each grain where the grain is not bound when the group is planned
+        # (inside EXISTS), and it gave a row per successor.
         f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",
-        f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
-        f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
         f"FILTER (!BOUND({st}) || {as_of} < {st} || "
-        f"(BOUND({later_from}) && {valid_at} < {later_from}))",
+        f"EXISTS {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
+        f"FILTER EXISTS {{ {later} {OMS.validFrom} {later_from} "
+        f"FILTER ({valid_at} < {later_from}) }} }})",
     ]
     return "\n  ".join(lines)
 

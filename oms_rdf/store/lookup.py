@@ -208,25 +208,21 @@ def _solutions(
 def _system_ends(
     backend: Backend, index: dict[str, list[Any]], valid_at: int, as_of: int
 ) -> int:
-    """How many (systemTo, successor, successor's validFrom) solutions keep the grain.
+    """How many systemTo solutions keep the grain (none: one, unbound).
 
     A superseded grain still describes the past, up to its successor's validFrom:
-    FILTER (!BOUND(?st) || ?asOf < ?st || (BOUND(?nextFrom) && ?validAt < ?nextFrom)).
+    FILTER (!BOUND(?st) || ?asOf < ?st || EXISTS { a successor valid after ?validAt }).
     """
-    kept = 0
-    for system_to in index.get(OMS.systemTo.value) or [None]:
-        for successor in index.get(OMS.supersededBy.value) or [None]:
-            starts: list[Any] = []
-            if isinstance(successor, NamedNode):
-                starts = [
-                    q.object
-                    for q in backend.quads(successor, OMS.validFrom, None, _DEFAULT)
-                ]
-            for start in starts or [None]:
-                later = False if start is None else _lt(valid_at, _time(start))
-                if system_to is None or _or(_lt(as_of, _time(system_to)), later):
-                    kept += 1
-    return kept
+    ends = index.get(OMS.systemTo.value)
+    if not ends:
+        return 1
+    later = any(
+        _lt(valid_at, _time(q.object)) is True
+        for successor in index.get(OMS.supersededBy.value, ())
+        if isinstance(successor, NamedNode)
+        for q in backend.quads(successor, OMS.validFrom, None, _DEFAULT)
+    )
+    return sum(1 for end in ends if _or(_lt(as_of, _time(end)), later))
 
 
 def believers(backend: Backend, knowledge: Quad) -> Iterator[NamedNode]:

@@ -35,17 +35,17 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from ..rdf.clause import GrainClause
 from ..rdf.inforce import EXTENT_VARIABLES
 from ..rdf.limits import CACHED_TEXT_CHARS
-from .querytext import Token, TokenReader, UnreadableError, unambiguous_tokens
+from .paths import Path, PathReader
+from .querytext import Token, UnreadableError, unambiguous_tokens
 
 __all__ = ["rewrite", "why_not"]
 
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-_TYPE, _FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("type", "first", "rest", "nil"))
+_FIRST, _REST, _NIL = (f"<{_RDF}{n}>" for n in ("first", "rest", "nil"))
 
 
 def rewrite(query: str, clause: GrainClause, *, lateral: bool = False) -> str | None:
@@ -85,10 +85,9 @@ def why_not(query: str, clause: GrainClause) -> str:
 
 # A path: ("iri", text) | ("var", text) | ("inv", path) | ("seq", [path]) |
 # ("alt", [path]) | ("neg", [(inverse, text)])
-_Path = tuple[Any, ...]
 
 
-class _Rewriter(TokenReader):
+class _Rewriter(PathReader):
     def __init__(self, query: str, clause: GrainClause, *, lateral: bool) -> None:
         super().__init__(unambiguous_tokens(query))  # as the engine reads it
         self.text = query
@@ -99,6 +98,7 @@ class _Rewriter(TokenReader):
         self.fresh = 0
         self.labels: dict[str, str] = {}  # blank node label -> its variable
         self.inline = False  # inside EXISTS: see matched
+        self.known: set[str] = set()  # inside EXISTS: variables bound by then
         self.atoms = 0  # triple patterns matched, to name their own variables
         self.spanned: list[int] = []  # in a range question, atoms whose extent shows
 
@@ -354,8 +354,12 @@ class _Rewriter(TokenReader):
         most bound first, each later subquery evaluated with the bindings of
         those before it. The order of a join's operands does not change its
         solutions; a FILTER EXISTS applies to the whole group wherever it is."""
-        if not self.lateral or self.inline:
+        if not self.lateral:
             return " ".join(out)
+        if self.inline:  # in the written order, each atom led by a bound end
+            groups = [t for t in out if t.startswith("{")]
+            rest = [t for t in out if not t.startswith("{")]
+            return " LATERAL ".join(groups) + " " + " ".join(rest)
         ordered = sorted(out, key=lambda text: -self.bound.get(text, 0))
         subqueries = [t for t in ordered if t.startswith("{")]
         filters = [t for t in ordered if not t.startswith("{")]
@@ -391,7 +395,7 @@ class _Rewriter(TokenReader):
     ) -> None:
         while True:
             if self.peek() is not None and self.peek().kind == "var":  # type: ignore[union-attr]
-                verb: _Path = ("var", self.next().text)
+                verb: Path = ("var", self.next().text)
                 scope.append(verb[1])
             else:
                 verb = self.path()
@@ -452,68 +456,10 @@ class _Rewriter(TokenReader):
             return cells[0]
         raise UnreadableError(f"{token.text!r} as a term")
 
-    # --- paths --------------------------------------------------------------------------
-
-    def path(self) -> _Path:
-        branches = [self.sequence()]
-        while self.at_punct("|"):
-            self.next()
-            branches.append(self.sequence())
-        return branches[0] if len(branches) == 1 else ("alt", branches)
-
-    def sequence(self) -> _Path:
-        steps = [self.step()]
-        while self.at_punct("/"):
-            self.next()
-            steps.append(self.step())
-        return steps[0] if len(steps) == 1 else ("seq", steps)
-
-    def step(self) -> _Path:
-        inverse = self.at_punct("^")
-        if inverse:
-            self.next()
-        token = self.next()
-        if token.kind in ("iri", "pname"):
-            primary: _Path = ("iri", token.text)
-        elif token.kind == "word" and token.text == "a":
-            primary = ("iri", _TYPE)
-        elif token.text == "(":
-            primary = self.path()
-            self.expect(")")
-        elif token.text == "!":
-            primary = ("neg", self.negated())
-        else:
-            raise UnreadableError(f"{token.text!r} in a path")
-        if self.at_punct("*", "+", "?"):
-            raise UnreadableError("a path that repeats")
-        return ("inv", primary) if inverse else primary
-
-    def negated(self) -> list[tuple[bool, str]]:
-        def one() -> tuple[bool, str]:
-            inverse = self.at_punct("^")
-            if inverse:
-                self.next()
-            token = self.next()
-            if token.kind == "word" and token.text == "a":
-                return inverse, _TYPE
-            if token.kind not in ("iri", "pname"):
-                raise UnreadableError(f"{token.text!r} in a negated property set")
-            return inverse, token.text
-
-        if not self.at_punct("("):
-            return [one()]
-        self.next()
-        items = [one()]
-        while self.at_punct("|"):
-            self.next()
-            items.append(one())
-        self.expect(")")
-        return items
-
     # --- what a triple becomes ----------------------------------------------------------
 
     def emit(
-        self, s: str, path: _Path, o: str, graph: str | None, out: list[str]
+        self, s: str, path: Path, o: str, graph: str | None, out: list[str]
     ) -> None:
         kind = path[0]
         if kind in ("iri", "var"):
@@ -575,7 +521,11 @@ class _Rewriter(TokenReader):
         how often does not count and a subquery would not see the outer
         bindings, a group; with variables of its own, so that two never meet."""
         self.atoms += 1
-        inner = self.clause.pattern(s, p, o, graph, self.atoms)
+        lead = None
+        if self.inline and self.lateral:
+            lead = self.lead(s, o, p)
+            self.known.update(t for t in (s, p, o, graph or "") if t[:1] == "?")
+        inner = self.clause.pattern(s, p, o, graph, self.atoms, lead=lead)
         if extra:
             inner += " " + extra
         ends = dict.fromkeys((s, p, o, graph or ""))
@@ -596,5 +546,31 @@ class _Rewriter(TokenReader):
     def exists(self, graph: str | None) -> None:
         """The group of an EXISTS, its triples matched in place (see matched)."""
         outer, self.inline = self.inline, True
+        known, self.known = self.known, self.known | self.outer_variables()
         self.group(graph)
-        self.inline = outer
+        self.inline, self.known = outer, known
+
+    def outer_variables(self) -> set[str]:
+        """The variables of the group ahead that the query names outside it too:
+        those an outer solution may bind when an EXISTS is asked of it."""
+        depth, end = 0, self.at
+        for end in range(self.at, len(self.tokens)):
+            token = self.tokens[end]
+            if token.kind == "punct" and token.text in "{}":
+                depth += 1 if token.text == "{" else -1
+                if depth == 0:
+                    break
+        inside = self.tokens[self.at : end + 1]
+        outside = [*self.tokens[: self.at], *self.tokens[end + 1 :]]
+        named = {t.text for t in outside if t.kind == "var"}
+        return {t.text for t in inside if t.kind == "var"} & named
+
+    def lead(self, s: str, o: str, p: str) -> int | None:
+        """Inside EXISTS, where an engine with ``LATERAL`` finds an atom's grain
+        nodes first (see GrainClause.pattern): its subject, else its object, when
+        one is a constant or already bound, else its relation when that is a
+        constant; None lets the engine choose."""
+        for index, end in enumerate((s, o, p)):
+            if end[:1] not in ("?", "$") or (index < 2 and end in self.known):
+                return index
+        return None
