@@ -44,6 +44,9 @@ class Backend(Protocol):
             functions during a query (pyoxigraph's ``custom_functions``): a
             selective query at a point then tests its few grains in force by
             lookups, which cost less than its patterns cost to plan.
+        intervals: the store may keep the knowledge's interval layer in this
+            process beside the storage (store/intervals.py), and ask a query at
+            a point of that layer.
     """
 
     shared: bool
@@ -51,6 +54,7 @@ class Backend(Protocol):
     exact_optionals: bool
     lateral_joins: bool
     python_functions: bool
+    intervals: bool
     path: Path | None
 
     def add(self, quads: Iterable[ox.Quad]) -> None:

@@ -51,6 +51,7 @@ class LocalBackend:
     exact_optionals: bool = True  # Oxigraph evaluates SPARQL as written
     lateral_joins: bool = True  # pyoxigraph parses and evaluates LATERAL
     python_functions: bool = True  # pyoxigraph calls Python during a query
+    intervals: bool = True  # an interval layer may be kept beside it, in process
 
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False

@@ -72,6 +72,7 @@ class SparqlBackend:
     remote: bool = True  # every call is a round trip: one query rather than lookups
     exact_optionals: bool = True  # a standard server: SPARQL as written
     python_functions: bool = False  # the engine is another process
+    intervals: bool = False  # queries run where the data is, never copied here
 
     def __init__(
         self,

@@ -45,6 +45,7 @@ from ..rdf.vocab import DEFAULT_BASE, OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .clock import SystemClock
+from .intervals import Intervals
 from .journal import Journal, recover
 from .now import NowWatch
 from .presence import addresses_with_prefix
@@ -99,6 +100,7 @@ class Core:
         self._head: Head | object | None = _UNREAD  # of the audit chain
         # Whether oms:current is the knowledge of now, kept up by the writes.
         self.now_watch = NowWatch()
+        self.intervals = Intervals()  # versions by extent, kept up as now_watch is
         self.pending: Pending | None = None  # an open transaction's writes
         self.system = SystemClock(forward_only)  # see clock.py
         if not read_only:
@@ -259,6 +261,7 @@ class Core:
             self.search_index = None
             self._head = _UNREAD
             self.now_watch.forget()
+            self.intervals.forget()
             self.system.forget()
 
     def status(self, address: str | Grain) -> IndexState:
@@ -375,6 +378,7 @@ class Core:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head
         self.now_watch.saw(rows, self.clock())
+        self.intervals.saw(rows)
         self.system.advance(times)
 
     def _write_guarded(

@@ -6,7 +6,7 @@ quads (one pattern call, every graph) is several times cheaper than parsing,
 planning and running the general query. This module answers with exactly the
 semantics of ``queries/beliefs.rq``: the same filters in SPARQL's three-valued
 logic (a comparison with a non-time value is an error, and an error filters the
-row out), the same duplicates when imported index state forks a supersession,
+row out), one row per belief when imported index state forks a supersession,
 the same order. A test compares the two on bi-temporal stories. A supersession
 chain is walked the same way, as ``queries/history.rq`` would.
 """
@@ -134,7 +134,8 @@ def in_force_call(
 def _begun(valid_from: Any, system_from: Any, valid_at: int, as_of: int) -> bool:
     # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
     return (
-        _and(_le(_time(system_from), as_of), _le(_time(valid_from), valid_at)) is True
+        _and(_le(millis_of(system_from), as_of), _le(millis_of(valid_from), valid_at))
+        is True
     )
 
 
@@ -145,7 +146,7 @@ def _not_ended(
     ``oms:validTo``: its valid time has not ended, and the index has not voided
     it or superseded it for that valid time."""
     # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
-    if ends and not any(_lt(valid_at, _time(end)) for end in ends):
+    if ends and not any(_lt(valid_at, millis_of(end)) for end in ends):
         return False
     index: dict[str, list[Any]] = {}
     for quad in backend.quads(node, None, None, _INDEX):
@@ -157,7 +158,7 @@ def _not_ended(
 
 def _voided(index: dict[str, list[Any]], as_of: int) -> bool:
     # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
-    return any(_le(_time(v), as_of) for v in index.get(OMS.voidedAt.value, ()))
+    return any(_le(millis_of(v), as_of) for v in index.get(OMS.voidedAt.value, ()))
 
 
 def _solutions(
@@ -186,8 +187,8 @@ def _solutions(
     for _entity, confidence, valid_from, system_from in product(
         fields.get(RDF.subject.value, ()),
         fields.get(OMS.confidence.value, ()),
-        map(_time, fields.get(OMS.validFrom.value, ())),
-        map(_time, fields.get(OMS.systemFrom.value, ())),
+        map(millis_of, fields.get(OMS.validFrom.value, ())),
+        map(millis_of, fields.get(OMS.systemFrom.value, ())),
     ):
         # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
         if (
@@ -197,7 +198,7 @@ def _solutions(
             continue
         # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
         for valid_to in fields.get(OMS.validTo.value) or [None]:
-            if valid_to is not None and _lt(valid_at, _time(valid_to)) is not True:
+            if valid_to is not None and _lt(valid_at, millis_of(valid_to)) is not True:
                 continue
             for _end, rank_term, blob in product(range(ends), earned, blobs or [None]):
                 # BIND (COALESCE(?earned, ?confidence) AS ?rank)
@@ -217,12 +218,12 @@ def _system_ends(
     if not ends:
         return 1
     later = any(
-        _lt(valid_at, _time(q.object)) is True
+        _lt(valid_at, millis_of(q.object)) is True
         for successor in index.get(OMS.supersededBy.value, ())
         if isinstance(successor, NamedNode)
         for q in backend.quads(successor, OMS.validFrom, None, _DEFAULT)
     )
-    return sum(1 for end in ends if _or(_lt(as_of, _time(end)), later))
+    return sum(1 for end in ends if _or(_lt(as_of, millis_of(end)), later))
 
 
 def believers(backend: Backend, knowledge: Quad) -> Iterator[NamedNode]:
@@ -303,7 +304,7 @@ def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]
     return rows
 
 
-def _time(term: Any) -> int | None:
+def millis_of(term: Any) -> int | None:
     """Epoch ms of an ``xsd:dateTime`` with a time zone; None (a type error) otherwise."""
     if not isinstance(term, Literal) or term.datatype.value != _XSD_DATETIME:
         return None

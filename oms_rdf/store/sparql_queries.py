@@ -30,8 +30,10 @@ from ..rdf.sparql import term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS
+from .audit import current_head
 from .blanks import seen_as_blank
 from .core import Core
+from .intervals import VersionClause
 from .knowledge import (
     PREFIXES,
     RESERVED_GRAPHS,
@@ -45,7 +47,12 @@ from .knowledge import (
     run_query,
 )
 from .lookup import in_force_call
-from .querytext import dataset_clause, dataset_start
+from .querytext import (
+    UnreadableError,
+    dataset_clause,
+    dataset_start,
+    unambiguous_tokens,
+)
 from .questions import Questions, bound_texts, namespaces_of
 from .rewrite import rewrite, why_not
 from .state import TimeLike, millis_or_now
@@ -236,6 +243,10 @@ class SparqlQueries:
         asked of that knowledge, built."""
         if not dataset:  # a reserved graph in FROM is refused at any point too
             _own_dataset(sparql)
+        if namespace is None and held_at is None and not dataset:
+            found = self._asked_of_intervals(sparql, values, valid_at, as_of)
+            if found is not None:
+                return found
         answer = self._asked_of_grains(
             sparql, values, dataset, valid_at, as_of, namespace, held_at
         )
@@ -250,6 +261,47 @@ class SparqlQueries:
                 for g in dataset["default_graph"]
             ]
         return run_query(view, sparql, values, **dataset)
+
+    def _asked_of_intervals(
+        self,
+        sparql: str,
+        values: Mapping[str | Variable, Any],
+        valid_at: TimeLike,
+        as_of: TimeLike,
+    ) -> QueryResult | None:
+        """A query of a point's knowledge asked of the interval layer
+        (intervals.py): as written, over the graphs of the versions in force
+        there, or (more extents than a dataset should name, and a query the
+        rewrite takes) with each triple pattern matched in a graph whose extent
+        holds the point. None where the
+        layer does not answer: a backend other processes write or that is not
+        in this process, a query of named graphs, a form other than SELECT, ASK
+        or CONSTRUCT, or a store with times it cannot order."""
+        core = self.core
+        backend = core.backend
+        if not backend.intervals or backend.shared:
+            return None
+        if _form(sparql) not in _PLAIN_FORMS:
+            return None
+        clock = core.clock
+        valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
+        # A store opened read-only beside its writer sees that writer's writes
+        # only through the audit chain's head.
+        head = current_head(backend) if getattr(backend, "read_only", False) else None
+        with core.lock:  # the layer as of the store's last write, read whole
+            layer = core.intervals.ready(backend, head)
+            if layer is None:
+                return None
+            if len(core.intervals.extents) > core.intervals.named_at_most:
+                clause = VersionClause(None, (), valid_at=valid, as_of=known)
+                text = rewrite(sparql, clause, lateral=True)
+                if text is not None:
+                    return _read_whole(run_query(layer, text, values))
+            graphs = core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
+            answer = run_query(
+                layer, sparql, values, default_graph=graphs, named_graphs=[]
+            )
+            return _read_whole(answer)
 
     def _asked_of_grains(
         self,
@@ -505,6 +557,23 @@ def _dataset(
         out.setdefault("default_graph", [_NO_GRAPH])
         out.setdefault("named_graphs", [])
     return out
+
+
+_PLAIN_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT"})
+
+
+def _form(sparql: str) -> str | None:
+    """The query form (SELECT, ASK, CONSTRUCT, DESCRIBE), None for one that
+    names graphs (GRAPH, FROM) or text this reader cannot read."""
+    try:
+        tokens = unambiguous_tokens(sparql)
+    except UnreadableError:
+        return None
+    words = [t.text.upper() for t in tokens if t.kind == "word"]
+    if "GRAPH" in words or "FROM" in words or "SERVICE" in words:
+        return None
+    forms = [w for w in words if w in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")]
+    return forms[0] if forms else None
 
 
 # A graph the store never writes: the default graph of a query with FROM NAMED only.

@@ -1,0 +1,335 @@
+"""The interval layer: each knowledge triple's versions, with disjoint
+bitemporal extents, so that a query at a point is a plain query (design §6).
+
+A belief is in force at (valid time V, system time T) in at most two rectangles
+of the plane, its extents (:mod:`oms_rdf.rdf.inforce`): from its system start
+until it was superseded or voided, valid from ``validFrom`` to ``validTo``; and,
+once superseded and until voided, valid up to its latest successor's
+``validFrom``. The extents of all the beliefs of one triple, cut into disjoint
+rectangles, are the triple's *versions*; each is one quad here, the triple in a
+graph named by its extent. The knowledge of a point is then the union of the
+graphs whose extent holds it, and a triple is in it at most once: what SPARQL
+over that union answers is what it answers over the point's knowledge,
+multiplicities included.
+
+The layer is kept in process, in memory, beside the store of an embedded
+backend that this process alone writes. It is read from the grain layer on the
+first question at a point, and kept up by the writes after it: each tells
+:meth:`Intervals.saw` the rows it added, and the triples of the grains those
+rows are about are read again before the next question. A write whose rows are
+not seen (an import, an erasure) calls :meth:`Intervals.forget`, and the layer
+is read whole again when next asked.
+
+Extents are written into the graph's IRI as four fixed-width numbers, so that a
+query can also test them where too many graphs hold the point to name them
+(:func:`extent_test`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..backends.base import Backend
+from ..rdf.clause import GrainClause
+from ..rdf.mapping import Row
+from ..rdf.vocab import OMS, RDF
+from .lookup import millis_of
+from .querytext import UnreadableError
+
+__all__ = ["EXTENT_PREFIX", "Intervals", "VersionClause", "extent_test", "rectangles"]
+
+EXTENT_PREFIX = "urn:oms:extent:"
+_WIDTH = 15
+# Milliseconds from 0000-01-01 to 1970-01-01: every time a grain holds, shifted
+# by it, is a non-negative number of _WIDTH digits; the largest is "open".
+_SHIFT = 62_167_219_200_000
+_OPEN = 10**_WIDTH - 1
+
+# (system from, system to, valid from, valid to) in epoch ms; None: open.
+Extent = tuple[int, int | None, int, int | None]
+Triple = tuple[Any, Any, Any]  # subject, predicate, object: pyoxigraph terms
+
+_NODE_PREFIX = "<nih:sha-256;"
+_GRAINS = f"""SELECT ?g ?s ?p ?o ?vf ?vt ?sf ?st ?void ?next WHERE {{
+  ?g {RDF.subject} ?s ; {RDF.predicate} ?p ; {RDF.object} ?o ;
+     {OMS.validFrom} ?vf ; {OMS.systemFrom} ?sf .
+  FILTER NOT EXISTS {{ ?g {OMS.graph} ?anyGraph }}
+  OPTIONAL {{ ?g {OMS.validTo} ?vt }}
+  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?st }} }}
+  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.voidedAt} ?void }} }}
+  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.supersededBy} ?successor }}
+             ?successor {OMS.validFrom} ?next }}
+}}"""
+
+
+def _code(ms: int | None) -> str:
+    return f"{_OPEN if ms is None else ms + _SHIFT:0{_WIDTH}d}"
+
+
+@lru_cache(maxsize=65_536)  # the graphs of a point, named again at each question
+def _graph(extent: Extent) -> ox.NamedNode:
+    return ox.NamedNode(EXTENT_PREFIX + "".join(map(_code, extent)))
+
+
+def extent_test(graph: str, valid_at: int, as_of: int) -> str:
+    """A filter true where the extent named by ``graph`` (a variable bound to a
+    graph of this layer) holds (``valid_at``, ``as_of``)."""
+
+    def part(i: int) -> str:
+        start = len(EXTENT_PREFIX) + 1 + i * _WIDTH
+        return f"SUBSTR(STR({graph}), {start}, {_WIDTH})"
+
+    t, v = f'"{_code(as_of)}"', f'"{_code(valid_at)}"'
+    return (
+        f"FILTER ({part(0)} <= {t} && {t} < {part(1)} && "
+        f"{part(2)} <= {v} && {v} < {part(3)})"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VersionClause(GrainClause):
+    """What the rewrite (:mod:`.rewrite`) matches a triple pattern with over this
+    layer: the triple in a graph whose extent holds the point. Where too many
+    graphs hold it to name them, a query is asked so."""
+
+    valid_at: int = 0
+    as_of: int = 0
+
+    def pattern(
+        self,
+        s: str,
+        p: str,
+        o: str,
+        graph: str | None,
+        atom: int,
+        *,
+        lead: int | None = None,
+    ) -> str:
+        if graph is not None:  # the layer holds the default graph's knowledge only
+            raise UnreadableError("a GRAPH pattern, asked of the interval layer")
+        version = f"?_omsv_{atom}"
+        test = extent_test(version, self.valid_at, self.as_of)
+        return f"GRAPH {version} {{ {s} {p} {o} }} {test}"
+
+
+def _before(a: int, b: int | None) -> bool:
+    return b is None or a < b
+
+
+def _earlier(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def rectangles(
+    vf: int,
+    vt: int | None,
+    sf: int,
+    st: int | None,
+    void: int | None,
+    next_from: int | None,
+) -> list[Extent]:
+    """A belief's extents: where it is in force, as the rules of
+    :func:`oms_rdf.rdf.inforce.in_force` say (``next_from``: the latest
+    successor's ``validFrom``)."""
+    out: list[Extent] = []
+    until = _earlier(st, void)
+    if _before(sf, until) and _before(vf, vt):
+        out.append((sf, until, vf, vt))
+    if st is not None and next_from is not None:
+        start, valid_until = max(sf, st), _earlier(vt, next_from)
+        if _before(start, void) and _before(vf, valid_until):
+            out.append((start, void, vf, valid_until))
+    return out
+
+
+def versions(extents: Sequence[Extent]) -> list[Extent]:
+    """The union of extents cut into disjoint ones: for each stretch of system
+    time between two of their system bounds, the valid intervals they cover
+    there, merged; stretches with the same intervals joined."""
+    cuts = sorted({e[0] for e in extents} | {e[1] for e in extents if e[1] is not None})
+    stretches: list[tuple[int, int | None, list[tuple[int, int | None]]]] = []
+    for i, start in enumerate(cuts):
+        end = cuts[i + 1] if i + 1 < len(cuts) else None
+        covering = [
+            (e[2], e[3]) for e in extents if e[0] <= start and _before(start, e[1])
+        ]
+        spans = _merged(sorted(covering, key=lambda span: span[0]))
+        if stretches and stretches[-1][2] == spans:
+            stretches[-1] = (stretches[-1][0], end, spans)
+        else:
+            stretches.append((start, end, spans))
+    return [(a, b, low, high) for a, b, spans in stretches for low, high in spans]
+
+
+def _merged(spans: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
+    """Intervals sorted by their start, overlapping or touching ones joined."""
+    out: list[tuple[int, int | None]] = []
+    for low, high in spans:
+        if out and (out[-1][1] is None or low <= out[-1][1]):
+            last_low, last_high = out[-1]
+            joined = None if high is None or last_high is None else max(high, last_high)
+            out[-1] = (last_low, joined)
+        else:
+            out.append((low, high))
+    return out
+
+
+@dataclass(slots=True)
+class _Grain:
+    """A belief's triple and times, as the grain layer gives them (several
+    values of one time: the one the in-force rules would take)."""
+
+    triple: Triple
+    times: dict[str, int | None]
+    typed: bool = True  # every time an xsd:dateTime with a time zone
+
+
+class Intervals:
+    """The interval layer of one store, read on demand and kept up by its writes."""
+
+    # A query is asked of the graphs in force at its point, named (each a lookup
+    # per pattern); past this many extents, it tests them (extent_test) instead.
+    named_at_most = 64
+
+    def __init__(self) -> None:
+        self.store: ox.Store | None = None
+        self.extents: Counter[Extent] = Counter()  # versions per extent
+        self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
+        self.usable = True  # False: a time the layer cannot order (a type error)
+        self.head: Any = None  # the audit head it was read at, where asked
+
+    def forget(self) -> None:
+        """Read the layer whole again when next asked."""
+        self.store = None
+        self.dirty.clear()
+
+    def saw(self, rows: Iterable[Row]) -> None:
+        """Take the rows a write added: their grains' triples are read again."""
+        if self.store is not None:
+            self.dirty.update(s for s, _p, _o, _g in rows if s.startswith(_NODE_PREFIX))
+
+    def ready(self, backend: Backend, head: Any = None) -> ox.Store | None:
+        """The layer, up to date with ``backend``; None when it cannot answer.
+        With ``head`` (the audit chain's head, where other processes write),
+        read whole again when the head moved since it was read."""
+        if head is not None and head != self.head:
+            self.forget()
+        if self.store is None:
+            self._build(backend)
+            self.head = head
+        elif self.dirty:
+            self._catch_up(backend)
+        return self.store if self.usable else None
+
+    def graphs_at(self, valid_at: int, as_of: int) -> list[ox.NamedNode]:
+        """The graphs whose extent holds the point."""
+        held = [
+            _graph(e)
+            for e in self.extents
+            if e[0] <= as_of and _before(as_of, e[1]) and e[2] <= valid_at
+            and _before(valid_at, e[3])
+        ]  # fmt: skip
+        return sorted(held, key=lambda g: g.value)  # one order, however made
+
+    def _build(self, backend: Backend) -> None:
+        self.store, self.extents, self.dirty, self.usable = (
+            ox.Store(),
+            Counter(),
+            set(),
+            True,
+        )
+        by_triple: dict[Triple, list[Extent]] = {}
+        for grain in _read(backend, {}):
+            by_triple.setdefault(grain.triple, []).extend(self._extents(grain))
+        self._add(by_triple)
+
+    def _catch_up(self, backend: Backend) -> None:
+        triples: set[Triple] = set()
+        for node in self.dirty:
+            grain = ox.NamedNode(node[1:-1])
+            found = [
+                next(backend.quads(grain, p, None, ox.DefaultGraph()), None)
+                for p in (RDF.subject, RDF.predicate, RDF.object)
+            ]
+            if found[0] and found[1] and found[2]:
+                triples.add((found[0].object, found[1].object, found[2].object))
+        self.dirty.clear()
+        store = self.store
+        assert store is not None
+        for s, p, o in triples:
+            for quad in list(store.quads_for_pattern(s, p, o, None)):
+                store.remove(quad)
+                self.extents[_extent_of(quad.graph_name)] -= 1
+        self.extents = +self.extents  # drop the extents no version has
+        by_triple: dict[Triple, list[Extent]] = {t: [] for t in triples}
+        for triple in triples:
+            s, p, o = triple
+            for one in _read(backend, {"s": s, "p": p, "o": o}):
+                by_triple[triple].extend(self._extents(one))
+        self._add(by_triple)
+
+    def _extents(self, grain: _Grain) -> list[Extent]:
+        if not grain.typed:
+            self.usable = False
+            return []
+        t = grain.times
+        vf, sf = t["vf"], t["sf"]
+        assert vf is not None and sf is not None
+        if any(not 0 <= ms + _SHIFT < _OPEN for ms in t.values() if ms is not None):
+            self.usable = False  # a time the graph names cannot spell
+            return []
+        return rectangles(vf, t["vt"], sf, t["st"], t["void"], t["next"])
+
+    def _add(self, by_triple: dict[Triple, list[Extent]]) -> None:
+        assert self.store is not None
+        quads = []
+        for triple, extents in by_triple.items():
+            for extent in versions(extents):
+                self.extents[extent] += 1
+                quads.append(ox.Quad(*triple, _graph(extent)))
+        self.store.extend(quads)
+
+
+# How several values of one time combine under the in-force rules: a grain is
+# in force if any (validFrom, systemFrom) pair and any validTo, systemTo or
+# successor lets it, and out of it if any voidedAt puts it out.
+_LEAST, _MOST = frozenset({"vf", "sf", "void"}), frozenset({"vt", "st", "next"})
+
+
+def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
+    """The beliefs of the default knowledge graph (of one triple, if bound),
+    each with its times."""
+    grains: dict[Any, _Grain] = {}
+    values = {ox.Variable(k): v for k, v in bound.items()}
+    for row in backend.query(_GRAINS, substitutions=values):
+        node = row["g"]
+        grain = grains.get(node)
+        if grain is None:
+            triple = (row["s"], row["p"], row["o"])
+            grain = grains[node] = _Grain(triple, dict.fromkeys(_LEAST | _MOST))
+        for name in _LEAST | _MOST:
+            term = row[name]
+            if term is None:
+                continue
+            ms = millis_of(term)
+            if ms is None:
+                grain.typed = False
+                continue
+            old = grain.times[name]
+            pick = min if name in _LEAST else max
+            grain.times[name] = ms if old is None else pick(old, ms)
+    return grains.values()
+
+
+def _extent_of(graph: Any) -> Extent:
+    digits = graph.value[len(EXTENT_PREFIX) :]
+    parts = [int(digits[i * _WIDTH : (i + 1) * _WIDTH]) for i in range(4)]
+    sf, st, vf, vt = (None if n == _OPEN else n - _SHIFT for n in parts)
+    assert sf is not None and vf is not None
+    return (sf, st, vf, vt)

@@ -1,0 +1,187 @@
+"""The interval layer (store/intervals.py): a belief's extents are where the
+in-force rules hold it, a triple's versions cut them into disjoint pieces, and
+the store answers a query at a point from the layer exactly as the point's
+knowledge answers it, kept up by the writes that follow."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import oms_rdf as oms
+from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.store.intervals import Extent, rectangles, versions
+
+EX = "http://example.org/"
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+
+times = st.integers(0, 12)
+ends = st.none() | st.integers(0, 12)
+
+
+def in_force(
+    v: int, t: int, vf: int, vt: int | None, sf: int, st_: int | None,
+    void: int | None, next_from: int | None,
+) -> bool:  # fmt: skip
+    """The rules of oms_rdf.rdf.inforce.in_force, on numbers."""
+    return (
+        sf <= t
+        and vf <= v
+        and (vt is None or v < vt)
+        and (void is None or t < void)
+        and (st_ is None or t < st_ or (next_from is not None and v < next_from))
+    )
+
+
+def holds(extent: Extent, v: int, t: int) -> bool:
+    sf, st_, vf, vt = extent
+    return sf <= t and (st_ is None or t < st_) and vf <= v and (vt is None or v < vt)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(times, ends, times, ends, ends, ends), min_size=1, max_size=4)
+)
+def test_versions_hold_exactly_the_points_some_belief_is_in_force_at_once(
+    beliefs: list[tuple[int, int | None, int, int | None, int | None, int | None]],
+) -> None:
+    extents = [e for b in beliefs for e in rectangles(*b)]
+    pieces = versions(extents)
+    for v in range(-1, 14):
+        for t in range(-1, 14):
+            wanted = any(in_force(v, t, *b) for b in beliefs)
+            # Each belief's extents hold the point as the rules do ...
+            for b in beliefs:
+                assert any(holds(e, v, t) for e in rectangles(*b)) == in_force(v, t, *b)
+            # ... and the versions hold it once where any belief does.
+            assert sum(holds(p, v, t) for p in pieces) == (1 if wanted else 0), (v, t)
+
+
+def story(backend: Any = None) -> oms.GrainStore:
+    """People move between employers; one is retracted; one is corrected later."""
+    clock = [T0]
+    store = oms.GrainStore(backend=backend, clock=lambda: clock[0])
+    lines = [f"<{EX}p{i}> <{EX}worksAt> <{EX}org{i % 3}> ." for i in range(9)]
+    lines += [f"<{EX}org{i}> <{EX}partOf> <{EX}org{i + 1}> ." for i in range(3)]
+    store.import_(io.BytesIO("\n".join(lines).encode()), format="ntriples")
+    for day in range(1, 4):
+        clock[0] = T0 + day * DAY
+        (old,) = store.beliefs(f"{EX}p{day}", f"{EX}worksAt")
+        fields = dict(old.fields) | {
+            "object": f"{EX}org{day + 5}",
+            "created_at": clock[0],
+        }
+        fields.pop("valid_from", None)
+        store.supersede(old, fields)
+    clock[0] = T0 + 4 * DAY
+    (gone,) = store.beliefs(f"{EX}p7", f"{EX}worksAt")
+    store.retract(gone, reason="left")
+    clock[0] = T0 + 10 * DAY
+    return store
+
+
+QUERIES = [
+    "SELECT ?s ?o WHERE { ?s <http://example.org/worksAt> ?o }",
+    "SELECT ?o (COUNT(?s) AS ?n) WHERE { ?s <http://example.org/worksAt> ?o } GROUP BY ?o",
+    "SELECT ?a ?b WHERE { ?a <http://example.org/partOf>+ ?b }",
+    "SELECT ?s WHERE { ?s <http://example.org/worksAt> ?o "
+    "FILTER NOT EXISTS { ?o <http://example.org/partOf> ?up } }",
+    "ASK { <http://example.org/p1> <http://example.org/worksAt> <http://example.org/org6> }",
+    "CONSTRUCT { ?o <http://example.org/staff> ?s } WHERE { ?s <http://example.org/worksAt> ?o }",
+]
+POINTS = [
+    {"valid_at": T0 + 2 * DAY + 1, "as_of": T0 + 2 * DAY + 1},
+    {"valid_at": T0 + DAY // 2, "as_of": T0 + 3 * DAY},  # a correction after the fact
+    {"as_of": T0 + 5 * DAY},
+    {"valid_at": T0 - DAY},  # before anything was valid
+]
+
+
+def answer(result: Any) -> Any:
+    if isinstance(result, bool):
+        return result
+    if isinstance(result, oms.Solutions):
+        names = sorted(v.value for v in result.variables)
+        return Counter(tuple(str(row[n]) for n in names) for row in result)
+    return {str(t) for t in result}
+
+
+# What every question of the grain layer at a point reads: grain nodes' times.
+GRAIN_LAYER = "https://w3id.org/oms-rdf/ns#systemFrom"
+
+
+class Recording(LocalBackend):
+    """The embedded backend, with the texts asked of it written down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def query(self, sparql: str, substitutions: Any = None, **dataset: Any) -> Any:
+        self.asked.append(sparql)
+        return super().query(sparql, substitutions, **dataset)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_the_layer_answers_as_the_knowledge_of_the_point(query: str) -> None:
+    backend = Recording()
+    store = story(backend)
+    store.query(query, valid_at=T0, as_of=T0)  # the layer is read here
+    for point in POINTS:
+        expected = answer(store.snapshot(**point).query(query))
+        backend.asked.clear()
+        assert answer(store.query(query, **point)) == expected, point
+        assert not any(GRAIN_LAYER in text for text in backend.asked)
+
+
+def test_the_layer_is_kept_up_by_writes_and_read_again_after_an_import() -> None:
+    store = story(Recording())
+    query, point = QUERIES[0], {"valid_at": T0 + 20 * DAY, "as_of": T0 + 20 * DAY}
+    store.query(query, **point)
+    layer = store.core.intervals.store
+    assert layer is not None
+    clock = store.core.clock
+    moved = store.beliefs(f"{EX}p4", f"{EX}worksAt")[0]
+    fields = dict(moved.fields) | {"object": f"{EX}org9", "created_at": clock() + 1}
+    fields.pop("valid_from", None)
+    store.supersede(moved, fields, valid_from=None)
+    store.put(
+        oms.Belief(f"{EX}p20", f"{EX}worksAt", f"{EX}org1", 0.9, created_at=clock())
+    )
+    got = answer(store.query(query, **point))
+    assert got == answer(store.snapshot(**point).query(query))
+    assert (f"<{EX}org9>", f"<{EX}p4>") in got  # rows are (?o, ?s)
+    assert (f"<{EX}org1>", f"<{EX}p20>") in got
+    assert store.core.intervals.store is layer  # caught up, not read again
+    store.import_(
+        io.BytesIO(f"<{EX}p21> <{EX}worksAt> <{EX}org2> .".encode()), format="ntriples"
+    )
+    assert store.core.intervals.store is None  # an import: read whole when next asked
+    got = answer(store.query(query, **point))
+    assert (f"<{EX}org2>", f"<{EX}p21>") in got
+
+
+def test_a_store_with_many_extents_tests_them_in_the_query() -> None:
+    """Past as many extents as a dataset should name, the query tests each
+    version's extent, spelled in its graph's name; the answers are the same."""
+    clock = [T0]
+    backend = Recording()
+    store = oms.GrainStore(backend=backend, clock=lambda: clock[0])
+    for i in range(80):  # a write a day: eighty extents
+        clock[0] = T0 + i * DAY
+        store.put(oms.Belief(f"{EX}p{i}", f"{EX}worksAt", f"{EX}org{i % 5}", 0.9,
+                             created_at=clock[0]))  # fmt: skip
+    point = {"valid_at": T0 + 40 * DAY, "as_of": T0 + 50 * DAY}
+    store.query(QUERIES[0], valid_at=T0, as_of=T0)  # the layer is read here
+    for query in QUERIES:
+        expected = answer(store.snapshot(**point).query(query))
+        backend.asked.clear()
+        assert answer(store.query(query, **point)) == expected, query
+        assert not any(GRAIN_LAYER in text for text in backend.asked)
+    assert len(store.core.intervals.extents) == 80
