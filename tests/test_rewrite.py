@@ -328,10 +328,14 @@ def test_random_histories_answer_the_same_both_ways(
             expected = answer(store.snapshot(**point).query(query), False)
             assert answer(store.query(query, **point), False) == expected
             assert answer(by_rewrite(store, query, point, prefix=""), False) == expected
-            # In process, the interval layer's versions tested pattern by pattern.
-            store.core.intervals.named_at_most = 0
+            # In process, the interval layer: its graphs named, then its
+            # versions tested pattern by pattern.
+            layer = store.core.intervals
+            layer.read_at_question = 1
             assert answer(store.query(query, **point), False) == expected
-            store.core.intervals.named_at_most = Intervals.named_at_most
+            layer.named_at_most = 0
+            assert answer(store.query(query, **point), False) == expected
+            layer.named_at_most = Intervals.named_at_most
 
 
 def test_the_store_answers_time_travel_with_the_rewrite() -> None:

@@ -13,12 +13,13 @@ over that union answers is what it answers over the point's knowledge,
 multiplicities included.
 
 The layer is kept in process, in memory, beside the store of an embedded
-backend that this process alone writes. It is read from the grain layer on the
-first question at a point, and kept up by the writes after it: each tells
-:meth:`Intervals.saw` the rows it added, and the triples of the grains those
-rows are about are read again before the next question. A write whose rows are
-not seen (an import, an erasure) calls :meth:`Intervals.forget`, and the layer
-is read whole again when next asked.
+backend. It is read from the grain layer at the second question at a point (a
+process that asks one is answered by the grain layer, :mod:`.rewrite`), and
+kept up by the writes after it: each tells :meth:`Intervals.saw` the rows it
+added and took away, and the triples of the grains those rows are about are
+read again before the next question. A write whose rows are not seen (an
+import, an erasure) calls :meth:`Intervals.forget`, and the layer is read
+whole again when next asked.
 
 Extents are written into the graph's IRI as four fixed-width numbers, so that a
 query can also test them where too many graphs hold the point to name them
@@ -196,6 +197,10 @@ class Intervals:
     # A query is asked of the graphs in force at its point, named (each a lookup
     # per pattern); past this many extents, it tests them (extent_test) instead.
     named_at_most = 64
+    # Reading the layer costs about what a few questions at a point cost on the
+    # grain layer: a process that asks one (a command, a forked query worker)
+    # does not read it; the layer is read at this question.
+    read_at_question = 2
 
     def __init__(self) -> None:
         self.store: ox.Store | None = None
@@ -203,15 +208,19 @@ class Intervals:
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.head: Any = None  # the audit head it was read at, where asked
+        self.asked = 0  # questions at a point while it was not read
 
     def forget(self) -> None:
         """Read the layer whole again when next asked."""
         self.store = None
         self.dirty.clear()
 
-    def saw(self, rows: Iterable[Row]) -> None:
-        """Take the rows a write added: their grains' triples are read again."""
-        if self.store is not None:
+    def saw(self, rows: Iterable[Row], *, whole: bool = False) -> None:
+        """Take the rows a write added and took away: their grains' triples are
+        read again (``whole``: the write did more, and the layer is)."""
+        if whole:
+            self.forget()
+        elif self.store is not None:
             self.dirty.update(s for s, _p, _o, _g in rows if s.startswith(_NODE_PREFIX))
 
     def ready(self, backend: Backend, head: Any = None) -> ox.Store | None:
@@ -221,6 +230,9 @@ class Intervals:
         if head is not None and head != self.head:
             self.forget()
         if self.store is None:
+            self.asked += 1
+            if self.asked < self.read_at_question:
+                return None
             self._build(backend)
             self.head = head
         elif self.dirty:
@@ -244,9 +256,9 @@ class Intervals:
             set(),
             True,
         )
-        by_triple: dict[Triple, list[Extent]] = {}
+        by_triple: dict[Triple, list[list[Extent]]] = {}
         for grain in _read(backend, {}):
-            by_triple.setdefault(grain.triple, []).extend(self._extents(grain))
+            by_triple.setdefault(grain.triple, []).append(self._extents(grain))
         self._add(by_triple)
 
     def _catch_up(self, backend: Backend) -> None:
@@ -267,11 +279,11 @@ class Intervals:
                 store.remove(quad)
                 self.extents[_extent_of(quad.graph_name)] -= 1
         self.extents = +self.extents  # drop the extents no version has
-        by_triple: dict[Triple, list[Extent]] = {t: [] for t in triples}
+        by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
         for triple in triples:
             s, p, o = triple
             for one in _read(backend, {"s": s, "p": p, "o": o}):
-                by_triple[triple].extend(self._extents(one))
+                by_triple[triple].append(self._extents(one))
         self._add(by_triple)
 
     def _extents(self, grain: _Grain) -> list[Extent]:
@@ -286,11 +298,17 @@ class Intervals:
             return []
         return rectangles(vf, t["vt"], sf, t["st"], t["void"], t["next"])
 
-    def _add(self, by_triple: dict[Triple, list[Extent]]) -> None:
+    def _add(self, by_triple: dict[Triple, list[list[Extent]]]) -> None:
         assert self.store is not None
         quads = []
-        for triple, extents in by_triple.items():
-            for extent in versions(extents):
+        for triple, beliefs in by_triple.items():
+            # One belief's extents are disjoint already: the common case.
+            cut = (
+                beliefs[0]
+                if len(beliefs) == 1
+                else versions([e for b in beliefs for e in b])
+            )
+            for extent in cut:
                 self.extents[extent] += 1
                 quads.append(ox.Quad(*triple, _graph(extent)))
         self.store.extend(quads)
@@ -302,28 +320,36 @@ class Intervals:
 _LEAST, _MOST = frozenset({"vf", "sf", "void"}), frozenset({"vt", "st", "next"})
 
 
+_TIMES = ("vf", "vt", "sf", "st", "void", "next")  # columns 4 to 9 of _GRAINS
+
+
 def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
     """The beliefs of the default knowledge graph (of one triple, if bound),
     each with its times."""
     grains: dict[Any, _Grain] = {}
     values = {ox.Variable(k): v for k, v in bound.items()}
+    millis: dict[Any, int | None] = {}  # a batch's grains share their times
     for row in backend.query(_GRAINS, substitutions=values):
-        node = row["g"]
+        node = row[0]
         grain = grains.get(node)
         if grain is None:
-            triple = (row["s"], row["p"], row["o"])
-            grain = grains[node] = _Grain(triple, dict.fromkeys(_LEAST | _MOST))
-        for name in _LEAST | _MOST:
-            term = row[name]
+            triple = (row[1], row[2], row[3])
+            grain = grains[node] = _Grain(triple, dict.fromkeys(_TIMES))
+        times = grain.times
+        for i, name in enumerate(_TIMES, 4):
+            term = row[i]
             if term is None:
                 continue
-            ms = millis_of(term)
+            ms = millis.get(term, -1)
+            if ms == -1:
+                ms = millis[term] = millis_of(term)
             if ms is None:
                 grain.typed = False
                 continue
-            old = grain.times[name]
-            pick = min if name in _LEAST else max
-            grain.times[name] = ms if old is None else pick(old, ms)
+            old = times[name]
+            if old is not None:
+                ms = min(old, ms) if name in _LEAST else max(old, ms)
+            times[name] = ms
     return grains.values()
 
 
