@@ -166,6 +166,13 @@ def test_the_layer_is_kept_up_by_writes_and_read_again_after_an_import() -> None
     assert (f"<{EX}org9>", f"<{EX}p4>") in got  # rows are (?o, ?s)
     assert (f"<{EX}org1>", f"<{EX}p20>") in got
     assert store.core.intervals.store is layer  # caught up, not read again
+    # An answer begun before a write reads the layer as it was when it began.
+    begun = store.query(query, **point)
+    store.put(
+        oms.Belief(f"{EX}p22", f"{EX}worksAt", f"{EX}org1", 0.9, created_at=clock())
+    )
+    store.query(query, **point)  # the layer catches up meanwhile
+    assert got == answer(begun)
     store.import_(
         io.BytesIO(f"<{EX}p21> <{EX}worksAt> <{EX}org2> .".encode()), format="ntriples"
     )
@@ -193,3 +200,26 @@ def test_a_store_with_many_extents_tests_them_in_the_query() -> None:
         assert answer(store.query(query, **point)) == expected, query
         assert not any(GRAIN_LAYER in text for text in backend.asked)
     assert len(store.core.intervals.extents) == 80
+
+
+def test_the_layer_read_whole_keeps_every_kind_of_term() -> None:
+    """The layer is read from the engine's text of the grain layer: numbers and
+    booleans (written short there), languages, escapes and blank nodes come
+    back the terms they were."""
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    objects = [
+        f'"7"^^<{xsd}integer>', f'"-2.50"^^<{xsd}decimal>', f'"1.5E3"^^<{xsd}double>',
+        f'"true"^^<{xsd}boolean>', '"tab\\tand\\nline \\"q\\""@en-GB', "_:someone",
+        f'" 01 "^^<{xsd}integer>', '"plain"',
+    ]  # fmt: skip
+    lines = [f"<{EX}thing> <{EX}has> {o} ." for o in objects]
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    store.import_(io.BytesIO("\n".join(lines).encode()), format="ntriples")
+    store.core.intervals.read_at_question = 1
+    query = f"SELECT ?o WHERE {{ <{EX}thing> <{EX}has> ?o }}"
+    point = {"valid_at": T0 + 1, "as_of": T0 + 1}
+    got = answer(store.query(query, **point))
+    assert store.core.intervals.store is not None  # asked of the layer
+    assert got == answer(store.snapshot(**point).query(query))
+    assert sum(got.values()) == len(objects)

@@ -257,7 +257,8 @@ class Intervals:
             True,
         )
         by_triple: dict[Triple, list[list[Extent]]] = {}
-        for grain in _read(backend, {}):
+        grains = _read_text(backend)
+        for grain in _read(backend, {}) if grains is None else grains:
             by_triple.setdefault(grain.triple, []).append(self._extents(grain))
         self._add(by_triple)
 
@@ -299,8 +300,9 @@ class Intervals:
         return rectangles(vf, t["vt"], sf, t["st"], t["void"], t["next"])
 
     def _add(self, by_triple: dict[Triple, list[list[Extent]]]) -> None:
+        """Write the versions of these triples (terms, or N-Triples text)."""
         assert self.store is not None
-        quads = []
+        quads, lines = [], []
         for triple, beliefs in by_triple.items():
             # One belief's extents are disjoint already: the common case.
             cut = (
@@ -310,8 +312,14 @@ class Intervals:
             )
             for extent in cut:
                 self.extents[extent] += 1
-                quads.append(ox.Quad(*triple, _graph(extent)))
+                if isinstance(triple[0], str):
+                    s, p, o = triple
+                    lines.append(f"{s} {p} {o} <{_graph(extent).value}> .\n")
+                else:
+                    quads.append(ox.Quad(*triple, _graph(extent)))
         self.store.extend(quads)
+        if lines:
+            self.store.load("".join(lines).encode(), format=ox.RdfFormat.N_QUADS)
 
 
 # How several values of one time combine under the in-force rules: a grain is
@@ -351,6 +359,70 @@ def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
                 ms = min(old, ms) if name in _LEAST else max(old, ms)
             times[name] = ms
     return grains.values()
+
+
+def _read_text(backend: Backend) -> Iterable[_Grain] | None:
+    """:func:`_read` of the whole store from the query's answer as text (TSV,
+    written by the engine): its triples as N-Triples text, no term made in
+    Python for each of them. None where a term has no N-Triples text here (a
+    triple term): then :func:`_read` reads it."""
+    answer = backend.query(_GRAINS)
+    text = answer.serialize(format=ox.QueryResultsFormat.TSV).decode()
+    grains: dict[str, _Grain] = {}
+    millis: dict[str, int | None] = {}
+    for line in text.split("\n")[1:]:
+        if not line:
+            continue
+        cells = line.split("\t")
+        grain = grains.get(cells[0])
+        if grain is None:
+            s, p, o = (_nt(cell) for cell in cells[1:4])
+            if s is None or p is None or o is None:
+                return None
+            grain = grains[cells[0]] = _Grain((s, p, o), dict.fromkeys(_TIMES))
+        times = grain.times
+        for i, name in enumerate(_TIMES, 4):
+            cell = cells[i]
+            if not cell:  # unbound
+                continue
+            ms = millis.get(cell, -1)
+            if ms == -1:
+                ms = millis[cell] = _cell_millis(cell)
+            if ms is None:
+                grain.typed = False
+                continue
+            old = times[name]
+            if old is not None:
+                ms = min(old, ms) if name in _LEAST else max(old, ms)
+            times[name] = ms
+    return grains.values()
+
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_DATETIME_CELL = f'"^^<{_XSD}dateTime>'
+
+
+def _cell_millis(cell: str) -> int | None:
+    """A time as a TSV cell gives it, as :func:`.lookup.millis_of` reads it."""
+    if not (cell.startswith('"') and cell.endswith(_DATETIME_CELL)):
+        return None
+    lexical = cell[1 : -len(_DATETIME_CELL)]
+    return millis_of(ox.Literal(lexical, datatype=ox.NamedNode(_XSD + "dateTime")))
+
+
+def _nt(cell: str) -> str | None:
+    """A TSV cell as N-Triples text: TSV writes numbers and booleans short."""
+    if cell.startswith("<<"):
+        return None
+    if cell[:1] in ("<", '"') or cell.startswith("_:"):
+        return cell
+    if cell in ("true", "false"):
+        kind = "boolean"
+    elif "e" in cell or "E" in cell:
+        kind = "double"
+    else:
+        kind = "decimal" if "." in cell else "integer"
+    return f'"{cell}"^^<{_XSD}{kind}>'
 
 
 def _extent_of(graph: Any) -> Extent:

@@ -288,7 +288,9 @@ class SparqlQueries:
         # A store opened read-only beside its writer sees that writer's writes
         # only through the audit chain's head.
         head = current_head(backend) if getattr(backend, "read_only", False) else None
-        with core.lock:  # the layer as of the store's last write, read whole
+        # The layer as of the store's last write. An answer reads the state of
+        # the layer it began in (pyoxigraph's snapshots), whatever comes after.
+        with core.lock:
             layer = core.intervals.ready(backend, head)
             if layer is None:
                 return None
@@ -296,12 +298,11 @@ class SparqlQueries:
                 clause = VersionClause(None, (), valid_at=valid, as_of=known)
                 text = rewrite(sparql, clause, lateral=True)
                 if text is not None:
-                    return _read_whole(run_query(layer, text, values))
+                    return run_query(layer, text, values)
             graphs = core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
-            answer = run_query(
+            return run_query(
                 layer, sparql, values, default_graph=graphs, named_graphs=[]
             )
-            return _read_whole(answer)
 
     def _asked_of_grains(
         self,
