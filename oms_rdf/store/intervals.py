@@ -190,6 +190,16 @@ class _Grain:
     times: dict[str, int | None]
     typed: bool = True  # every time an xsd:dateTime with a time zone
 
+    def take(self, name: str, ms: int | None) -> None:
+        """One value of a time (None: not an ``xsd:dateTime`` with a zone)."""
+        if ms is None:
+            self.typed = False
+            return
+        old = self.times[name]
+        if old is not None:
+            ms = min(old, ms) if name in _LEAST else max(old, ms)
+        self.times[name] = ms
+
 
 class Intervals:
     """The interval layer of one store, read on demand and kept up by its writes."""
@@ -343,21 +353,13 @@ def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
         if grain is None:
             triple = (row[1], row[2], row[3])
             grain = grains[node] = _Grain(triple, dict.fromkeys(_TIMES))
-        times = grain.times
         for i, name in enumerate(_TIMES, 4):
             term = row[i]
-            if term is None:
-                continue
-            ms = millis.get(term, -1)
-            if ms == -1:
-                ms = millis[term] = millis_of(term)
-            if ms is None:
-                grain.typed = False
-                continue
-            old = times[name]
-            if old is not None:
-                ms = min(old, ms) if name in _LEAST else max(old, ms)
-            times[name] = ms
+            if term is not None:
+                ms = millis.get(term, -1)
+                if ms == -1:
+                    ms = millis[term] = millis_of(term)
+                grain.take(name, ms)
     return grains.values()
 
 
@@ -380,21 +382,13 @@ def _read_text(backend: Backend) -> Iterable[_Grain] | None:
             if s is None or p is None or o is None:
                 return None
             grain = grains[cells[0]] = _Grain((s, p, o), dict.fromkeys(_TIMES))
-        times = grain.times
         for i, name in enumerate(_TIMES, 4):
             cell = cells[i]
-            if not cell:  # unbound
-                continue
-            ms = millis.get(cell, -1)
-            if ms == -1:
-                ms = millis[cell] = _cell_millis(cell)
-            if ms is None:
-                grain.typed = False
-                continue
-            old = times[name]
-            if old is not None:
-                ms = min(old, ms) if name in _LEAST else max(old, ms)
-            times[name] = ms
+            if cell:  # else unbound
+                ms = millis.get(cell, -1)
+                if ms == -1:
+                    ms = millis[cell] = _cell_millis(cell)
+                grain.take(name, ms)
     return grains.values()
 
 

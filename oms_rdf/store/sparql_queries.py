@@ -273,10 +273,10 @@ class SparqlQueries:
         (intervals.py): as written, over the graphs of the versions in force
         there, or (more extents than a dataset should name, and a query the
         rewrite takes) with each triple pattern matched in a graph whose extent
-        holds the point. None where the
-        layer does not answer: a backend other processes write or that is not
-        in this process, a query of named graphs, a form other than SELECT, ASK
-        or CONSTRUCT, or a store with times it cannot order."""
+        holds the point. None where the layer does not answer: a backend other
+        processes write or that is not in this process, a query of named
+        graphs, a form other than SELECT, ASK or CONSTRUCT, a store with times
+        it cannot order, or a process's first question (see Intervals)."""
         core = self.core
         backend = core.backend
         if not backend.intervals or backend.shared:
@@ -285,8 +285,8 @@ class SparqlQueries:
             return None
         clock = core.clock
         valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
-        # A store opened read-only beside its writer sees that writer's writes
-        # only through the audit chain's head.
+        # Opened read-only beside its writer, the store may come to show that
+        # writer's writes: the audit chain's head says when to read it again.
         head = current_head(backend) if getattr(backend, "read_only", False) else None
         # The layer as of the store's last write. An answer reads the state of
         # the layer it began in (pyoxigraph's snapshots), whatever comes after.
