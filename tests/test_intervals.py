@@ -223,3 +223,17 @@ def test_the_layer_read_whole_keeps_every_kind_of_term() -> None:
     assert store.core.intervals.store is not None  # asked of the layer
     assert got == answer(store.snapshot(**point).query(query))
     assert sum(got.values()) == len(objects)
+
+
+def test_a_read_only_opening_keeps_no_layer(tmp_path: Any) -> None:
+    """Beside its writer, a read-only opening would read the layer whole again
+    after every write: its questions at a point are the grain layer's."""
+    writer = story(LocalBackend(tmp_path / "db"))
+    point = {"valid_at": T0 + 2 * DAY + 1, "as_of": T0 + 2 * DAY + 1}
+    expected = answer(writer.snapshot(**point).query(QUERIES[0]))
+    reader = oms.GrainStore(tmp_path / "db", read_only=True)
+    for _ in range(3):
+        assert answer(reader.query(QUERIES[0], **point)) == expected
+    assert reader.core.intervals.store is None
+    reader.close()
+    writer.close()

@@ -51,13 +51,17 @@ class LocalBackend:
     exact_optionals: bool = True  # Oxigraph evaluates SPARQL as written
     lateral_joins: bool = True  # pyoxigraph parses and evaluates LATERAL
     python_functions: bool = True  # pyoxigraph calls Python during a query
-    intervals: bool = True  # an interval layer may be kept beside it, in process
+    # An interval layer is kept beside it in process, but for a read-only
+    # opening: every write of its writer would have it read whole again.
+    intervals: bool = True
 
     def __init__(
         self, path: str | Path | None = None, *, read_only: bool = False
     ) -> None:
         self.path: Path | None = None if path is None else Path(path)
         self.read_only = read_only
+        if read_only:
+            self.intervals = False
         self._bulk_depth = 0  # nested bulk_writing() blocks of this process
         if path is not None and not read_only:
             finish_vacuum(Path(path))  # a swap a crash interrupted

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -81,20 +82,30 @@ class AuditReport:
 
 def current_head(backend: Backend) -> Head | None:
     """The head of the store's own chain, or None before its first event (one
-    query: on a server, every write and search asks it)."""
-    rows = list(backend.query(_HEAD_QUERY))
-    if not rows:
-        return None
-    chain = rows[0]["chain"]
-    heads = [
-        _parse_head(row["head"])
-        for row in rows
-        if row["chain"] == chain and row["head"] is not None
-    ]
-    if not heads:
-        raise IntegrityError(f"the audit chain {chain} has no head")
-    sequence, digest = max(heads)
-    return Head(str(chain.value), sequence, digest)
+    query: on a server, every write and search asks it).
+
+    Virtuoso can show another client's write half made: its old head taken
+    away, the new one not yet there. Where others write, a chain without a
+    head is read again a few times before it is called broken."""
+    for attempt in range(_HEADLESS_READS if backend.shared else 1):
+        if attempt:
+            time.sleep(0.01 * attempt)
+        rows = list(backend.query(_HEAD_QUERY))
+        if not rows:
+            return None
+        chain = rows[0]["chain"]
+        heads = [
+            _parse_head(row["head"])
+            for row in rows
+            if row["chain"] == chain and row["head"] is not None
+        ]
+        if heads:
+            sequence, digest = max(heads)
+            return Head(str(chain.value), sequence, digest)
+    raise IntegrityError(f"the audit chain {chain} has no head")
+
+
+_HEADLESS_READS = 5
 
 
 _HEAD_QUERY = (

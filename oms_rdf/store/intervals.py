@@ -13,13 +13,14 @@ over that union answers is what it answers over the point's knowledge,
 multiplicities included.
 
 The layer is kept in process, in memory, beside the store of an embedded
-backend. It is read from the grain layer at the second question at a point (a
-process that asks one is answered by the grain layer, :mod:`.rewrite`), and
-kept up by the writes after it: each tells :meth:`Intervals.saw` the rows it
-added and took away, and the triples of the grains those rows are about are
-read again before the next question. A write whose rows are not seen (an
-import, an erasure) calls :meth:`Intervals.forget`, and the layer is read
-whole again when next asked.
+backend (not of a read-only opening, which its writer's writes would have read
+whole again each time). It is read from the grain layer at the second question
+at a point (a process that asks one is answered by the grain layer,
+:mod:`.rewrite`), and kept up by the writes after it: each tells
+:meth:`Intervals.saw` the rows it added and took away, and the triples of the
+grains those rows are about are read again before the next question. A write
+whose rows are not seen (an import, an erasure) calls :meth:`Intervals.forget`,
+and the layer is read whole again when next asked.
 
 Extents are written into the graph's IRI as four fixed-width numbers, so that a
 query can also test them where too many graphs hold the point to name them
@@ -208,8 +209,8 @@ class Intervals:
     # per pattern); past this many extents, it tests them (extent_test) instead.
     named_at_most = 64
     # Reading the layer costs about what a few questions at a point cost on the
-    # grain layer: a process that asks one (a command, a forked query worker)
-    # does not read it; the layer is read at this question.
+    # grain layer: a process that asks one (a command) does not read it; the
+    # layer is read at this question.
     read_at_question = 2
 
     def __init__(self) -> None:
@@ -217,7 +218,6 @@ class Intervals:
         self.extents: Counter[Extent] = Counter()  # versions per extent
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
-        self.head: Any = None  # the audit head it was read at, where asked
         self.asked = 0  # questions at a point while it was not read
 
     def forget(self) -> None:
@@ -233,18 +233,13 @@ class Intervals:
         elif self.store is not None:
             self.dirty.update(s for s, _p, _o, _g in rows if s.startswith(_NODE_PREFIX))
 
-    def ready(self, backend: Backend, head: Any = None) -> ox.Store | None:
-        """The layer, up to date with ``backend``; None when it cannot answer.
-        With ``head`` (the audit chain's head, where other processes write),
-        read whole again when the head moved since it was read."""
-        if head is not None and head != self.head:
-            self.forget()
+    def ready(self, backend: Backend) -> ox.Store | None:
+        """The layer, up to date with ``backend``; None when it cannot answer."""
         if self.store is None:
             self.asked += 1
             if self.asked < self.read_at_question:
                 return None
             self._build(backend)
-            self.head = head
         elif self.dirty:
             self._catch_up(backend)
         return self.store if self.usable else None

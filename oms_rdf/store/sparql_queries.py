@@ -30,7 +30,6 @@ from ..rdf.sparql import term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS
-from .audit import current_head
 from .blanks import seen_as_blank
 from .core import Core
 from .intervals import VersionClause
@@ -285,13 +284,10 @@ class SparqlQueries:
             return None
         clock = core.clock
         valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
-        # Opened read-only beside its writer, the store may come to show that
-        # writer's writes: the audit chain's head says when to read it again.
-        head = current_head(backend) if getattr(backend, "read_only", False) else None
         # The layer as of the store's last write. An answer reads the state of
         # the layer it began in (pyoxigraph's snapshots), whatever comes after.
         with core.lock:
-            layer = core.intervals.ready(backend, head)
+            layer = core.intervals.ready(backend)
             if layer is None:
                 return None
             if len(core.intervals.extents) > core.intervals.named_at_most:
