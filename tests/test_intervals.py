@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
-from oms_rdf.store.intervals import Extent, rectangles, versions
+from oms_rdf.store.intervals import Extent, Intervals, rectangles, versions
+from tests.test_time_travel import WORKS_AT, play
+from tests.test_time_travel import steps as time_travel_steps
 
 EX = "http://example.org/"
 T0 = 1_700_000_000_000
@@ -237,3 +239,37 @@ def test_a_read_only_opening_keeps_no_layer(tmp_path: Any) -> None:
     assert reader.core.intervals.store is None
     reader.close()
     writer.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    history=time_travel_steps,
+    probes=st.lists(st.tuples(st.integers(-40, 60), st.integers(0, 60)), min_size=1,
+                    max_size=3),
+)  # fmt: skip
+def test_the_layer_kept_up_write_by_write_answers_as_the_point(
+    history: list[Any], probes: list[tuple[int, int]]
+) -> None:
+    """Read once, then kept up by each write (puts, supersessions, retractions,
+    contradictions) and asked after each one, the layer answers every point as
+    that point's knowledge does; named, and tested pattern by pattern."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    layer = store.core.intervals
+    layer.read_at_question = 1
+    query = f"SELECT ?s ?o WHERE {{ ?s <{WORKS_AT}> ?o }}"
+    day = 0
+    for step in [None, *history]:
+        if step is not None:
+            day = play(store, clock, day, step)
+        for valid_day, known_day in probes:
+            point = {"valid_at": T0 + valid_day * DAY, "as_of": T0 + known_day * DAY}
+            expected = answer(store.snapshot(**point).query(query))
+            assert answer(store.query(query, **point)) == expected, (step, point)
+            layer.named_at_most = 0
+            assert answer(store.query(query, **point)) == expected, (step, point)
+            layer.named_at_most = Intervals.named_at_most
+    built = layer.store
+    assert built is not None
+    store.query(query, valid_at=T0, as_of=T0)
+    assert layer.store is built  # kept up, never read again

@@ -44,28 +44,35 @@ def build(history: list[Step]) -> tuple[GrainStore, int]:
     clock = [T0]
     store = GrainStore(clock=lambda: clock[0])
     day = 0
-    for kind, who, where, gap, valid in history:
-        day += gap
-        clock[0] = T0 + day * DAY
-        fields = {
-            "type": "belief",
-            "subject": PEOPLE[who],
-            "relation": WORKS_AT,
-            "object": PLACES[where],
-            "confidence": 0.5 + where / 10,
-            "created_at": clock[0],
-            "valid_from": clock[0] + valid * DAY,
-        }
-        current = store.beliefs(PEOPLE[who], WORKS_AT, valid_at=T0 + 10_000 * DAY)
-        if kind == "put" or not current:
-            store.put(fields)
-        elif kind == "supersede":
-            store.supersede(current[0], fields)
-        elif kind == "retract":
-            store.retract(current[0], reason="wrong")
-        else:
-            store.contradict(current[0], reason="shown false")
+    for step in history:
+        day = play(store, clock, day, step)
     return store, day
+
+
+def play(store: GrainStore, clock: list[int], day: int, step: Step) -> int:
+    """One step of a history, its gap of days later; return its day."""
+    kind, who, where, gap, valid = step
+    day += gap
+    clock[0] = T0 + day * DAY
+    fields = {
+        "type": "belief",
+        "subject": PEOPLE[who],
+        "relation": WORKS_AT,
+        "object": PLACES[where],
+        "confidence": 0.5 + where / 10,
+        "created_at": clock[0],
+        "valid_from": clock[0] + valid * DAY,
+    }
+    current = store.beliefs(PEOPLE[who], WORKS_AT, valid_at=T0 + 10_000 * DAY)
+    if kind == "put" or not current:
+        store.put(fields)
+    elif kind == "supersede":
+        store.supersede(current[0], fields)
+    elif kind == "retract":
+        store.retract(current[0], reason="wrong")
+    else:
+        store.contradict(current[0], reason="shown false")
+    return day
 
 
 @settings(
