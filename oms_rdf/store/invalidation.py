@@ -22,7 +22,6 @@ from ..errors import (
 )
 from ..rdf.mapping import (
     Row,
-    address_of,
     grain_iri,
     millis_literal,
     nt_literal,
@@ -89,8 +88,8 @@ class Invalidation:
         if quad is None:
             return []
         me = grain_iri(grain.address)
-        for other in believers(self.core.backend, quad):
-            if other != me and address_of(other) not in leaving:
+        for other in believers(self.core.backend, quad, leaving):
+            if other != me:
                 return []  # another belief held asserts it: the triple stays
         return [quad]
 

@@ -13,7 +13,7 @@ chain is walked the same way, as ``queries/history.rq`` would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -22,6 +22,7 @@ from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
 from ..backends.base import Backend
 from ..rdf.mapping import (
     MappingSettings,
+    address_of,
     literal_value,
     relation_pattern,
     subject_pattern,
@@ -226,17 +227,22 @@ def _system_ends(
     return sum(1 for end in ends if _or(_lt(as_of, millis_of(end)), later))
 
 
-def believers(backend: Backend, knowledge: Quad) -> Iterator[NamedNode]:
+def believers(
+    backend: Backend, knowledge: Quad, ignoring: Container[str] = ()
+) -> Iterator[NamedNode]:
     """The beliefs held now (:func:`oms_rdf.rdf.inforce.held`) whose triple is
     this knowledge quad, in its graph (``oms:current`` or a named graph): what
-    keeps the triple in the knowledge while one of them leaves it.
+    keeps the triple in the knowledge while one of them leaves it. Grains whose
+    addresses are in ``ignoring`` are passed over unread (those leaving).
 
     Pattern lookups from the subject: a handful of grains, not a query.
     """
     s, p, o = knowledge.subject, knowledge.predicate, knowledge.object
     for quad in backend.quads(None, RDF.subject, s, _DEFAULT):
         node = quad.subject
-        if not isinstance(node, NamedNode):
+        if not isinstance(node, NamedNode) or (
+            ignoring and address_of(node) in ignoring
+        ):
             continue
         asserts = (
             _has(backend, node, RDF.predicate, p, _DEFAULT)
