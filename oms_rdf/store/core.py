@@ -378,7 +378,7 @@ class Core:
             self.backend.load(rows_to_nquads(rows).encode(), RdfFormat.N_QUADS)
         self._head = head
         self.now_watch.saw(rows, self.clock())
-        self.intervals.saw([*removed, *rows], whole=bool(before))
+        self.intervals.saw(removed, rows, whole=bool(before))
         self.system.advance(times)
 
     def _write_guarded(

@@ -225,13 +225,18 @@ class Intervals:
         self.store = None
         self.dirty.clear()
 
-    def saw(self, rows: Iterable[Row], *, whole: bool = False) -> None:
-        """Take the rows a write added and took away: their grains' triples are
+    def saw(
+        self, removed: Iterable[Row], added: Iterable[Row], *, whole: bool = False
+    ) -> None:
+        """Take the rows a write took away and added: their grains' triples are
         read again (``whole``: the write did more, and the layer is)."""
         if whole:
             self.forget()
         elif self.store is not None:
-            self.dirty.update(s for s, _p, _o, _g in rows if s.startswith(_NODE_PREFIX))
+            for rows in (removed, added):
+                self.dirty.update(
+                    s for s, _p, _o, _g in rows if s.startswith(_NODE_PREFIX)
+                )
 
     def ready(self, backend: Backend) -> ox.Store | None:
         """The layer, up to date with ``backend``; None when it cannot answer."""
