@@ -36,7 +36,9 @@ a point, their count, the knowledge of a point (``snapshot``), the beliefs held,
 the held beliefs whose valid time has ended (the knowledge of now, see
 :mod:`oms_rdf.store.now`) and the rewrite of a query onto the grain layer
 (:mod:`oms_rdf.store.rewrite`). :mod:`oms_rdf.store.lookup` evaluates the same
-conditions by pattern lookups, and a test holds the two equal.
+conditions by pattern lookups, and :mod:`oms_rdf.store.intervals` turns them into
+each belief's extents for the interval layer; tests hold each equal to these
+(the layer's answers to ``snapshot()``, on random histories).
 
 Terms are written as SPARQL text: pyoxigraph terms through ``str()`` (their
 N-Triples syntax) and variables; never a caller's text.
