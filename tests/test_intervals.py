@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
 from oms_rdf.store.intervals import Extent, Intervals, rectangles, versions
+from tests.test_lookup import link
 from tests.test_time_travel import WORKS_AT, play
 from tests.test_time_travel import steps as time_travel_steps
 
@@ -273,3 +274,29 @@ def test_the_layer_kept_up_write_by_write_answers_as_the_point(
     assert built is not None
     store.query(query, valid_at=T0, as_of=T0)
     assert layer.store is built  # kept up, never read again
+
+
+def test_a_forked_supersession_is_in_force_until_its_latest_successor() -> None:
+    """Imported index state can give a grain two successors: it still describes
+    the past up to the later of their valid starts, as the rules say."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    root = store.put(oms.Belief(f"{EX}y", f"{EX}r", f"{EX}v0", 0.5, created_at=T0,
+                                valid_from=T0))  # fmt: skip
+    clock[0] = T0 + 2 * DAY
+    store.supersede(root, {"type": "belief", "subject": f"{EX}y", "relation": f"{EX}r",
+                           "object": f"{EX}v1", "confidence": 0.5, "created_at": clock[0],
+                           "valid_from": T0 + 3 * DAY})  # fmt: skip
+    late = store.put(oms.Belief(f"{EX}y", f"{EX}r", f"{EX}v2", 0.5, created_at=clock[0],
+                                valid_from=T0 + 5 * DAY))  # fmt: skip
+    link(store, (root, late))  # a second successor, as an import could bring
+    store.core.intervals.read_at_question = 1
+    query = f"SELECT ?o WHERE {{ <{EX}y> <{EX}r> ?o }}"
+    for valid_day in (1, 4, 6):
+        for known_day in (1, 3):
+            point = {"valid_at": T0 + valid_day * DAY, "as_of": T0 + known_day * DAY}
+            expected = answer(store.snapshot(**point).query(query))
+            assert answer(store.query(query, **point)) == expected, point
+    # Known after both: the root is in force before the later successor's start.
+    seen = answer(store.query(query, valid_at=T0 + 4 * DAY, as_of=T0 + 3 * DAY))
+    assert (f"<{EX}v0>",) in seen
