@@ -300,3 +300,29 @@ def test_a_forked_supersession_is_in_force_until_its_latest_successor() -> None:
     # Known after both: the root is in force before the later successor's start.
     seen = answer(store.query(query, valid_at=T0 + 4 * DAY, as_of=T0 + 3 * DAY))
     assert (f"<{EX}v0>",) in seen
+
+
+def test_a_write_larger_than_a_catch_up_has_the_layer_read_whole() -> None:
+    """Catching one triple up costs about three grains read whole: a write of
+    more triples than that share (past a floor) has the layer read again."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    layer = store.core.intervals
+    layer.read_at_question = 1
+    query = f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s <{EX}worksAt> ?o }}"
+    point = {"valid_at": T0 + DAY, "as_of": T0 + DAY}
+    store.put(oms.Belief(f"{EX}p0", f"{EX}worksAt", f"{EX}org0", 0.9, created_at=T0))
+    store.query(query, **point)
+    small = layer.store
+    clock[0] = T0 + 1
+    beliefs = [
+        oms.Belief(f"{EX}q{i}", f"{EX}worksAt", f"{EX}org1", 0.9, created_at=T0 + 1)
+        for i in range(1_200)
+    ]
+    with store.transaction() as tx:  # one write, its rows seen
+        for belief in beliefs:
+            tx.put(belief)
+    rows = list(store.query(query, **point))
+    assert int(rows[0]["n"].value) == 1_201
+    assert layer.store is not small  # read whole, not caught up triple by triple
+    assert layer.versions == 1_201

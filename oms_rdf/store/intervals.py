@@ -202,6 +202,12 @@ class _Grain:
         self.times[name] = ms
 
 
+# Catching a grain's triple up costs about what reading three grains does, when
+# the layer is read whole: past that share of a write, it is read whole again.
+_GRAINS_READ_PER_CATCH_UP = 3
+_CAUGHT_UP_AT_MOST = 1_000  # ... but a small layer is always caught up
+
+
 class Intervals:
     """The interval layer of one store, read on demand and kept up by its writes."""
 
@@ -216,6 +222,7 @@ class Intervals:
     def __init__(self) -> None:
         self.store: ox.Store | None = None
         self.extents: Counter[Extent] = Counter()  # versions per extent
+        self.versions = 0  # of them all
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
@@ -240,6 +247,9 @@ class Intervals:
 
     def ready(self, backend: Backend) -> ox.Store | None:
         """The layer, up to date with ``backend``; None when it cannot answer."""
+        most = _CAUGHT_UP_AT_MOST + self.versions // _GRAINS_READ_PER_CATCH_UP
+        if len(self.dirty) > most:
+            self.forget()  # a large write: reading the layer whole costs less
         if self.store is None:
             self.asked += 1
             if self.asked < self.read_at_question:
@@ -266,6 +276,7 @@ class Intervals:
             set(),
             True,
         )
+        self.versions = 0
         by_triple: dict[Triple, list[list[Extent]]] = {}
         grains = _read_text(backend)
         for grain in _read(backend, {}) if grains is None else grains:
@@ -289,6 +300,7 @@ class Intervals:
             for quad in list(store.quads_for_pattern(s, p, o, None)):
                 store.remove(quad)
                 self.extents[_extent_of(quad.graph_name)] -= 1
+                self.versions -= 1
         self.extents = +self.extents  # drop the extents no version has
         by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
         for triple in triples:
@@ -322,6 +334,7 @@ class Intervals:
             )
             for extent in cut:
                 self.extents[extent] += 1
+                self.versions += 1
                 if isinstance(triple[0], str):
                     s, p, o = triple
                     lines.append(f"{s} {p} {o} <{_graph(extent).value}> .\n")
