@@ -169,7 +169,7 @@ def test_the_layer_is_kept_up_by_writes_and_read_again_after_an_import() -> None
     assert (f"<{EX}org9>", f"<{EX}p4>") in got  # rows are (?o, ?s)
     assert (f"<{EX}org1>", f"<{EX}p20>") in got
     assert store.core.intervals.store is layer  # caught up, not read again
-    # An answer begun before a write reads the layer as it was when it began.
+    # An answer given before a write is the layer as it was then.
     begun = store.query(query, **point)
     store.put(
         oms.Belief(f"{EX}p22", f"{EX}worksAt", f"{EX}org1", 0.9, created_at=clock())

@@ -284,8 +284,9 @@ class SparqlQueries:
             return None
         clock = core.clock
         valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
-        # The layer as of the store's last write. An answer reads the state of
-        # the layer it began in (pyoxigraph's snapshots), whatever comes after.
+        # The layer as of the store's last write, the answer read whole: the
+        # layer's store may be replaced after, and no answer should be the last
+        # to hold the old one (pyoxigraph drops an object on its own thread).
         with core.lock:
             layer = core.intervals.ready(backend)
             if layer is None:
@@ -294,11 +295,12 @@ class SparqlQueries:
                 clause = VersionClause(None, (), valid_at=valid, as_of=known)
                 text = rewrite(sparql, clause, lateral=True)
                 if text is not None:
-                    return run_query(layer, text, values)
+                    return _read_whole(run_query(layer, text, values))
             graphs = core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
-            return run_query(
+            answer = run_query(
                 layer, sparql, values, default_graph=graphs, named_graphs=[]
             )
+            return _read_whole(answer)
 
     def _asked_of_grains(
         self,
