@@ -12,7 +12,8 @@ Measured, each the median of a few runs:
   departments of one organisation's people), a COUNT/GROUP BY (people per
   organisation) and a FILTER EXISTS asked of every person, at P1
   (``valid_at=as_of=P1``) and now (no time: the plain path);
-- ``store.changes`` between each pair of adjacent points;
+- ``store.changes`` between each pair of adjacent points, and again with no
+  grain in the store's cache (each then read from the store);
 - the first question at a point, which reads the interval layer whole (ours);
 - the same workload on oxilite 0.9.1 with ``set_versioning("log")``: the load
   and each round as one commit, ``query(as_of="#tick")`` at P1, and
@@ -139,7 +140,19 @@ def ours(lines: list[str], rounds: list[list[tuple[int, int]]]) -> dict[str, flo
         )
         for r in range(ROUNDS)
     )
+    out["changes, cold"] = statistics.median(
+        cold_changes(store, T0 + r * STEP, T0 + (r + 1) * STEP) for r in range(ROUNDS)
+    )
     return out
+
+
+def cold_changes(store: oms.GrainStore, since: int, until: int) -> float:
+    """``changes`` with no grain in the store's cache: each read from the store,
+    as in a process that did not write them."""
+    store.core._cache.clear()
+    start = time.perf_counter()
+    store.changes(since, until)
+    return time.perf_counter() - start
 
 
 def oxilite_side(

@@ -127,15 +127,20 @@ def test_the_delta_is_the_difference_of_the_two_points(
     history: list[Step], a: int, b: int
 ) -> None:
     built = build(history)
+    built.core.intervals.read_at_question = 1
     since, until = T0 + a * DAY, T0 + b * DAY
     points = {"both": (since, since), "valid": (since, until), "system": (until, since)}
-    for axis, (valid, known) in points.items():
-        before = {g.address for g in built.beliefs(valid_at=valid, as_of=known)}
-        after = {g.address for g in built.beliefs(valid_at=until, as_of=until)}
-        delta = built.changes(since, until, axis=axis)  # type: ignore[arg-type]
-        assert [g.address for g in delta.entered] == [
-            g.address
-            for g in built.beliefs(valid_at=until, as_of=until)
-            if g.address not in before
-        ], axis
-        assert {g.address for g in delta.left} == before - after, axis
+    # Asked of the grain layer's delta query, and of the interval layer's
+    # extents where the backend keeps them (embedded stores).
+    for layer in (False, built.backend.intervals):
+        built.backend.intervals = layer
+        for axis, (valid, known) in points.items():
+            before = {g.address for g in built.beliefs(valid_at=valid, as_of=known)}
+            after = {g.address for g in built.beliefs(valid_at=until, as_of=until)}
+            delta = built.changes(since, until, axis=axis)  # type: ignore[arg-type]
+            assert [g.address for g in delta.entered] == [
+                g.address
+                for g in built.beliefs(valid_at=until, as_of=until)
+                if g.address not in before
+            ], (axis, layer)
+            assert {g.address for g in delta.left} == before - after, (axis, layer)

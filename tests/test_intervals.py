@@ -242,6 +242,22 @@ def test_a_read_only_opening_keeps_no_layer(tmp_path: Any) -> None:
     writer.close()
 
 
+def delta(
+    store: oms.GrainStore, since: int, until: int, axis: str, *, layer: bool
+) -> tuple[list[str], list[str]]:
+    """``changes`` as the layer answers it, or as the grain layer's delta query
+    does (the layer switched off for the call)."""
+    store.backend.intervals = layer
+    try:
+        found = store.changes(since, until, axis=axis)  # type: ignore[arg-type]
+    finally:
+        store.backend.intervals = True
+    return [g.address for g in found.entered], [g.address for g in found.left]
+
+
+AXES = ("both", "valid", "system")
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     history=time_travel_steps,
@@ -270,6 +286,13 @@ def test_the_layer_kept_up_write_by_write_answers_as_the_point(
             layer.named_at_most = 0
             assert answer(store.query(query, **point)) == expected, (step, point)
             layer.named_at_most = Intervals.named_at_most
+        # What changed between two of the points: the beliefs' extents the layer
+        # keeps give what the delta query over every bound gives, in its order.
+        (a, _), (b, _) = probes[0], probes[-1]
+        since, until = T0 + a * DAY, T0 + b * DAY
+        for axis in AXES:
+            expected = delta(store, since, until, axis, layer=False)
+            assert delta(store, since, until, axis, layer=True) == expected, axis
     built = layer.store
     assert built is not None
     store.query(query, valid_at=T0, as_of=T0)
@@ -326,3 +349,40 @@ def test_a_write_larger_than_a_catch_up_has_the_layer_read_whole() -> None:
     assert int(rows[0]["n"].value) == 1_201
     assert layer.store is not small  # read whole, not caught up triple by triple
     assert layer.versions == 1_201
+
+
+def test_the_delta_of_the_layer_follows_rank_namespace_and_named_graphs() -> None:
+    """The layer's delta orders by the rank evidence earned, keeps to a
+    namespace, and counts beliefs of adopted named graphs, as the delta query."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    store.core.intervals.read_at_question = 1
+    trig = f"<{EX}g> {{ <{EX}a> <{EX}r> <{EX}b> }} <{EX}a> <{EX}r> <{EX}c> ."
+    store.import_(io.BytesIO(trig.encode()), format="trig")
+    clock[0] = T0 + DAY
+    low = store.put(oms.Belief(f"{EX}x", f"{EX}r", "low", 0.3, created_at=clock[0]))
+    high = store.put(oms.Belief(f"{EX}x", f"{EX}s", "high", 0.8, created_at=clock[0]))
+    other = store.put(oms.Belief(f"{EX}x", f"{EX}t", "elsewhere", 0.5,
+                                 created_at=clock[0], namespace="other"))  # fmt: skip
+    since, until = T0 - DAY, T0 + 2 * DAY
+    entered, left = delta(store, since, until, "both", layer=True)
+    # The two adopted triples first (confidence 1), then by confidence.
+    assert entered[2:] == [high, other, low] and len(entered) == 5 and not left
+    for _ in range(6):  # supporting evidence lifts the low belief's rank
+        store.evidence(low, "supporting", strength=0.9)
+    assert store.status(low).effective_confidence > 0.3
+    for axis in AXES:
+        expected = delta(store, since, until, axis, layer=False)
+        assert delta(store, since, until, axis, layer=True) == expected, axis
+        for namespace in ("other", "shared"):
+            store.backend.intervals = False
+            want = store.changes(since, until, axis=axis, namespace=namespace)
+            store.backend.intervals = True
+            got = store.changes(since, until, axis=axis, namespace=namespace)
+            assert [g.address for g in got.entered] == [
+                g.address for g in want.entered
+            ], (axis, namespace)
+    assert store.core.intervals.store is not None  # the layer answered
+    assert [
+        g.address for g in store.changes(since, until, namespace="other").entered
+    ] == [other]

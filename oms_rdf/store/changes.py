@@ -18,12 +18,20 @@ the grain layer can run too::
     from oms_rdf.rdf.inforce import delta_query
     store.query(delta_query(()), grains=True, validSince=t1, asOfSince=t1,
                 validUntil=t2, asOfUntil=t2)   # datetimes
+
+That query still reads every bound the store holds to find the few between the
+points (Oxigraph has no range index). Where the store keeps the interval layer
+(:mod:`.intervals`, an embedded store's writer), the same reasoning is asked of
+the beliefs' extents the layer keeps, found by their bounds sorted
+(:mod:`.belief_extents`): the cost is the change's, not the store's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import pyoxigraph as ox
 
 from ..errors import ErrorCode, SchemaError
 from ..rdf.inforce import delta_query
@@ -75,6 +83,9 @@ def changes(
         )
     valid, known = points[axis]
     core = questions.core
+    layered = _of_layer(questions, (valid, known), (end, end), namespace)
+    if layered is not None:
+        return layered
     if not core.backend.exact_optionals:
         return _two_points(questions, (valid, known), end, namespace)
     texts, bindings = bound_texts(None, None, namespace)
@@ -88,6 +99,27 @@ def changes(
         entered=GrainList(found["entered"], core.status),
         left=GrainList(found["left"], core.status),
     )
+
+
+def _of_layer(
+    questions: Questions,
+    since: tuple[int, int],
+    until: tuple[int, int],
+    namespace: str | None,
+) -> Changes | None:
+    """The delta from the beliefs' extents the interval layer keeps
+    (:mod:`.belief_extents`): the beliefs with a bound between the two points,
+    each tested at both. None where the layer does not answer."""
+    core = questions.core
+    ns = None if namespace is None else str(ox.Literal(namespace))
+    with core.lock:  # the layer and the grains of one state of the store
+        if core.intervals.ready(core.backend) is None:
+            return None
+        entered, left = core.intervals.beliefs.changed(since, until, ns)
+        return Changes(
+            entered=GrainList(core.get_many(entered), core.status),
+            left=GrainList(core.get_many(left), core.status),
+        )
 
 
 def _two_points(

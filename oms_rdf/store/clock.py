@@ -34,6 +34,7 @@ from ..errors import ErrorCode, StoreError, TimeRangeError
 from ..rdf.mapping import Row, nt_literal
 from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS, XSD
+from .lookup import count_grains
 
 if TYPE_CHECKING:
     from .core import Core
@@ -218,7 +219,7 @@ def load_history(
         if namespace is None and not core.is_empty():
             raise StoreError(
                 "history is loaded only into a store that holds no grain yet, "
-                f"or into a namespace that holds none: this store holds {len(core)}, "
+                f"or into a namespace that holds none: this store holds {count_grains(core.backend)}, "
                 "whose past may have been asked (give namespace=)",
                 code=ErrorCode.CONFLICT,
             )

@@ -22,6 +22,11 @@ grains those rows are about are read again before the next question. A write
 whose rows are not seen (an import, an erasure) calls :meth:`Intervals.forget`,
 and the layer is read whole again when next asked.
 
+Each belief's own extents are kept too, found by their bounds
+(:mod:`.belief_extents`), so that what changed between two points is found at
+the cost of the change (:mod:`.changes`); those of adopted named graphs are kept
+there, though only the default graph's triples have versions.
+
 Extents are written into the graph's IRI as four fixed-width numbers, so that a
 query can also test them where too many graphs hold the point to name them
 (:func:`extent_test`).
@@ -29,6 +34,7 @@ query can also test them where too many graphs hold the point to name them
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +47,7 @@ from ..backends.base import Backend
 from ..rdf.clause import GrainClause
 from ..rdf.mapping import Row
 from ..rdf.vocab import OMS, RDF
+from .belief_extents import BeliefExtents, Held
 from .lookup import millis_of
 from .querytext import UnreadableError
 
@@ -58,10 +65,16 @@ Extent = tuple[int, int | None, int, int | None]
 Triple = tuple[Any, Any, Any]  # subject, predicate, object: pyoxigraph terms
 
 _NODE_PREFIX = "<nih:sha-256;"
-_GRAINS = f"""SELECT ?g ?s ?p ?o ?vf ?vt ?sf ?st ?void ?next WHERE {{
+# Each grain with a triple, its times, and what its delta needs (belief_extents):
+# versions are made of those without a named graph.
+_GRAINS = f"""SELECT ?g ?s ?p ?o ?vf ?vt ?sf ?st ?void ?next ?kg ?ns ?conf ?earned
+WHERE {{
   ?g {RDF.subject} ?s ; {RDF.predicate} ?p ; {RDF.object} ?o ;
      {OMS.validFrom} ?vf ; {OMS.systemFrom} ?sf .
-  FILTER NOT EXISTS {{ ?g {OMS.graph} ?anyGraph }}
+  OPTIONAL {{ ?g {OMS.graph} ?kg }}
+  OPTIONAL {{ ?g {OMS.namespace} ?ns }}
+  OPTIONAL {{ ?g {OMS.confidence} ?conf }}
+  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.effectiveConfidence} ?earned }} }}
   OPTIONAL {{ ?g {OMS.validTo} ?vt }}
   OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?st }} }}
   OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.voidedAt} ?void }} }}
@@ -190,6 +203,10 @@ class _Grain:
     triple: Triple
     times: dict[str, int | None]
     typed: bool = True  # every time an xsd:dateTime with a time zone
+    named: bool = False  # in a named graph: not a version of the default graph
+    namespace: str | None = None  # N-Triples text of the literal
+    confidence: float | None = None
+    earned: float | None = None  # the effective confidence, once evidence moved it
 
     def take(self, name: str, ms: int | None) -> None:
         """One value of a time (None: not an ``xsd:dateTime`` with a zone)."""
@@ -200,6 +217,36 @@ class _Grain:
         if old is not None:
             ms = min(old, ms) if name in _LEAST else max(old, ms)
         self.times[name] = ms
+
+    def mark(
+        self, named: bool, namespace: str | None, confidence: str, earned: str
+    ) -> None:
+        """What a delta needs (the numbers as their lexical forms; "": none)."""
+        self.named = self.named or named
+        if self.namespace is None and namespace is not None:
+            self.namespace = sys.intern(namespace)  # one text for all its beliefs
+        if self.confidence is None and confidence:
+            self.confidence = _number(confidence)
+        if self.earned is None and earned:
+            self.earned = _number(earned)
+
+    def held(self, address: str, extents: list[Extent]) -> Held | None:
+        """The belief's record for its delta; None where it is not a belief
+        (no confidence)."""
+        if self.confidence is None:
+            return None
+        rank = self.confidence if self.earned is None else self.earned
+        sf = self.times["sf"]
+        assert sf is not None
+        return Held(address, tuple(extents), self.namespace, rank, sf)
+
+
+@lru_cache(maxsize=4_096)  # one object for a value many beliefs have
+def _number(lexical: str) -> float:
+    try:
+        return float(lexical)
+    except ValueError:  # not a number: SPARQL orders it apart; so does NaN here
+        return float("nan")
 
 
 # Catching a grain's triple up costs about what reading three grains does, when
@@ -226,11 +273,13 @@ class Intervals:
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
+        self.beliefs = BeliefExtents()  # each belief's, named graphs' too
 
     def forget(self) -> None:
         """Read the layer whole again when next asked."""
         self.store = None
         self.dirty.clear()
+        self.beliefs = BeliefExtents()
 
     def saw(
         self, removed: Iterable[Row], added: Iterable[Row], *, whole: bool = False
@@ -246,7 +295,11 @@ class Intervals:
                 )
 
     def ready(self, backend: Backend) -> ox.Store | None:
-        """The layer, up to date with ``backend``; None when it cannot answer."""
+        """The layer, up to date with ``backend``; None when it cannot answer:
+        a backend that is not in this process, or that other processes write
+        (see :attr:`.Backend.intervals`)."""
+        if not backend.intervals or backend.shared:
+            return None
         most = _CAUGHT_UP_AT_MOST + self.versions // _GRAINS_READ_PER_CATCH_UP
         if len(self.dirty) > most:
             self.forget()  # a large write: reading the layer whole costs less
@@ -277,10 +330,11 @@ class Intervals:
             True,
         )
         self.versions = 0
+        self.beliefs = BeliefExtents()
         by_triple: dict[Triple, list[list[Extent]]] = {}
         grains = _read_text(backend)
-        for grain in _read(backend, {}) if grains is None else grains:
-            by_triple.setdefault(grain.triple, []).append(self._extents(grain))
+        for node, grain in _read(backend, {}) if grains is None else grains:
+            self._take(node, grain, by_triple.setdefault(grain.triple, []))
         self._add(by_triple)
 
     def _catch_up(self, backend: Backend) -> None:
@@ -293,6 +347,7 @@ class Intervals:
             ]
             if found[0] and found[1] and found[2]:
                 triples.add((found[0].object, found[1].object, found[2].object))
+            self.beliefs.drop(_address(node))  # read again with its triple, if held
         self.dirty.clear()
         store = self.store
         assert store is not None
@@ -305,9 +360,19 @@ class Intervals:
         by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
         for triple in triples:
             s, p, o = triple
-            for one in _read(backend, {"s": s, "p": p, "o": o}):
-                by_triple[triple].append(self._extents(one))
+            for node, one in _read(backend, {"s": s, "p": p, "o": o}):
+                self._take(node, one, by_triple[triple])
         self._add(by_triple)
+
+    def _take(self, node: str, grain: _Grain, versions: list[list[Extent]]) -> None:
+        """A grain read: its extents, among its triple's versions unless it is
+        in a named graph, and its belief's record."""
+        extents = self._extents(grain)
+        if not grain.named:
+            versions.append(extents)
+        held = grain.held(_address(node), extents)
+        if held is not None:
+            self.beliefs.put(held)
 
     def _extents(self, grain: _Grain) -> list[Extent]:
         if not grain.typed:
@@ -354,7 +419,7 @@ _LEAST, _MOST = frozenset({"vf", "sf", "void"}), frozenset({"vt", "st", "next"})
 _TIMES = ("vf", "vt", "sf", "st", "void", "next")  # columns 4 to 9 of _GRAINS
 
 
-def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
+def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[tuple[str, _Grain]]:
     """The beliefs of the default knowledge graph (of one triple, if bound),
     each with its times."""
     grains: dict[Any, _Grain] = {}
@@ -373,10 +438,17 @@ def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[_Grain]:
                 if ms == -1:
                     ms = millis[term] = millis_of(term)
                 grain.take(name, ms)
-    return grains.values()
+        kg, ns, confidence, earned = row[10], row[11], row[12], row[13]
+        grain.mark(
+            kg is not None,
+            None if ns is None else str(ns),
+            "" if confidence is None else confidence.value,
+            "" if earned is None else earned.value,
+        )
+    return [(str(node), grain) for node, grain in grains.items()]
 
 
-def _read_text(backend: Backend) -> Iterable[_Grain] | None:
+def _read_text(backend: Backend) -> Iterable[tuple[str, _Grain]] | None:
     """:func:`_read` of the whole store from the query's answer as text (TSV,
     written by the engine): its triples as N-Triples text, no term made in
     Python for each of them. None where a term has no N-Triples text here (a
@@ -402,7 +474,9 @@ def _read_text(backend: Backend) -> Iterable[_Grain] | None:
                 if ms == -1:
                     ms = millis[cell] = _cell_millis(cell)
                 grain.take(name, ms)
-    return grains.values()
+        kg, ns, confidence, earned = cells[10:14]
+        grain.mark(bool(kg), ns or None, _lexical(confidence), _lexical(earned))
+    return grains.items()
 
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -415,6 +489,11 @@ def _cell_millis(cell: str) -> int | None:
         return None
     lexical = cell[1 : -len(_DATETIME_CELL)]
     return millis_of(ox.Literal(lexical, datatype=ox.NamedNode(_XSD + "dateTime")))
+
+
+def _lexical(cell: str) -> str:
+    """A number's lexical form from its TSV cell (written short, or typed)."""
+    return cell[1 : cell.index('"', 1)] if cell.startswith('"') else cell
 
 
 def _nt(cell: str) -> str | None:
@@ -430,6 +509,11 @@ def _nt(cell: str) -> str | None:
     else:
         kind = "decimal" if "." in cell else "integer"
     return f'"{cell}"^^<{_XSD}{kind}>'
+
+
+def _address(node: str) -> str:
+    """The address of a grain node written as N-Triples (``<nih:sha-256;…>``)."""
+    return node[len(_NODE_PREFIX) : -1]
 
 
 def _extent_of(graph: Any) -> Extent:

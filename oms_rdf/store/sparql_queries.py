@@ -278,8 +278,6 @@ class SparqlQueries:
         it cannot order, or a process's first question (see Intervals)."""
         core = self.core
         backend = core.backend
-        if not backend.intervals or backend.shared:
-            return None
         if _form(sparql) not in _PLAIN_FORMS:
             return None
         clock = core.clock
