@@ -345,3 +345,78 @@ def test_an_import_of_past_times_into_a_store_with_grains_is_refused(
     assert dump(store) == before
     store.import_(tmp_path / "later.trig")  # after the last commit: taken
     assert [g["subject"] for g in store.beliefs("di")] == ["di"]
+
+
+# --- the guarantee is the store's: recorded, kept by every opening --------------
+
+
+def test_every_later_opening_keeps_the_guarantee(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with oms.GrainStore(path, forward_only=True) as store:
+        store.put(belief("ann", "Acme", T0 + 70))
+    with oms.GrainStore(path) as store:  # no flag: the store's settings say it
+        before = dump(store)
+        with pytest.raises(oms.TimeRangeError):
+            store.put(belief("bo", "Initech", T0 + 69))
+        assert dump(store) == before
+        store.put(belief("bo", "Initech", T0 + 71))
+    with pytest.raises(oms.StoreError) as refused:
+        oms.GrainStore(path, forward_only=False)
+    assert refused.value.code == "ERR_CONFLICT"
+    assert "moves forward only" in str(refused.value)
+
+
+def test_a_read_only_opening_cannot_make_a_store_forward_only(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with oms.GrainStore(path) as store:
+        store.put(belief("ann", "Acme", T0 + 70))
+    with pytest.raises(oms.StoreError) as refused:
+        oms.GrainStore(path, read_only=True, forward_only=True)
+    assert refused.value.code == "ERR_CONFLICT"
+    with oms.GrainStore(path) as store:  # nothing was recorded
+        store.put(belief("bo", "Initech", T0 + 10))
+
+
+def test_the_command_line_makes_a_store_forward_only(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from oms_rdf.cli import cli
+
+    db = str(tmp_path / "db")
+    late, early = tmp_path / "late.json", tmp_path / "early.json"
+    late.write_text(json.dumps(belief("ann", "Acme", T0 + 70)))
+    early.write_text(json.dumps(belief("bo", "Initech", T0 + 10)))
+    made = CliRunner().invoke(cli, ["--store", db, "--forward-only", "put", str(late)])
+    assert made.exit_code == 0, made.output
+    refused = CliRunner().invoke(cli, ["--store", db, "put", str(early)])
+    assert refused.exit_code == 1 and "ERR_RANGE" in refused.output, refused.output
+    with oms.GrainStore(db, read_only=True) as store:
+        assert [g["subject"] for g in store.beliefs()] == ["ann"]
+        setting = (OMS.settings, OMS.forwardOnly, None, OMS.index)
+        assert len(list(store.core.backend.quads(*setting))) == 1
+
+
+def test_the_http_server_keeps_a_forward_only_store_so(tmp_path: Path) -> None:
+    """Served as it is (no flag), a store that records the guarantee refuses a
+    transaction that would write before its last commit, and writes nothing."""
+    import httpx
+    from test_http_abuse import ADMIN, bearer, start, stop
+
+    path = tmp_path / "db"
+    with oms.GrainStore(path, forward_only=True) as store:
+        store.put(belief("ann", "Acme", T0 + 70))
+    served = start(path)
+    try:
+        answer = httpx.post(
+            served.base + "/v1/transactions",
+            json={"operations": [{"op": "put", "fact": belief("bo", "X", T0 + 10)}]},
+            headers=bearer(ADMIN),
+            timeout=30,
+        )
+        assert answer.status_code == 409 and "ERR_RANGE" in answer.text, answer.text
+    finally:
+        stop(served)
+    with oms.GrainStore(path, read_only=True) as store:
+        assert [g["subject"] for g in store.beliefs()] == ["ann"]

@@ -79,6 +79,13 @@ def said(exc: Exception) -> str:
     help="The base URL of a Virtuoso server, http(s)://[user:password@]host:port "
     "(or $OMS_RDF_VIRTUOSO); a user needs the SPARQL_UPDATE role to write.",
 )
+@click.option(
+    "--forward-only",
+    is_flag=True,
+    help="System time moves forward only: a write dated before the store's last "
+    "commit is refused, so past as-of answers are final. Recorded in the store, "
+    "and kept by every later opening.",
+)
 @click.version_option(package_name="oms-rdf")
 @click.pass_context
 def cli(
@@ -89,10 +96,16 @@ def cli(
     update_url: str | None,
     store_url: str | None,
     virtuoso: str | None,
+    forward_only: bool,
 ) -> None:
     """Open Memory Specification grains as a bi-temporal RDF knowledge graph."""
     endpoints = None if query_url is None else (query_url, update_url, store_url)
-    ctx.obj = Where(virtuoso=virtuoso, endpoints=endpoints, path=store_path)
+    ctx.obj = Where(
+        virtuoso=virtuoso,
+        endpoints=endpoints,
+        path=store_path,
+        forward_only=forward_only,
+    )
 
 
 def store_after_command(

@@ -36,6 +36,7 @@ class Where:
     virtuoso: str | None = None
     endpoints: tuple[str, str | None, str | None] | None = None
     path: str | None = None
+    forward_only: bool = False  # --forward-only: recorded in the store's settings
 
 
 def open_store(
@@ -62,6 +63,8 @@ def open_store(
         StoreError: ERR_STORE for a store another process holds, for a write.
     """
     where = where_of(ctx, path)
+    if where.forward_only:
+        options.setdefault("forward_only", True)
     if where.virtuoso is not None:
         return closing(ctx, GrainStore(backend=virtuoso(where.virtuoso), **options))
     if where.endpoints is not None:
@@ -81,7 +84,9 @@ def open_store(
 def where_of(ctx: click.Context, path: str | None = None) -> Where:
     """The group's :class:`Where`, or the command's own ``--store`` ``path``."""
     where: Where = ctx.find_root().obj
-    return where if path is None else Where(path=path)
+    if path is None:
+        return where
+    return Where(path=path, forward_only=where.forward_only)
 
 
 def made_store(ctx: click.Context) -> Path | None:

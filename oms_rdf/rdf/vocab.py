@@ -99,7 +99,7 @@ RELATED_PROPERTIES = {
 INDEX_PROPERTIES = names("""
     status verificationStatus supersededBy systemTo voidedAt invalidationType
     invalidationReason invalidationInitiator needsReview operation at actor target
-    result reason count baseIri entityRelation blob envelope signedBy pendingErasure
+    result reason count baseIri entityRelation forwardOnly blob envelope signedBy pendingErasure
     evidenceFor evidenceKind strength note logRatio sprtStatus sprtEntered
     effectiveConfidence conflictsWith erasedAt
 """)

@@ -124,7 +124,10 @@ class GrainStore:
             see the store as of the opening; every write is refused (ERR_STORE).
         forward_only: system time moves forward only: a write recording a
             system time before the store's last commit is refused (ERR_RANGE),
-            except inside :meth:`load_history` (see :mod:`.clock`).
+            except inside :meth:`load_history` (see :mod:`.clock`). True records
+            it in the store's settings, and every later opening keeps it; None
+            (the default) takes what the store records; False refuses a store
+            that records it (ERR_CONFLICT).
 
     The store holds its parts, each a module with one job: the ``core`` (backend,
     settings, reads, the one write path), ``questions`` (beliefs, their history),
@@ -147,7 +150,7 @@ class GrainStore:
         auto_revise: bool = False,
         authorized: Iterable[str] = (),
         read_only: bool = False,
-        forward_only: bool = False,
+        forward_only: bool | None = None,
     ) -> None:
         if backend is None:
             backend = LocalBackend(path, read_only=read_only)

@@ -13,6 +13,10 @@ Loading history (``with store.load_history():``) is the one way to
 write past system times, into a store or namespace that holds nothing yet; the
 store's writes are then checked from the latest time it loaded.
 
+The guarantee is the store's, not a process's: once a store is opened
+``forward_only``, its settings record it (``oms:forwardOnly``), and every later
+opening (the command line, the HTTP server, a notebook) keeps it.
+
 >>> from oms_rdf.rdf.mapping import millis_literal
 >>> rows = [("<g>", str(OMS.systemFrom), str(millis_literal(5)), "")]
 >>> recorded(rows)
@@ -98,6 +102,39 @@ class SystemClock:
         self.loaded: set[str] = set()  # grain nodes of that namespace written
         self._last: int | None = None
         self._read = False
+
+    @classmethod
+    def opened(
+        cls, backend: Backend, wanted: bool | None, *, read_only: bool
+    ) -> SystemClock:
+        """The clock of a store as opened: forward only as its settings record,
+        or as ``wanted`` (True: recorded now, for every later opening; None: as
+        recorded).
+
+        Raises:
+            StoreError: ERR_CONFLICT for ``wanted=False`` where the store records it
+                (its past answers were promised final), or ``wanted=True`` for a
+                read-only opening of a store that does not record it.
+        """
+        setting = (OMS.settings, OMS.forwardOnly, None, OMS.index)
+        held = next(backend.quads(*setting), None) is not None
+        if wanted is None or wanted == held:
+            return cls(held)
+        if held:
+            raise StoreError(
+                "this store moves forward only (its settings record it): what it "
+                "answered as of a past time is final, so it cannot be opened to take "
+                "past system times; load history into a new store instead",
+                code=ErrorCode.CONFLICT,
+            )
+        if read_only:
+            raise StoreError(
+                "a read-only opening cannot make a store forward only: open it for "
+                "writing once with forward_only=True",
+                code=ErrorCode.CONFLICT,
+            )
+        backend.add([Quad(OMS.settings, OMS.forwardOnly, Literal(True), OMS.index)])
+        return cls(True)
 
     def forget(self) -> None:
         """Read the store again at the next write (after a bulk write, or where

@@ -84,7 +84,7 @@ class Core:
         entity_relations: Iterable[str] = (),
         clock: Callable[[], int] | None = None,
         read_only: bool = False,
-        forward_only: bool = False,
+        forward_only: bool | None = None,
     ) -> None:
         self.backend = backend
         self.read_only = read_only
@@ -102,10 +102,10 @@ class Core:
         self.now_watch = NowWatch()
         self.intervals = Intervals()  # versions by extent, kept up as now_watch is
         self.pending: Pending | None = None  # an open transaction's writes
-        self.system = SystemClock(forward_only)  # see clock.py
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         self.settings = self._settings(base_iri, frozenset(entity_relations))
+        self.system = SystemClock.opened(backend, forward_only, read_only=read_only)
 
     def _settings(
         self, base_iri: str | None, relations: frozenset[str]
