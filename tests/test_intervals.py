@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from itertools import product
 from typing import Any
 
 import pytest
@@ -15,7 +16,14 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
-from oms_rdf.store.intervals import Extent, Intervals, rectangles, versions
+from oms_rdf.store.intervals import (
+    Extent,
+    Intervals,
+    VersionClause,
+    rectangles,
+    versions,
+)
+from oms_rdf.store.rewrite import rewrite
 from tests.test_lookup import link
 from tests.test_time_travel import WORKS_AT, play
 from tests.test_time_travel import steps as time_travel_steps
@@ -274,12 +282,13 @@ def test_the_layer_kept_up_write_by_write_answers_as_the_point(
     store = oms.GrainStore(clock=lambda: clock[0])
     layer = store.core.intervals
     layer.read_at_question = 1
-    query = f"SELECT ?s ?o WHERE {{ ?s <{WORKS_AT}> ?o }}"
+    scan = f"SELECT ?s ?o WHERE {{ ?s <{WORKS_AT}> ?o }}"  # may name the graphs
+    join = f"SELECT ?s ?o ?p WHERE {{ ?s <{WORKS_AT}> ?o . ?p <{WORKS_AT}> ?o }}"
     day = 0
     for step in [None, *history]:
         if step is not None:
             day = play(store, clock, day, step)
-        for valid_day, known_day in probes:
+        for (valid_day, known_day), query in product(probes, (scan, join)):
             point = {"valid_at": T0 + valid_day * DAY, "as_of": T0 + known_day * DAY}
             expected = answer(store.snapshot(**point).query(query))
             assert answer(store.query(query, **point)) == expected, (step, point)
@@ -295,7 +304,7 @@ def test_the_layer_kept_up_write_by_write_answers_as_the_point(
             assert delta(store, since, until, axis, layer=True) == expected, axis
     built = layer.store
     assert built is not None
-    store.query(query, valid_at=T0, as_of=T0)
+    store.query(scan, valid_at=T0, as_of=T0)
     assert layer.store is built  # kept up, never read again
 
 
@@ -386,3 +395,52 @@ def test_the_delta_of_the_layer_follows_rank_namespace_and_named_graphs() -> Non
     assert [
         g.address for g in store.changes(since, until, namespace="other").entered
     ] == [other]
+
+
+def test_a_scan_over_many_extents_names_the_graphs_in_force() -> None:
+    """Past the extents a dataset names, a query of one scan still names the
+    graphs in force where they are fewer than its predicate's versions (each a
+    lookup, against a row filtered by its graph's name); a lookup, a join, a
+    VALUES or a predicate with fewer versions tests the extents."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    first = []
+    for i in range(80):  # a belief at a time: an extent each
+        clock[0] = T0 + i * DAY
+        first.append(store.put(oms.Belief(f"{EX}p{i}", f"{EX}worksAt", f"{EX}org{i % 5}",
+                                          0.9, created_at=clock[0])))  # fmt: skip
+    for i, old in enumerate(first[:40]):  # superseded: versions out of force later
+        clock[0] = T0 + (80 + i) * DAY
+        store.supersede(old, {"type": "belief", "subject": f"{EX}p{i}",
+                              "relation": f"{EX}worksAt", "object": f"{EX}org9",
+                              "confidence": 0.9, "created_at": clock[0]})  # fmt: skip
+    clock[0] = T0 + 200 * DAY
+    store.put(oms.Belief(f"{EX}p0", f"{EX}rare", "x", 0.9, created_at=clock[0]))
+    layer = store.core.intervals
+    layer.read_at_question = 1
+    valid, known = T0 + 30 * DAY, T0 + 30 * DAY
+    store.query(QUERIES[0], valid_at=valid, as_of=known)  # the layer is read here
+    assert len(layer.extents) > layer.named_at_most
+
+    def chosen(query: str) -> list[Any] | None:
+        clause = VersionClause(None, (), valid_at=valid, as_of=known)
+        text = rewrite(query, clause, lateral=True)
+        assert text is not None
+        return layer.scan_graphs(text, valid, known)
+
+    scan = f"SELECT ?o (COUNT(?s) AS ?n) WHERE {{ ?s <{EX}worksAt> ?o }} GROUP BY ?o"
+    named = chosen(scan)
+    assert named is not None and len(named) == 31  # in force then: p0..p30
+    assert named == sorted(named, key=lambda g: g.value)  # the order of names
+    assert layer.of_predicate[f"<{EX}worksAt>"] > len(named)
+    for refused in [
+        f"SELECT ?o WHERE {{ <{EX}p3> <{EX}worksAt> ?o }}",
+        f"SELECT ?s ?d WHERE {{ ?s <{EX}worksAt> ?o . ?s <{EX}worksAt> ?d }}",
+        f"SELECT ?o WHERE {{ VALUES ?s {{ <{EX}p3> }} ?s <{EX}worksAt> ?o }}",
+        f"SELECT ?s WHERE {{ ?s <{EX}rare> ?o }}",  # 1 version: testing it is cheaper
+    ]:
+        assert chosen(refused) is None, refused
+    for query in [scan, f"SELECT ?s WHERE {{ ?s <{EX}rare> ?o }}"]:
+        for point in [{"valid_at": valid, "as_of": known}, {}]:
+            expected = answer(store.snapshot(**point).query(query))
+            assert answer(store.query(query, **point)) == expected, (query, point)

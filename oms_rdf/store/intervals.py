@@ -34,6 +34,7 @@ query can also test them where too many graphs hold the point to name them
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -131,6 +132,24 @@ class VersionClause(GrainClause):
         version = f"?_omsv_{atom}"
         test = extent_test(version, self.valid_at, self.as_of)
         return f"GRAPH {version} {{ {s} {p} {o} }} {test}"
+
+
+# A query whose rewrite has one triple pattern, variables at both ends, and
+# nothing that binds them first (VALUES, BIND, another pattern, a path).
+_SCAN = re.compile(
+    r"(?is)(?!.*\b(?:VALUES|BIND|SERVICE)\b)(?!.*_omsv_2\b)"
+    r".*GRAPH \?_omsv_1 \{ [?$]\w+ (?P<p><[^<>\s]*>) [?$]\w+ \}.*"
+)
+
+
+_POINTS_KEPT = 16  # points whose graphs are kept until the layer changes
+
+
+def _name_order(extent: Extent) -> tuple[int, int, int, int]:
+    """An extent's place in the order of its graph's name (an open end, spelt
+    with the largest number, last)."""
+    sf, st, vf, vt = extent
+    return (sf, _OPEN if st is None else st, vf, _OPEN if vt is None else vt)
 
 
 def _before(a: int, b: int | None) -> bool:
@@ -270,6 +289,8 @@ class Intervals:
         self.store: ox.Store | None = None
         self.extents: Counter[Extent] = Counter()  # versions per extent
         self.versions = 0  # of them all
+        self.of_predicate: Counter[str] = Counter()  # versions by predicate
+        self._graphs_at: dict[tuple[int, int], list[ox.NamedNode]] = {}
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
@@ -313,14 +334,42 @@ class Intervals:
         return self.store if self.usable else None
 
     def graphs_at(self, valid_at: int, as_of: int) -> list[ox.NamedNode]:
-        """The graphs whose extent holds the point."""
-        held = [
-            _graph(e)
-            for e in self.extents
-            if e[0] <= as_of and _before(as_of, e[1]) and e[2] <= valid_at
-            and _before(valid_at, e[3])
-        ]  # fmt: skip
-        return sorted(held, key=lambda g: g.value)  # one order, however made
+        """The graphs whose extent holds the point, in the order of their names
+        (one order, however the layer was made); kept for the last few points
+        asked until the layer changes."""
+        point = (valid_at, as_of)
+        found = self._graphs_at.get(point)
+        if found is None:
+            held = [
+                e
+                for e in self.extents
+                if e[0] <= as_of and (e[1] is None or as_of < e[1])
+                and e[2] <= valid_at and (e[3] is None or valid_at < e[3])
+            ]  # fmt: skip
+            held.sort(key=_name_order)
+            found = [_graph(e) for e in held]
+            if len(self._graphs_at) >= _POINTS_KEPT:
+                self._graphs_at.clear()
+            self._graphs_at[point] = found
+        return found
+
+    def scan_graphs(
+        self, rewritten: str, valid_at: int, as_of: int
+    ) -> list[ox.NamedNode] | None:
+        """The graphs in force at the point, where a query rewritten by
+        :class:`VersionClause` is one scan (a single triple pattern, its subject
+        and object variables nothing binds) and naming them costs less than
+        testing each version of its predicate; else None.
+
+        Each graph named is one lookup per pattern, and each version tested one
+        row filtered by its graph's name: a scan over many extents is answered
+        faster by naming the few graphs in force, a lookup of a bound subject
+        by testing its few versions."""
+        found = _SCAN.fullmatch(rewritten)
+        if found is None:
+            return None
+        graphs = self.graphs_at(valid_at, as_of)
+        return graphs if len(graphs) <= self.of_predicate[found["p"]] else None
 
     def _build(self, backend: Backend) -> None:
         self.store, self.extents, self.dirty, self.usable = (
@@ -330,6 +379,7 @@ class Intervals:
             True,
         )
         self.versions = 0
+        self.of_predicate = Counter()
         self.beliefs = BeliefExtents()
         by_triple: dict[Triple, list[list[Extent]]] = {}
         grains = _read_text(backend)
@@ -355,6 +405,7 @@ class Intervals:
             for quad in list(store.quads_for_pattern(s, p, o, None)):
                 store.remove(quad)
                 self.extents[_extent_of(quad.graph_name)] -= 1
+                self.of_predicate[str(quad.predicate)] -= 1
                 self.versions -= 1
         self.extents = +self.extents  # drop the extents no version has
         by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
@@ -389,6 +440,7 @@ class Intervals:
     def _add(self, by_triple: dict[Triple, list[list[Extent]]]) -> None:
         """Write the versions of these triples (terms, or N-Triples text)."""
         assert self.store is not None
+        self._graphs_at.clear()  # after a catch-up's removals too
         quads, lines = [], []
         for triple, beliefs in by_triple.items():
             # One belief's extents are disjoint already: the common case.
@@ -397,6 +449,7 @@ class Intervals:
                 if len(beliefs) == 1
                 else versions([e for b in beliefs for e in b])
             )
+            self.of_predicate[str(triple[1])] += len(cut)
             for extent in cut:
                 self.extents[extent] += 1
                 self.versions += 1

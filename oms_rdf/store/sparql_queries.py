@@ -272,7 +272,8 @@ class SparqlQueries:
         (intervals.py): as written, over the graphs of the versions in force
         there, or (more extents than a dataset should name, and a query the
         rewrite takes) with each triple pattern matched in a graph whose extent
-        holds the point. None where the layer does not answer: a backend other
+        holds the point, unless the query is one scan that names fewer graphs
+        than its predicate has versions (Intervals.scan_graphs). None where the layer does not answer: a backend other
         processes write or that is not in this process, a query of named
         graphs, a form other than SELECT, ASK or CONSTRUCT, a store with times
         it cannot order, or a process's first question (see Intervals)."""
@@ -289,12 +290,16 @@ class SparqlQueries:
             layer = core.intervals.ready(backend)
             if layer is None:
                 return None
+            graphs = None
             if len(core.intervals.extents) > core.intervals.named_at_most:
                 clause = VersionClause(None, (), valid_at=valid, as_of=known)
                 text = rewrite(sparql, clause, lateral=True)
                 if text is not None:
-                    return _read_whole(run_query(layer, text, values))
-            graphs = core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
+                    if not values:  # a scan: naming the graphs may cost less
+                        graphs = core.intervals.scan_graphs(text, valid, known)
+                    if graphs is None:
+                        return _read_whole(run_query(layer, text, values))
+            graphs = graphs or core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
             answer = run_query(
                 layer, sparql, values, default_graph=graphs, named_graphs=[]
             )
