@@ -19,6 +19,10 @@ Measured, each the median of a few runs:
   and each round as one commit, ``query(as_of="#tick")`` at P1, and
   ``changes(after, until)`` between adjacent commits.
 
+Then the same queries over a store of N/5 beliefs written as an agent writes it
+(each belief its own system time, so an extent each; supersessions one by one),
+at a point amid its supersessions.
+
 The ratios printed are past / present for each engine (how much a past point
 costs over now, in the same engine and run), and ours / oxilite.
 
@@ -146,6 +150,48 @@ def ours(lines: list[str], rounds: list[list[tuple[int, int]]]) -> dict[str, flo
     return out
 
 
+def one_at_a_time(n: int) -> dict[str, float]:
+    """The same queries over a store written as an agent writes it: each belief
+    with its own system time (an extent each), then 20% of the employers
+    superseded one by one; the point is the middle of those supersessions."""
+    people = n // 2
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    grains = []
+    for i in range(people):
+        clock[0] += 1_000
+        for relation, obj in ((WORKS, f"org{i % ORGS}"), (DEPT, f"dept{i % DEPTS}")):
+            grains.append(oms.Grain.from_dict({
+                "type": "belief", "subject": f"{EX}p{i}", "relation": relation,
+                "object": f"{EX}{obj}", "confidence": 0.9, "created_at": clock[0],
+            }))  # fmt: skip
+    store.put_many(grains)
+    rng = random.Random(7)
+    moved = rng.sample(range(people), int(people * SHARE))
+    for k, person in enumerate(moved):
+        if k == len(moved) // 2:
+            past = clock[0]
+        clock[0] += 1_000
+        (old,) = store.beliefs(f"{EX}p{person}", WORKS)
+        store.supersede(old, {"type": "belief", "subject": f"{EX}p{person}",
+                              "relation": WORKS, "object": f"{EX}org{rng.randrange(ORGS)}",
+                              "confidence": 0.9, "created_at": clock[0]})  # fmt: skip
+    clock[0] += 1_000
+    layer = store.core.intervals
+    layer.read_at_question = 1
+    store.query("ASK {}", valid_at=past, as_of=past)  # the layer is read here
+    out = {"extents": float(len(layer.extents))}
+    start = time.perf_counter()  # the first question at the point finds its graphs
+    store.query(QUERIES["group"], valid_at=past, as_of=past)
+    out["group past, first"] = time.perf_counter() - start
+    now_q = workload(lambda q: store.query(q), people)
+    past_q = workload(lambda q: store.query(q, valid_at=past, as_of=past), people)
+    for name in QUERIES:
+        out[f"{name} now"] = median_time(now_q[name])
+        out[f"{name} past"] = median_time(past_q[name])
+    return out
+
+
 def cold_changes(store: oms.GrainStore, since: int, until: int) -> float:
     """``changes`` with no grain in the store's cache: each read from the store,
     as in a process that did not write them."""
@@ -213,6 +259,14 @@ def main() -> None:
             b[f"{name} past"] / b[f"{name} now"],
         )
         print(f"  {name:8} oms_rdf {ra:7.2f}x   oxilite {rb:7.2f}x")
+    c = one_at_a_time(n // 5)
+    print(
+        f"a belief at a time, N = {n // 5:,} ({c['extents']:,.0f} extents); "
+        f"past / present, and the first question at the point "
+        f"(group: {c['group past, first']:.4f}s):"
+    )
+    for name in QUERIES:
+        print(f"  {name:8} oms_rdf {c[f'{name} past'] / c[f'{name} now']:7.2f}x")
 
 
 if __name__ == "__main__":

@@ -67,3 +67,19 @@ def test_long_query_texts_are_answered_without_being_kept() -> None:
     rows = store.query(query, valid_at=2000, as_of=2000)
     assert [r["o"].value for r in rows] == [ex + "acme"]
     assert all(now > then for now, then in zip(asked(), before, strict=True))
+
+
+def test_a_query_text_is_worked_on_once_unless_it_is_long() -> None:
+    from oms_rdf.rdf.limits import text_cache
+
+    seen: list[int] = []
+
+    @text_cache
+    def size(text: str) -> int:
+        seen.append(len(text))
+        return len(text)
+
+    short, long = "ASK {}", "#" * (CACHED_TEXT_CHARS + 1)
+    answers = [size(short), size(short), size(long), size(long)]
+    assert answers == [6, 6, len(long), len(long)]
+    assert seen == [6, len(long), len(long)]  # the long one is not kept

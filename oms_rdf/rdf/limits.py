@@ -15,6 +15,9 @@ oms_rdf.errors.QueryError: ERR_QUERY: the query nests 65 levels of brackets; the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 from ..errors import QueryError
 
@@ -24,7 +27,10 @@ __all__ = [
     "MAX_UPDATE_CHARS",
     "check_query",
     "nesting_depth",
+    "text_cache",
 ]
+
+T = TypeVar("T")
 
 MAX_DEPTH = 64  # levels of (, [ and { together
 MAX_QUERY_CHARS = 512 * 1024  # a query is text a person or a program writes
@@ -32,6 +38,20 @@ MAX_UPDATE_CHARS = 16 * 1024 * 1024  # INSERT DATA carries data: as big as a bod
 # Query texts up to this size are kept, with what is worked out from them (their
 # rewrite, their check): 256 of them, at most a few MB, whatever a client sends.
 CACHED_TEXT_CHARS = 16 * 1024
+
+
+def text_cache(work: Callable[[str], T]) -> Callable[[str], T]:
+    """``work`` of a query text, kept for the last 256 texts of up to
+    :data:`CACHED_TEXT_CHARS` (a query asked again, at another point, as a
+    dashboard asks it); a longer text is worked on each time."""
+    kept = lru_cache(maxsize=256)(work)
+
+    @wraps(work)
+    def cached(text: str) -> T:
+        return work(text) if len(text) > CACHED_TEXT_CHARS else kept(text)
+
+    return cached
+
 
 _EOL = re.compile(r"[\n\r]")
 _OPENS, _CLOSES = frozenset("([{"), frozenset(")]}")

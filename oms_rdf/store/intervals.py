@@ -46,6 +46,7 @@ import pyoxigraph as ox
 
 from ..backends.base import Backend
 from ..rdf.clause import GrainClause
+from ..rdf.limits import text_cache
 from ..rdf.mapping import Row
 from ..rdf.vocab import OMS, RDF
 from .belief_extents import BeliefExtents, Held
@@ -140,6 +141,13 @@ _SCAN = re.compile(
     r"(?is)(?!.*\b(?:VALUES|BIND|SERVICE)\b)(?!.*_omsv_2\b)"
     r".*GRAPH \?_omsv_1 \{ [?$]\w+ (?P<p><[^<>\s]*>) [?$]\w+ \}.*"
 )
+
+
+@text_cache
+def _scanned(rewritten: str) -> str | None:
+    """The predicate (N-Triples) of a rewritten query that is one scan."""
+    found = _SCAN.fullmatch(rewritten)
+    return None if found is None else found["p"]
 
 
 _POINTS_KEPT = 16  # points whose graphs are kept until the layer changes
@@ -365,11 +373,11 @@ class Intervals:
         row filtered by its graph's name: a scan over many extents is answered
         faster by naming the few graphs in force, a lookup of a bound subject
         by testing its few versions."""
-        found = _SCAN.fullmatch(rewritten)
-        if found is None:
+        predicate = _scanned(rewritten)
+        if predicate is None:
             return None
         graphs = self.graphs_at(valid_at, as_of)
-        return graphs if len(graphs) <= self.of_predicate[found["p"]] else None
+        return graphs if len(graphs) <= self.of_predicate[predicate] else None
 
     def _build(self, backend: Backend) -> None:
         self.store, self.extents, self.dirty, self.usable = (

@@ -21,7 +21,7 @@ from ..codec.grain import Grain
 from ..errors import QueryError
 from ..rdf.clause import IN_FORCE_CALL, During, GrainClause, grain_clause
 from ..rdf.inforce import current_beliefs_query, snapshot_query
-from ..rdf.limits import check_query
+from ..rdf.limits import check_query, text_cache
 from ..rdf.mapping import (
     belief_terms,
     millis_literal,
@@ -564,6 +564,7 @@ def _dataset(
 _PLAIN_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT"})
 
 
+@text_cache
 def _form(sparql: str) -> str | None:
     """The query form (SELECT, ASK, CONSTRUCT, DESCRIBE), None for one that
     names graphs (GRAPH, FROM) or text this reader cannot read."""
