@@ -16,14 +16,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
-from oms_rdf.store.intervals import (
-    Extent,
-    Intervals,
-    VersionClause,
-    rectangles,
-    versions,
-)
-from oms_rdf.store.rewrite import rewrite
+from oms_rdf.store.intervals import Extent, Intervals, rectangles, versions
 from tests.test_lookup import link
 from tests.test_time_travel import WORKS_AT, play
 from tests.test_time_travel import steps as time_travel_steps
@@ -423,10 +416,7 @@ def test_a_scan_over_many_extents_names_the_graphs_in_force() -> None:
     assert len(layer.extents) > layer.named_at_most
 
     def chosen(query: str) -> list[Any] | None:
-        clause = VersionClause(None, (), valid_at=valid, as_of=known)
-        text = rewrite(query, clause, lateral=True)
-        assert text is not None
-        return layer.scan_graphs(text, valid, known)
+        return layer.scan_graphs(query, valid, known)
 
     scan = f"SELECT ?o (COUNT(?s) AS ?n) WHERE {{ ?s <{EX}worksAt> ?o }} GROUP BY ?o"
     named = chosen(scan)

@@ -52,6 +52,7 @@ from ..rdf.vocab import OMS, RDF
 from .belief_extents import BeliefExtents, Held
 from .lookup import millis_of
 from .querytext import UnreadableError
+from .rewrite import rewrite
 
 __all__ = ["EXTENT_PREFIX", "Intervals", "VersionClause", "extent_test", "rectangles"]
 
@@ -144,9 +145,11 @@ _SCAN = re.compile(
 
 
 @text_cache
-def _scanned(rewritten: str) -> str | None:
-    """The predicate (N-Triples) of a rewritten query that is one scan."""
-    found = _SCAN.fullmatch(rewritten)
+def _scanned(query: str) -> str | None:
+    """The predicate (N-Triples) of a query that is one scan, read from its
+    rewrite (the same at every point: rewritten at one)."""
+    rewritten = rewrite(query, VersionClause(None, ()), lateral=True)
+    found = None if rewritten is None else _SCAN.fullmatch(rewritten)
     return None if found is None else found["p"]
 
 
@@ -362,10 +365,10 @@ class Intervals:
         return found
 
     def scan_graphs(
-        self, rewritten: str, valid_at: int, as_of: int
+        self, query: str, valid_at: int, as_of: int
     ) -> list[ox.NamedNode] | None:
-        """The graphs in force at the point, where a query rewritten by
-        :class:`VersionClause` is one scan (a single triple pattern, its subject
+        """The graphs in force at the point, where ``query`` is one scan (its
+        rewrite by :class:`VersionClause` a single triple pattern, its subject
         and object variables nothing binds) and naming them costs less than
         testing each version of its predicate; else None.
 
@@ -373,7 +376,7 @@ class Intervals:
         row filtered by its graph's name: a scan over many extents is answered
         faster by naming the few graphs in force, a lookup of a bound subject
         by testing its few versions."""
-        predicate = _scanned(rewritten)
+        predicate = _scanned(query)
         if predicate is None:
             return None
         graphs = self.graphs_at(valid_at, as_of)

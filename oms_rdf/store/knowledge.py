@@ -151,7 +151,7 @@ class Solutions:
         index = self._index
         with _evaluating():
             for row in self._solutions or ():
-                yield QueryRow(index, tuple(unskolem(term) for term in row))
+                yield QueryRow(index, tuple(map(unskolem, row)))
         self._solutions = None  # read to its end: the engine's result goes
 
     @property

@@ -292,12 +292,12 @@ class SparqlQueries:
                 return None
             graphs = None
             if len(core.intervals.extents) > core.intervals.named_at_most:
-                clause = VersionClause(None, (), valid_at=valid, as_of=known)
-                text = rewrite(sparql, clause, lateral=True)
-                if text is not None:
-                    if not values:  # a scan: naming the graphs may cost less
-                        graphs = core.intervals.scan_graphs(text, valid, known)
-                    if graphs is None:
+                if not values:  # a scan: naming the graphs may cost less
+                    graphs = core.intervals.scan_graphs(sparql, valid, known)
+                if graphs is None:
+                    clause = VersionClause(None, (), valid_at=valid, as_of=known)
+                    text = rewrite(sparql, clause, lateral=True)
+                    if text is not None:
                         return _read_whole(run_query(layer, text, values))
             graphs = graphs or core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
             answer = run_query(
