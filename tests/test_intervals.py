@@ -423,6 +423,8 @@ def test_a_scan_over_many_extents_names_the_graphs_in_force() -> None:
     assert named is not None and len(named) == 31  # in force then: p0..p30
     assert named == sorted(named, key=lambda g: g.value)  # the order of names
     assert layer.of_predicate[f"<{EX}worksAt>"] > len(named)
+    prefixed = f"PREFIX ex: <{EX}> SELECT ?s ?o WHERE {{ ?s ex:worksAt ?o }}"
+    assert chosen(prefixed) == named  # a prefixed name is its IRI
     for refused in [
         f"SELECT ?o WHERE {{ <{EX}p3> <{EX}worksAt> ?o }}",
         f"SELECT ?s ?d WHERE {{ ?s <{EX}worksAt> ?o . ?s <{EX}worksAt> ?d }}",
@@ -434,3 +436,37 @@ def test_a_scan_over_many_extents_names_the_graphs_in_force() -> None:
         for point in [{"valid_at": valid, "as_of": known}, {}]:
             expected = answer(store.snapshot(**point).query(query))
             assert answer(store.query(query, **point)) == expected, (query, point)
+
+
+def test_the_delta_of_the_layer_keeps_to_a_namespace_spelt_with_control_characters() -> (
+    None
+):
+    """The layer read whole takes each namespace from the engine's TSV, which
+    writes some control characters raw; kept up write by write, from terms."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    store.core.intervals.read_at_question = 1
+    odd = ["ctl\x01x", "del\x7fx", "", 'tab\tand "quote"']
+    first = [
+        store.put(oms.Belief(f"{EX}a{i}", f"{EX}r", "x", 0.5, created_at=T0, namespace=ns))
+        for i, ns in enumerate(odd)
+    ]  # fmt: skip
+    since, until = T0 - DAY, T0 + 2 * DAY
+    for ns, address in zip(odd, first, strict=True):  # the layer read whole
+        assert delta(store, since, until, "both", layer=True)[0]  # it answers
+        got = store.changes(since, until, namespace=ns)
+        assert [g.address for g in got.entered] == [address], repr(ns)
+    clock[0] = T0 + DAY
+    later = [
+        store.put(oms.Belief(f"{EX}b{i}", f"{EX}r", "y", 0.5, created_at=clock[0],
+                             namespace=ns))
+        for i, ns in enumerate(odd)
+    ]  # fmt: skip
+    for ns in odd:  # caught up write by write
+        store.backend.intervals = False
+        want = store.changes(since, until, namespace=ns)
+        store.backend.intervals = True
+        got = store.changes(since, until, namespace=ns)
+        assert [g.address for g in got.entered] == [g.address for g in want.entered]
+        assert len(got.entered) == 2, repr(ns)
+    assert later

@@ -364,6 +364,10 @@ def test_every_later_opening_keeps_the_guarantee(tmp_path: Path) -> None:
         oms.GrainStore(path, forward_only=False)
     assert refused.value.code == "ERR_CONFLICT"
     assert "moves forward only" in str(refused.value)
+    with oms.GrainStore(path, read_only=True, forward_only=False) as store:
+        assert store.beliefs("ann")  # a reader takes no time: nothing to refuse
+        assert operations(store).count("forward_only") == 1  # recorded, audited
+        assert store.verify_audit().ok
 
 
 def test_a_read_only_opening_cannot_make_a_store_forward_only(tmp_path: Path) -> None:
@@ -396,6 +400,12 @@ def test_the_command_line_makes_a_store_forward_only(tmp_path: Path) -> None:
         assert [g["subject"] for g in store.beliefs()] == ["ann"]
         setting = (OMS.settings, OMS.forwardOnly, None, OMS.index)
         assert len(list(store.core.backend.quads(*setting))) == 1
+    other = str(tmp_path / "other")
+    CliRunner().invoke(cli, ["--store", other, "put", str(late)])
+    read = CliRunner().invoke(cli, ["--store", other, "--forward-only", "beliefs"])
+    assert read.exit_code == 0, read.output  # a read takes the store's setting
+    with oms.GrainStore(other, read_only=True) as store:
+        assert not list(store.core.backend.quads(*setting))  # and writes none
 
 
 def test_the_http_server_keeps_a_forward_only_store_so(tmp_path: Path) -> None:

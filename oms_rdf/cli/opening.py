@@ -63,7 +63,7 @@ def open_store(
         StoreError: ERR_STORE for a store another process holds, for a write.
     """
     where = where_of(ctx, path)
-    if where.forward_only:
+    if where.forward_only and not read:  # a read takes the store's own setting
         options.setdefault("forward_only", True)
     if where.virtuoso is not None:
         return closing(ctx, GrainStore(backend=virtuoso(where.virtuoso), **options))

@@ -43,7 +43,8 @@ CACHED_TEXT_CHARS = 16 * 1024
 def text_cache(work: Callable[[str], T]) -> Callable[[str], T]:
     """``work`` of a query text, kept for the last 256 texts of up to
     :data:`CACHED_TEXT_CHARS` (a query asked again, at another point, as a
-    dashboard asks it); a longer text is worked on each time."""
+    dashboard asks it); a longer text is worked on each time. What ``work``
+    returns is shared by every caller: it must not be changed."""
     kept = lru_cache(maxsize=256)(work)
 
     @wraps(work)

@@ -24,11 +24,12 @@ Extent = tuple[int, int | None, int, int | None]
 Point = tuple[int, int]  # (valid time, system time)
 
 
-@dataclass(slots=True, eq=False)  # one per belief, hashed by identity; not frozen,
-# since a frozen dataclass is several times slower to make (one per belief read)
+# One per belief, hashed by identity; not frozen, since a frozen dataclass is
+# several times slower to make, and one is made per belief read.
+@dataclass(slots=True, eq=False)
 class Held:
     """What a belief's delta needs: its address, where it is in force, its
-    namespace (N-Triples text of the literal; None: it has none), and what
+    namespace (None: it has none), and what
     orders it as :meth:`GrainStore.beliefs` answers: its rank, then its system
     start."""
 
@@ -58,8 +59,8 @@ class _Bounds:
     """The beliefs with a bound at each time of one axis, the times sorted.
 
     A belief read again or gone stays listed until the lists are made again
-    (:meth:`BeliefExtents.put`): a list entry costs a pointer, where a set's
-    costs several."""
+    (:meth:`BeliefExtents.drop`, once most entries are stale): a list entry
+    costs a pointer, where a set's costs several."""
 
     def __init__(self) -> None:
         self.at: dict[int, list[Held]] = {}
@@ -124,7 +125,7 @@ class BeliefExtents:
         ``since`` (entered), and the other way (left), each highest rank first,
         then latest system start, then by address, as
         :func:`oms_rdf.rdf.inforce.delta_query` orders them (``namespace``:
-        N-Triples text of the literal, or None for all)."""
+        one, or None for all)."""
         candidates: set[Held] = set()
         for system, a, b in ((False, since[0], until[0]), (True, since[1], until[1])):
             for beliefs in self._axes[system].between(min(a, b), max(a, b)):

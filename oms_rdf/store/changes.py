@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyoxigraph as ox
-
 from ..errors import ErrorCode, SchemaError
 from ..rdf.inforce import delta_query
 from ..rdf.mapping import address_of, millis_literal
@@ -111,11 +109,10 @@ def _of_layer(
     (:mod:`.belief_extents`): the beliefs with a bound between the two points,
     each tested at both. None where the layer does not answer."""
     core = questions.core
-    ns = None if namespace is None else str(ox.Literal(namespace))
     with core.lock:  # the layer and the grains of one state of the store
         if core.intervals.ready(core.backend) is None:
             return None
-        entered, left = core.intervals.beliefs.changed(since, until, ns)
+        entered, left = core.intervals.beliefs.changed(since, until, namespace)
         return Changes(
             entered=GrainList(core.get_many(entered), core.status),
             left=GrainList(core.get_many(left), core.status),

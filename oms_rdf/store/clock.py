@@ -43,8 +43,15 @@ from .lookup import count_grains
 if TYPE_CHECKING:
     from .core import Core
 
-__all__ = ["SystemClock", "last_commit", "load_history", "recorded"]
+__all__ = ["FORWARD_ONLY", "SystemClock", "last_commit", "load_history", "recorded"]
 
+# The store's setting that it moves forward only, as a row to write.
+FORWARD_ONLY = (
+    str(OMS.settings),
+    str(OMS.forwardOnly),
+    nt_literal("true", XSD.boolean.value),
+    str(OMS.index),
+)
 _DATETIME = f"^^<{XSD.dateTime.value}>"
 _INTEGER = f"^^<{XSD.integer.value}>"
 _P_NAMESPACE = str(OMS.namespace)
@@ -102,23 +109,24 @@ class SystemClock:
         self.loaded: set[str] = set()  # grain nodes of that namespace written
         self._last: int | None = None
         self._read = False
+        self.unrecorded = False  # forward only since this opening: not recorded yet
 
     @classmethod
     def opened(
         cls, backend: Backend, wanted: bool | None, *, read_only: bool
     ) -> SystemClock:
         """The clock of a store as opened: forward only as its settings record,
-        or as ``wanted`` (True: recorded now, for every later opening; None: as
-        recorded).
+        or as ``wanted`` (True: for every later opening too, the opening records
+        it with an audit event, :data:`FORWARD_ONLY`; None: as recorded).
 
         Raises:
             StoreError: ERR_CONFLICT for ``wanted=False`` where the store records it
                 (its past answers were promised final), or ``wanted=True`` for a
                 read-only opening of a store that does not record it.
         """
-        setting = (OMS.settings, OMS.forwardOnly, None, OMS.index)
+        setting = (OMS.settings, OMS.forwardOnly, Literal(True), OMS.index)
         held = next(backend.quads(*setting), None) is not None
-        if wanted is None or wanted == held:
+        if wanted is None or wanted == held or (read_only and not wanted):
             return cls(held)
         if held:
             raise StoreError(
@@ -133,8 +141,9 @@ class SystemClock:
                 "writing once with forward_only=True",
                 code=ErrorCode.CONFLICT,
             )
-        backend.add([Quad(OMS.settings, OMS.forwardOnly, Literal(True), OMS.index)])
-        return cls(True)
+        clock = cls(True)
+        clock.unrecorded = True  # the store records it with the opening's first write
+        return clock
 
     def forget(self) -> None:
         """Read the store again at the next write (after a bulk write, or where

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Any
 
-from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
+from pyoxigraph import NamedNode, Quad, RdfFormat
 
 from ..backends.base import Backend
 from ..codec import check_address
@@ -19,7 +19,6 @@ from ..codec.schema import BELIEF
 from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, StoreError
 from ..rdf.mapping import (
     NIH_PREFIX,
-    MappingSettings,
     Row,
     address_of,
     grain_iri,
@@ -41,16 +40,17 @@ from ..rdf.sparql import (
     lexical_value,
     update_request,
 )
-from ..rdf.vocab import DEFAULT_BASE, OMS, XSD
+from ..rdf.vocab import OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
-from .clock import SystemClock
+from .clock import FORWARD_ONLY, SystemClock
 from .intervals import Intervals
 from .journal import Journal, recover
 from .now import NowWatch
 from .presence import addresses_with_prefix
 from .progress import Stage
 from .search import SearchIndex, search_texts
+from .settings import mapping_settings
 from .state import CACHE_SIZE, IndexState, Signature
 from .transaction import Pending, refuse_made
 from .writelock import acquire, release
@@ -104,45 +104,12 @@ class Core:
         self.pending: Pending | None = None  # an open transaction's writes
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
-        self.settings = self._settings(base_iri, frozenset(entity_relations))
+        relations = frozenset(entity_relations)
+        self.settings = mapping_settings(backend, base_iri, relations, read_only)
         self.system = SystemClock.opened(backend, forward_only, read_only=read_only)
-
-    def _settings(
-        self, base_iri: str | None, relations: frozenset[str]
-    ) -> MappingSettings:
-        node = OMS.settings
-        stored_base = [
-            lexical_value(q.object)
-            for q in self.backend.quads(node, OMS.baseIri, None, OMS.index)
-        ]
-        stored_rel = frozenset(
-            lexical_value(q.object)
-            for q in self.backend.quads(node, OMS.entityRelation, None, OMS.index)
-        )
-        if stored_base:
-            if base_iri is not None and base_iri != stored_base[0]:
-                raise StoreError(
-                    f"this store was made with base IRI {stored_base[0]!r}, not {base_iri!r}; "
-                    "the mapping must stay a function of the blob and the store's settings",
-                    code=ErrorCode.CONFLICT,
-                )
-            if relations and relations != stored_rel:
-                raise StoreError(
-                    f"this store was made with entity relations {sorted(stored_rel)}, "
-                    f"not {sorted(relations)}",
-                    code=ErrorCode.CONFLICT,
-                )
-            return MappingSettings(stored_base[0], stored_rel)
-        settings = MappingSettings(base_iri or DEFAULT_BASE, relations)
-        if self.read_only:
-            return settings  # a store that holds nothing yet, seen read-only
-        quads = [Quad(node, OMS.baseIri, Literal(settings.base_iri), OMS.index)]
-        quads += [
-            Quad(node, OMS.entityRelation, Literal(r), OMS.index)
-            for r in sorted(relations)
-        ]
-        self.backend.add(quads)
-        return settings
+        if self.system.unrecorded:  # asked for now: recorded, and audited
+            self.write([], [FORWARD_ONLY, *self.audit_rows("forward_only")])
+            self.system.unrecorded = False
 
     def __contains__(self, address: object) -> bool:
         if not isinstance(address, str) or len(address) != 64:

@@ -35,7 +35,6 @@ query can also test them where too many graphs hold the point to name them
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -46,11 +45,13 @@ import pyoxigraph as ox
 
 from ..backends.base import Backend
 from ..rdf.clause import GrainClause
-from ..rdf.limits import text_cache
+from ..rdf.limits import CACHED_TEXT_CHARS, text_cache
 from ..rdf.mapping import Row
-from ..rdf.vocab import OMS, RDF
-from .belief_extents import BeliefExtents, Held
-from .lookup import millis_of
+from ..rdf.tables import query_prefixes
+from ..rdf.vocab import RDF
+from .belief_extents import BeliefExtents, Extent
+from .interval_reads import GrainRead, Triple, read, read_text
+from .knowledge import PREFIXES
 from .querytext import UnreadableError
 from .rewrite import rewrite
 
@@ -63,27 +64,8 @@ _WIDTH = 15
 _SHIFT = 62_167_219_200_000
 _OPEN = 10**_WIDTH - 1
 
-# (system from, system to, valid from, valid to) in epoch ms; None: open.
-Extent = tuple[int, int | None, int, int | None]
-Triple = tuple[Any, Any, Any]  # subject, predicate, object: pyoxigraph terms
 
 _NODE_PREFIX = "<nih:sha-256;"
-# Each grain with a triple, its times, and what its delta needs (belief_extents):
-# versions are made of those without a named graph.
-_GRAINS = f"""SELECT ?g ?s ?p ?o ?vf ?vt ?sf ?st ?void ?next ?kg ?ns ?conf ?earned
-WHERE {{
-  ?g {RDF.subject} ?s ; {RDF.predicate} ?p ; {RDF.object} ?o ;
-     {OMS.validFrom} ?vf ; {OMS.systemFrom} ?sf .
-  OPTIONAL {{ ?g {OMS.graph} ?kg }}
-  OPTIONAL {{ ?g {OMS.namespace} ?ns }}
-  OPTIONAL {{ ?g {OMS.confidence} ?conf }}
-  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.effectiveConfidence} ?earned }} }}
-  OPTIONAL {{ ?g {OMS.validTo} ?vt }}
-  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?st }} }}
-  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.voidedAt} ?void }} }}
-  OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.supersededBy} ?successor }}
-             ?successor {OMS.validFrom} ?next }}
-}}"""
 
 
 def _code(ms: int | None) -> str:
@@ -140,7 +122,7 @@ class VersionClause(GrainClause):
 # nothing that binds them first (VALUES, BIND, another pattern, a path).
 _SCAN = re.compile(
     r"(?is)(?!.*\b(?:VALUES|BIND|SERVICE)\b)(?!.*_omsv_2\b)"
-    r".*GRAPH \?_omsv_1 \{ [?$]\w+ (?P<p><[^<>\s]*>) [?$]\w+ \}.*"
+    r".*GRAPH \?_omsv_1 \{ [?$]\w+ (?P<p><[^<>\s]*>|[\w.-]*:[\w.-]*) [?$]\w+ \}.*"
 )
 
 
@@ -150,7 +132,14 @@ def _scanned(query: str) -> str | None:
     rewrite (the same at every point: rewritten at one)."""
     rewritten = rewrite(query, VersionClause(None, ()), lateral=True)
     found = None if rewritten is None else _SCAN.fullmatch(rewritten)
-    return None if found is None else found["p"]
+    if found is None:
+        return None
+    predicate: str = found["p"]
+    if predicate.startswith("<"):
+        return predicate
+    prefix, _, local = predicate.partition(":")
+    namespace = (PREFIXES | query_prefixes(query)).get(prefix)
+    return None if namespace is None else f"<{namespace}{local}>"
 
 
 _POINTS_KEPT = 16  # points whose graphs are kept until the layer changes
@@ -225,60 +214,6 @@ def _merged(spans: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]
     return out
 
 
-@dataclass(slots=True)
-class _Grain:
-    """A belief's triple and times, as the grain layer gives them (several
-    values of one time: the one the in-force rules would take)."""
-
-    triple: Triple
-    times: dict[str, int | None]
-    typed: bool = True  # every time an xsd:dateTime with a time zone
-    named: bool = False  # in a named graph: not a version of the default graph
-    namespace: str | None = None  # N-Triples text of the literal
-    confidence: float | None = None
-    earned: float | None = None  # the effective confidence, once evidence moved it
-
-    def take(self, name: str, ms: int | None) -> None:
-        """One value of a time (None: not an ``xsd:dateTime`` with a zone)."""
-        if ms is None:
-            self.typed = False
-            return
-        old = self.times[name]
-        if old is not None:
-            ms = min(old, ms) if name in _LEAST else max(old, ms)
-        self.times[name] = ms
-
-    def mark(
-        self, named: bool, namespace: str | None, confidence: str, earned: str
-    ) -> None:
-        """What a delta needs (the numbers as their lexical forms; "": none)."""
-        self.named = self.named or named
-        if self.namespace is None and namespace is not None:
-            self.namespace = sys.intern(namespace)  # one text for all its beliefs
-        if self.confidence is None and confidence:
-            self.confidence = _number(confidence)
-        if self.earned is None and earned:
-            self.earned = _number(earned)
-
-    def held(self, address: str, extents: list[Extent]) -> Held | None:
-        """The belief's record for its delta; None where it is not a belief
-        (no confidence)."""
-        if self.confidence is None:
-            return None
-        rank = self.confidence if self.earned is None else self.earned
-        sf = self.times["sf"]
-        assert sf is not None
-        return Held(address, tuple(extents), self.namespace, rank, sf)
-
-
-@lru_cache(maxsize=4_096)  # one object for a value many beliefs have
-def _number(lexical: str) -> float:
-    try:
-        return float(lexical)
-    except ValueError:  # not a number: SPARQL orders it apart; so does NaN here
-        return float("nan")
-
-
 # Catching a grain's triple up costs about what reading three grains does, when
 # the layer is read whole: past that share of a write, it is read whole again.
 _GRAINS_READ_PER_CATCH_UP = 3
@@ -312,6 +247,7 @@ class Intervals:
         self.store = None
         self.dirty.clear()
         self.beliefs = BeliefExtents()
+        self._graphs_at.clear()
 
     def saw(
         self, removed: Iterable[Row], added: Iterable[Row], *, whole: bool = False
@@ -376,11 +312,18 @@ class Intervals:
         row filtered by its graph's name: a scan over many extents is answered
         faster by naming the few graphs in force, a lookup of a bound subject
         by testing its few versions."""
+        if len(query) > CACHED_TEXT_CHARS:  # no scan is that long: not rewritten twice
+            return None
         predicate = _scanned(query)
         if predicate is None:
             return None
+        versions = self.of_predicate[predicate]
+        # Finding the graphs is a pass over every extent: worth it only for a
+        # predicate with about as many versions as there are extents.
+        if 2 * versions < len(self.extents):
+            return None
         graphs = self.graphs_at(valid_at, as_of)
-        return graphs if len(graphs) <= self.of_predicate[predicate] else None
+        return graphs if len(graphs) <= versions else None
 
     def _build(self, backend: Backend) -> None:
         self.store, self.extents, self.dirty, self.usable = (
@@ -393,8 +336,8 @@ class Intervals:
         self.of_predicate = Counter()
         self.beliefs = BeliefExtents()
         by_triple: dict[Triple, list[list[Extent]]] = {}
-        grains = _read_text(backend)
-        for node, grain in _read(backend, {}) if grains is None else grains:
+        grains = read_text(backend)
+        for node, grain in read(backend, {}) if grains is None else grains:
             self._take(node, grain, by_triple.setdefault(grain.triple, []))
         self._add(by_triple)
 
@@ -422,11 +365,11 @@ class Intervals:
         by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
         for triple in triples:
             s, p, o = triple
-            for node, one in _read(backend, {"s": s, "p": p, "o": o}):
+            for node, one in read(backend, {"s": s, "p": p, "o": o}):
                 self._take(node, one, by_triple[triple])
         self._add(by_triple)
 
-    def _take(self, node: str, grain: _Grain, versions: list[list[Extent]]) -> None:
+    def _take(self, node: str, grain: GrainRead, versions: list[list[Extent]]) -> None:
         """A grain read: its extents, among its triple's versions unless it is
         in a named graph, and its belief's record."""
         extents = self._extents(grain)
@@ -436,7 +379,7 @@ class Intervals:
         if held is not None:
             self.beliefs.put(held)
 
-    def _extents(self, grain: _Grain) -> list[Extent]:
+    def _extents(self, grain: GrainRead) -> list[Extent]:
         if not grain.typed:
             self.usable = False
             return []
@@ -472,107 +415,6 @@ class Intervals:
         self.store.extend(quads)
         if lines:
             self.store.load("".join(lines).encode(), format=ox.RdfFormat.N_QUADS)
-
-
-# How several values of one time combine under the in-force rules: a grain is
-# in force if any (validFrom, systemFrom) pair and any validTo, systemTo or
-# successor lets it, and out of it if any voidedAt puts it out.
-_LEAST, _MOST = frozenset({"vf", "sf", "void"}), frozenset({"vt", "st", "next"})
-
-
-_TIMES = ("vf", "vt", "sf", "st", "void", "next")  # columns 4 to 9 of _GRAINS
-
-
-def _read(backend: Backend, bound: dict[str, Any]) -> Iterable[tuple[str, _Grain]]:
-    """The beliefs of the default knowledge graph (of one triple, if bound),
-    each with its times."""
-    grains: dict[Any, _Grain] = {}
-    values = {ox.Variable(k): v for k, v in bound.items()}
-    millis: dict[Any, int | None] = {}  # a batch's grains share their times
-    for row in backend.query(_GRAINS, substitutions=values):
-        node = row[0]
-        grain = grains.get(node)
-        if grain is None:
-            triple = (row[1], row[2], row[3])
-            grain = grains[node] = _Grain(triple, dict.fromkeys(_TIMES))
-        for i, name in enumerate(_TIMES, 4):
-            term = row[i]
-            if term is not None:
-                ms = millis.get(term, -1)
-                if ms == -1:
-                    ms = millis[term] = millis_of(term)
-                grain.take(name, ms)
-        kg, ns, confidence, earned = row[10], row[11], row[12], row[13]
-        grain.mark(
-            kg is not None,
-            None if ns is None else str(ns),
-            "" if confidence is None else confidence.value,
-            "" if earned is None else earned.value,
-        )
-    return [(str(node), grain) for node, grain in grains.items()]
-
-
-def _read_text(backend: Backend) -> Iterable[tuple[str, _Grain]] | None:
-    """:func:`_read` of the whole store from the query's answer as text (TSV,
-    written by the engine): its triples as N-Triples text, no term made in
-    Python for each of them. None where a term has no N-Triples text here (a
-    triple term): then :func:`_read` reads it."""
-    answer = backend.query(_GRAINS)
-    text = answer.serialize(format=ox.QueryResultsFormat.TSV).decode()
-    grains: dict[str, _Grain] = {}
-    millis: dict[str, int | None] = {}
-    for line in text.split("\n")[1:]:
-        if not line:
-            continue
-        cells = line.split("\t")
-        grain = grains.get(cells[0])
-        if grain is None:
-            s, p, o = (_nt(cell) for cell in cells[1:4])
-            if s is None or p is None or o is None:
-                return None
-            grain = grains[cells[0]] = _Grain((s, p, o), dict.fromkeys(_TIMES))
-        for i, name in enumerate(_TIMES, 4):
-            cell = cells[i]
-            if cell:  # else unbound
-                ms = millis.get(cell, -1)
-                if ms == -1:
-                    ms = millis[cell] = _cell_millis(cell)
-                grain.take(name, ms)
-        kg, ns, confidence, earned = cells[10:14]
-        grain.mark(bool(kg), ns or None, _lexical(confidence), _lexical(earned))
-    return grains.items()
-
-
-_XSD = "http://www.w3.org/2001/XMLSchema#"
-_DATETIME_CELL = f'"^^<{_XSD}dateTime>'
-
-
-def _cell_millis(cell: str) -> int | None:
-    """A time as a TSV cell gives it, as :func:`.lookup.millis_of` reads it."""
-    if not (cell.startswith('"') and cell.endswith(_DATETIME_CELL)):
-        return None
-    lexical = cell[1 : -len(_DATETIME_CELL)]
-    return millis_of(ox.Literal(lexical, datatype=ox.NamedNode(_XSD + "dateTime")))
-
-
-def _lexical(cell: str) -> str:
-    """A number's lexical form from its TSV cell (written short, or typed)."""
-    return cell[1 : cell.index('"', 1)] if cell.startswith('"') else cell
-
-
-def _nt(cell: str) -> str | None:
-    """A TSV cell as N-Triples text: TSV writes numbers and booleans short."""
-    if cell.startswith("<<"):
-        return None
-    if cell[:1] in ("<", '"') or cell.startswith("_:"):
-        return cell
-    if cell in ("true", "false"):
-        kind = "boolean"
-    elif "e" in cell or "E" in cell:
-        kind = "double"
-    else:
-        kind = "decimal" if "." in cell else "integer"
-    return f'"{cell}"^^<{_XSD}{kind}>'
 
 
 def _address(node: str) -> str:
