@@ -288,6 +288,15 @@ def test_the_layer_kept_up_write_by_write_answers_as_the_point(
             layer.named_at_most = 0
             assert answer(store.query(query, **point)) == expected, (step, point)
             layer.named_at_most = Intervals.named_at_most
+        # How many beliefs each point holds, and now: counted from the extents
+        # the layer keeps, as the grain layer's COUNT counts them.
+        for point in [
+            {"valid_at": T0 + v * DAY, "as_of": T0 + k * DAY} for v, k in probes
+        ] + [{}]:
+            store.backend.intervals = False
+            expected_count = store.count_beliefs(**point)
+            store.backend.intervals = True
+            assert store.count_beliefs(**point) == expected_count, (step, point)
         # What changed between two of the points: the beliefs' extents the layer
         # keeps give what the delta query over every bound gives, in its order.
         (a, _), (b, _) = probes[0], probes[-1]

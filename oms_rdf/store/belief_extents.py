@@ -14,6 +14,7 @@ and keeps up, instead of every bound the store holds.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -95,6 +96,8 @@ class BeliefExtents:
         self.held: dict[str, Held] = {}
         self._axes = {True: _Bounds(), False: _Bounds()}  # system, valid
         self._stale = 0  # entries of the lists no longer held
+        # Beliefs by their extents: those written together share them.
+        self._alike: Counter[tuple[Extent, ...]] = Counter()
 
     def __len__(self) -> int:
         return len(self.held)
@@ -103,6 +106,7 @@ class BeliefExtents:
         """Keep (or replace) a belief's extents."""
         self.drop(held.address)
         self.held[held.address] = held
+        self._alike[held.extents] += 1
         for system, time in held.bounds():
             self._axes[system].add(time, held)
 
@@ -111,12 +115,30 @@ class BeliefExtents:
         held = self.held.pop(address, None)
         if held is None:
             return
+        self._alike[held.extents] -= 1
+        if not self._alike[held.extents]:
+            del self._alike[held.extents]
         self._stale += sum(1 for _ in held.bounds())
         if self._stale > 2 * len(self.held) + 1_000:  # list the held ones again
             self._axes, self._stale = {True: _Bounds(), False: _Bounds()}, 0
             for one in self.held.values():
                 for system, time in one.bounds():
                     self._axes[system].add(time, one)
+
+    def count_at(self, valid: int, known: int) -> int:
+        """How many beliefs are in force at (``valid``, ``known``): a test per
+        set of extents that beliefs share, not per belief."""
+        return sum(
+            n
+            for extents, n in self._alike.items()
+            if any(
+                sf <= known
+                and (st is None or known < st)
+                and vf <= valid
+                and (vt is None or valid < vt)
+                for sf, st, vf, vt in extents
+            )
+        )
 
     def changed(
         self, since: Point, until: Point, namespace: str | None = None

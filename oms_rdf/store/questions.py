@@ -211,7 +211,15 @@ class Questions:
     def count_beliefs(
         self, *, valid_at: TimeLike = None, as_of: TimeLike = None
     ) -> int:
-        """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size)."""
+        """Count the beliefs :meth:`beliefs` would return for these times (a snapshot size).
+
+        Where the store keeps the interval layer (an embedded store's writer),
+        its beliefs' extents are counted; else one SPARQL COUNT."""
+        core = self.core
+        with core.lock:
+            if core.intervals.ready(core.backend) is not None:
+                valid, known = (millis_or_now(t, core.clock) for t in (valid_at, as_of))
+                return core.intervals.beliefs.count_at(valid, known)
         if valid_at is None and as_of is None and self.now_point() is None:
             # The beliefs of now are those held: one count the engine keeps cheap.
             return count_held(self.core.backend)
