@@ -479,3 +479,34 @@ def test_the_delta_of_the_layer_keeps_to_a_namespace_spelt_with_control_characte
         assert [g.address for g in got.entered] == [g.address for g in want.entered]
         assert len(got.entered) == 2, repr(ns)
     assert later
+
+
+def test_beliefs_written_together_are_counted_by_their_extents() -> None:
+    """Beliefs that share their extents (an import, a transaction) are counted
+    a set of extents at a time, now and at any point, as the SPARQL COUNT does;
+    where most have extents of their own, now is counted by the engine."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    lines = [f"<{EX}p{i}> <{EX}worksAt> <{EX}org{i % 3}> ." for i in range(60)]
+    store.import_(io.BytesIO("\n".join(lines).encode()), format="ntriples")
+    clock[0] = T0 + DAY
+    with store.transaction() as tx:
+        for old in store.beliefs()[:20]:
+            tx.supersede(old, {**old.fields, "object": f"{EX}org9",
+                               "created_at": clock[0]})  # fmt: skip
+    clock[0] = T0 + 2 * DAY
+    store.core.intervals.read_at_question = 1
+    points = [
+        {},
+        {"valid_at": T0, "as_of": T0},
+        {"as_of": T0 + DAY},
+        {"valid_at": T0 - 1},
+    ]
+    for point in points:
+        store.backend.intervals = False
+        expected = store.count_beliefs(**point)
+        store.backend.intervals = True
+        assert store.count_beliefs(**point) == expected, point
+    beliefs = store.core.intervals.beliefs
+    assert beliefs.alike <= 3 < len(beliefs) == 80  # counted by its few sets
+    assert store.count_beliefs() == 60 and store.count_beliefs(valid_at=T0 - 1) == 0

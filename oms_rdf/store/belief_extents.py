@@ -125,6 +125,11 @@ class BeliefExtents:
                 for system, time in one.bounds():
                     self._axes[system].add(time, one)
 
+    @property
+    def alike(self) -> int:
+        """How many sets of extents the beliefs have (what :meth:`count_at` tests)."""
+        return len(self._alike)
+
     def count_at(self, valid: int, known: int) -> int:
         """How many beliefs are in force at (``valid``, ``known``): a test per
         set of extents that beliefs share, not per belief."""
