@@ -8,6 +8,7 @@ lookups (store/lookup.py), so the two paths are independent.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -63,7 +64,16 @@ def play(store: GrainStore, clock: list[int], day: int, step: Step) -> int:
         "created_at": clock[0],
         "valid_from": clock[0] + valid * DAY,
     }
-    current = store.beliefs(PEOPLE[who], WORKS_AT, valid_at=T0 + 10_000 * DAY)
+    enact(store, kind, PEOPLE[who], WORKS_AT, fields)
+    return day
+
+
+def enact(
+    store: GrainStore, kind: str, subject: str, relation: str, fields: dict[str, Any]
+) -> None:
+    """One step of a random history on the subject's latest belief: a put (also
+    where it has none), a supersession, a retraction or a contradiction."""
+    current = store.beliefs(subject, relation, valid_at=T0 + 10_000 * DAY)
     if kind == "put" or not current:
         store.put(fields)
     elif kind == "supersede":
@@ -72,7 +82,6 @@ def play(store: GrainStore, clock: list[int], day: int, step: Step) -> int:
         store.retract(current[0], reason="wrong")
     else:
         store.contradict(current[0], reason="shown false")
-    return day
 
 
 @settings(

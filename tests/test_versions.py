@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.store.questions import Version
+from tests.test_time_travel import enact
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000
@@ -103,15 +104,7 @@ def build(history: list[Step]) -> oms.GrainStore:
         start = clock[0] + valid * DAY
         more = {} if length is None else {"valid_to": start + length * DAY}
         fields = belief(f"org{where}", at=clock[0], valid=start, **more)
-        current = store.beliefs(ANN, WORKS, valid_at=T0 + 10_000 * DAY)
-        if kind == "put" or not current:
-            store.put(fields)
-        elif kind == "supersede":
-            store.supersede(current[0], fields)
-        elif kind == "retract":
-            store.retract(current[0], reason="wrong")
-        else:
-            store.contradict(current[0], reason="shown false")
+        enact(store, kind, ANN, WORKS, fields)
     return store
 
 
