@@ -510,3 +510,59 @@ def test_beliefs_written_together_are_counted_by_their_extents() -> None:
     beliefs = store.core.intervals.beliefs
     assert beliefs.alike <= 3 < len(beliefs) == 80  # counted by its few sets
     assert store.count_beliefs() == 60 and store.count_beliefs(valid_at=T0 - 1) == 0
+
+
+extent_strategy = st.tuples(
+    st.integers(-5, 12), st.none() | st.integers(-5, 12),
+    st.integers(-5, 12), st.none() | st.integers(-5, 12),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), extent_strategy), max_size=60),
+    st.integers(0, 1_200),
+    st.tuples(st.integers(-6, 13), st.integers(-6, 13)),
+)
+def test_the_graphs_of_a_point_are_those_of_its_extents_in_name_order(
+    moves: list[tuple[bool, Extent]], moves_per_sort: int, point: tuple[int, int]
+) -> None:
+    """Graphs named as extents come and go (the order kept in place, or sorted
+    whole after many moves) are those a filter and a sort of the extents give."""
+    from oms_rdf.store import intervals as module
+
+    layer = Intervals()
+    previous = module._MOVES_PER_SORT
+    module._MOVES_PER_SORT = moves_per_sort % 40  # both ways, within one history
+    try:
+        layer.graphs_at(*point)  # sorted once: later moves are kept in place
+        for adding, extent in moves:
+            present = layer.extents[extent] > 0
+            if adding and not present:
+                layer._named.add(extent)
+                layer.extents[extent] += 1
+            elif not adding and present:
+                layer.extents[extent] -= 1
+                layer._named.remove(extent)
+            layer._graphs_at.clear()
+            valid, known = point
+            expected = sorted(
+                (e for e, n in layer.extents.items() if n > 0
+                 and e[0] <= known and (e[1] is None or known < e[1])
+                 and e[2] <= valid and (e[3] is None or valid < e[3])),
+                key=module._name_order,
+            )  # fmt: skip
+            assert layer.graphs_at(valid, known) == [module._graph(e) for e in expected]
+    finally:
+        module._MOVES_PER_SORT = previous
+
+
+def test_a_point_past_every_bound_a_graph_can_spell_is_answered() -> None:
+    from oms_rdf.store import intervals as module
+
+    layer = Intervals()
+    open_ended, closed = (0, None, 0, None), (0, 5, 0, 5)
+    layer.extents.update([open_ended, closed])
+    far = 10**20  # beyond the largest time a graph's name spells
+    assert layer.graphs_at(far, far) == [module._graph(open_ended)]
+    assert layer.graphs_at(1, 1) == [module._graph(closed), module._graph(open_ended)]

@@ -34,6 +34,8 @@ query can also test them where too many graphs hold the point to name them
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -237,6 +239,7 @@ class Intervals:
         self.versions = 0  # of them all
         self.of_predicate: Counter[str] = Counter()  # versions by predicate
         self._graphs_at: dict[tuple[int, int], list[ox.NamedNode]] = {}
+        self._named = _NameOrder()  # the extents with versions, by their names
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
@@ -248,6 +251,7 @@ class Intervals:
         self.dirty.clear()
         self.beliefs = BeliefExtents()
         self._graphs_at.clear()
+        self._named = _NameOrder()
 
     def saw(
         self, removed: Iterable[Row], added: Iterable[Row], *, whole: bool = False
@@ -287,14 +291,7 @@ class Intervals:
         point = (valid_at, as_of)
         found = self._graphs_at.get(point)
         if found is None:
-            held = [
-                e
-                for e in self.extents
-                if e[0] <= as_of and (e[1] is None or as_of < e[1])
-                and e[2] <= valid_at and (e[3] is None or valid_at < e[3])
-            ]  # fmt: skip
-            held.sort(key=_name_order)
-            found = [_graph(e) for e in held]
+            found = self._named.at(self.extents, valid_at, as_of)
             if len(self._graphs_at) >= _POINTS_KEPT:
                 self._graphs_at.clear()
             self._graphs_at[point] = found
@@ -335,6 +332,7 @@ class Intervals:
         self.versions = 0
         self.of_predicate = Counter()
         self.beliefs = BeliefExtents()
+        self._named = _NameOrder()
         by_triple: dict[Triple, list[list[Extent]]] = {}
         grains = read_text(backend)
         for node, grain in read(backend, {}) if grains is None else grains:
@@ -358,7 +356,10 @@ class Intervals:
         for s, p, o in triples:
             for quad in list(store.quads_for_pattern(s, p, o, None)):
                 store.remove(quad)
-                self.extents[_extent_of(quad.graph_name)] -= 1
+                extent = _extent_of(quad.graph_name)
+                self.extents[extent] -= 1
+                if not self.extents[extent]:
+                    self._named.remove(extent)
                 self.of_predicate[str(quad.predicate)] -= 1
                 self.versions -= 1
         self.extents = +self.extents  # drop the extents no version has
@@ -405,6 +406,8 @@ class Intervals:
             )
             self.of_predicate[str(triple[1])] += len(cut)
             for extent in cut:
+                if not self.extents[extent]:
+                    self._named.add(extent)
                 self.extents[extent] += 1
                 self.versions += 1
                 if isinstance(triple[0], str):
@@ -415,6 +418,66 @@ class Intervals:
         self.store.extend(quads)
         if lines:
             self.store.load("".join(lines).encode(), format=ox.RdfFormat.N_QUADS)
+
+
+class _NameOrder:
+    """The extents that have versions, in the order of their graphs' names, kept
+    sorted as extents come and go (sorted whole again after a large change), so
+    that the graphs of a point are found by one filtered pass, cut short at
+    the point's system time, with no sort."""
+
+    def __init__(self) -> None:
+        # (system from, to, valid from, to, graph), open ends spelt _OPEN;
+        # None: to be sorted from the extents when next asked.
+        self._sorted: list[tuple[int, int, int, int, ox.NamedNode]] | None = None
+        self._moves = 0  # insertions and removals since it was last sorted whole
+
+    def add(self, extent: Extent) -> None:
+        if self._sorted is not None and self._moved():
+            bisect.insort(self._sorted, _named(extent))
+
+    def remove(self, extent: Extent) -> None:
+        if self._sorted is not None and self._moved():
+            entry = _named(extent)
+            at = bisect.bisect_left(self._sorted, entry)
+            if at < len(self._sorted) and self._sorted[at] == entry:
+                del self._sorted[at]
+
+    def _moved(self) -> bool:
+        """Count a move; False (and sort whole when next asked) past many."""
+        self._moves += 1
+        if self._moves > _MOVES_PER_SORT:
+            self._sorted = None
+        return self._sorted is not None
+
+    def at(
+        self, extents: Counter[Extent], valid_at: int, as_of: int
+    ) -> list[ox.NamedNode]:
+        """The graphs whose extent holds (``valid_at``, ``as_of``), of these
+        extents (those with a count)."""
+        if self._sorted is None:
+            named = (_named(e) for e, versions in extents.items() if versions > 0)
+            self._sorted, self._moves = sorted(named), 0
+        # Every bound a graph spells is below _OPEN - 1: a later point is
+        # answered as that one is.
+        valid_at, as_of = min(valid_at, _OPEN - 1), min(as_of, _OPEN - 1)
+        ordered = self._sorted
+        end = bisect.bisect_left(ordered, (as_of + 1,))  # begun by as_of
+        return [
+            graph
+            for sf, st, vf, vt, graph in itertools.islice(ordered, end)
+            if as_of < st and vf <= valid_at < vt
+        ]
+
+
+# Extents inserted in place (a move of those after each) up to this many; past
+# that, they are sorted whole again when next asked.
+_MOVES_PER_SORT = 1_000
+
+
+def _named(extent: Extent) -> tuple[int, int, int, int, ox.NamedNode]:
+    sf, st, vf, vt = _name_order(extent)
+    return sf, st, vf, vt, _graph(extent)
 
 
 def _address(node: str) -> str:
