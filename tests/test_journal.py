@@ -195,3 +195,72 @@ def test_a_native_load_into_a_store_with_grains_is_refused_and_undone() -> None:
     assert caught.value.code == oms.ErrorCode.STORE
     assert "held no grain" in str(caught.value)
     assert sorted(map(str, store.backend.quads())) == before
+
+
+def _pieces(lines: list[str], size: int) -> list[bytes]:
+    return ["".join(lines[i : i + size]).encode() for i in range(0, len(lines), size)]
+
+
+EX = "http://example.org/"
+LINES = [
+    f'<http://example.org/s{i}> <http://example.org/p> "{i}" .\n' for i in range(90)
+]
+
+
+def test_pieces_loaded_into_a_store_in_memory_are_seen_whole_or_not_at_all() -> None:
+    backend = oms.backends.LocalBackend()  # type: ignore[attr-defined]
+    backend.add(
+        [ox.Quad(ox.NamedNode(f"{EX}x"), ox.NamedNode(f"{EX}note"), ox.Literal("kept"))]
+    )
+    seen = []
+
+    def made() -> Any:
+        for piece in _pieces(LINES, 10):
+            seen.append(len(backend))  # a reader between pieces: the store before
+            yield piece
+
+    backend.load_pieces(made(), ox.RdfFormat.N_QUADS)
+    assert seen == [1] * 9
+    assert len(backend) == 91
+    kept = backend.quads(None, ox.NamedNode(f"{EX}note"), None)
+    assert {str(q.object) for q in kept} == {'"kept"'}
+
+
+@pytest.mark.parametrize("fault", ["maker", "engine"])
+def test_pieces_that_fail_on_either_side_leave_the_store_as_it_was(fault: str) -> None:
+    backend = oms.backends.LocalBackend()  # type: ignore[attr-defined]
+    backend.load(b"".join(_pieces(LINES[:5], 5)), ox.RdfFormat.N_QUADS)
+    before = {str(q) for q in backend.quads()}
+
+    def made() -> Any:
+        pieces = _pieces(LINES[5:], 10)
+        yield from pieces[:4]
+        if fault == "maker":
+            raise oms.SchemaError("refused while making the fifth piece")
+        yield b"<http://example.org/s> <http://example.org/p> oops .\n"
+
+    error = oms.SchemaError if fault == "maker" else oms.DecodeError
+    with pytest.raises(error):
+        backend.load_pieces(made(), ox.RdfFormat.N_QUADS)
+    assert {str(q) for q in backend.quads()} == before
+
+
+def test_a_put_many_refused_while_its_rows_are_made_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Into a store that holds no grain, put_many makes its rows as they are
+    loaded; a grain refused by the mapping then (a term only the store may
+    write) comes after pieces were loaded, and none of them stays."""
+    from oms_rdf.store import journal
+
+    monkeypatch.setattr(journal, "PIECE_ROWS", 50)  # many pieces before the refusal
+    store = oms.GrainStore()
+    before = quads(store)
+    many = [oms.Belief(f"http://example.org/p{i}", "http://example.org/knows",
+                       f"x{i}", 0.9, created_at=1_000 + i) for i in range(200)]  # fmt: skip
+    reserved = oms.Belief(str(OMS.index.value), "http://example.org/knows", "x", 0.9)
+    with pytest.raises(oms.SchemaError, match="store's own IRI"):
+        store.put_many([*many, reserved])
+    assert quads(store) == before
+    assert store.put_many(many) and len(store) == 200
+    assert store.verify_audit().ok

@@ -107,6 +107,11 @@ class Backend(Protocol):
     def bulk_load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load serialised quads fast, perhaps not atomically (a journal guards it)."""
 
+    def load_pieces(self, pieces: Iterable[bytes], fmt: ox.RdfFormat) -> None:
+        """Load serialised quads given in pieces, atomically as :meth:`load`
+        does; the pieces may be made as they are read, and their loading may
+        overlap their making."""
+
     def bulk_writing(self) -> AbstractContextManager[None]:
         """Mark the storage as taking a bulk write for the block (or do nothing)."""
 

@@ -22,6 +22,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -194,6 +195,34 @@ class LocalBackend:
             else:
                 self.store.bulk_load(data, fmt)
 
+    def load_pieces(self, pieces: Iterable[bytes], fmt: ox.RdfFormat) -> None:
+        """Load pieces atomically. Into an in-memory store that holds little,
+        each piece is loaded on a thread of its own while the next is made (a
+        load releases the GIL), into a copy of the store that replaces it once
+        all are in: readers see the store before or after, never between, and
+        a failure on either side leaves it as it was. Otherwise one load of
+        them joined."""
+        self._writable()
+        if self.path is not None or len(self.store) > _STAGED_AT_MOST:
+            self.load(b"".join(pieces), fmt)
+            return
+        staging = ox.Store()
+        staging.extend(self.store)
+        loading: Future[None] | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="oms-load") as loader:
+            try:
+                for piece in pieces:
+                    if loading is not None:
+                        loading.result()  # one load at a time, in order
+                    loading = loader.submit(_staged_load, staging, piece, fmt)
+            except BaseException:
+                if loading is not None:
+                    wait([loading])  # the first error is the one raised
+                raise
+            if loading is not None:
+                loading.result()
+        self.store = staging
+
     def optimize(self) -> None:
         """Compact an on-disk store (RocksDB), as it would do later by itself."""
         if self.path is not None:
@@ -271,6 +300,16 @@ class _Closed:
 
     def __len__(self) -> int:
         raise StoreError(f"the store at {self.path or 'memory'} is closed")
+
+
+# An in-memory store holding at most this many quads is copied to take pieces
+# (see LocalBackend.load_pieces): the copy costs less than the overlap saves.
+_STAGED_AT_MOST = 100_000
+
+
+def _staged_load(staging: ox.Store, piece: bytes, fmt: ox.RdfFormat) -> None:
+    with _load_errors("load"):
+        staging.load(piece, fmt)
 
 
 @contextmanager

@@ -139,6 +139,10 @@ class SparqlBackend:
         """The same as :meth:`load`: a server has no faster, non-atomic loader."""
         self.load(data, fmt)
 
+    def load_pieces(self, pieces: Iterable[bytes], fmt: ox.RdfFormat) -> None:
+        """The pieces joined, in one :meth:`load` (one request)."""
+        self.load(b"".join(pieces), fmt)
+
     def bulk_writing(self) -> AbstractContextManager[None]:
         """No mark: a server's readers see only its committed transactions."""
         return nullcontext()

@@ -58,6 +58,9 @@ _P_BLOB = str(OMS.blob)
 # the rebuild puts back any that another grain still asserts.
 _GRAIN_GRAPHS = frozenset({"", str(OMS.blobs), _G_INDEX, str(OMS.audit)})
 CHUNK_ROWS = 200_000  # rows per atomic step: bounds a transaction's memory
+# Into an empty in-memory store, the rows go to one load as text pieces of this
+# many rows: each is loaded while the next is made.
+PIECE_ROWS = 20_000
 _UNDO_BATCH = 500  # grain nodes deleted per update while undoing
 _NODE = f"<{NIH_PREFIX}"
 _REBUILD = load_query("rebuild_current")
@@ -108,11 +111,17 @@ class Journal:
 
         Into an empty on-disk store the chunks go to RocksDB's bulk loader, one at
         a time and in order, on a thread of their own: the loader releases the
-        GIL, so the next chunk is made meanwhile. Every load has ended, and its
-        error is raised, before this returns. ``grains``: how many grains the
-        rows hold, for the ``stage`` to count them as they go.
+        GIL, so the next chunk is made meanwhile. Into an empty in-memory store
+        the rows are one load, seen whole or not at all, its pieces loaded
+        while the next are made (``Backend.load_pieces``). ``items`` may be
+        made as they are read. Every load has ended, and its error is raised,
+        before this returns. ``grains``: how many grains the rows hold, for the
+        ``stage`` to count them as they go.
         """
         tick = self.stage("writing", grains) if self.stage and grains else None
+        if self.empty and self.backend.path is None:
+            self._piped(items, tick)
+            return
         chunk: list[Row] = []
         loading: Future[None] | None = None
         with (
@@ -136,6 +145,22 @@ class Journal:
             if loading is not None:
                 loading.result()
 
+    def _piped(
+        self, items: Iterable[Item], tick: Callable[[int], object] | None
+    ) -> None:
+        """Write into an empty in-memory store: one load of the rows' text,
+        each piece loaded while the next is made (``Backend.load_pieces``)."""
+
+        def texts() -> Iterator[bytes]:
+            for piece in _pieces(items, PIECE_ROWS):
+                self.written += len(piece)
+                if tick is not None:  # a grain has one blob
+                    tick(sum(1 for row in piece if row[1] == _P_BLOB))
+                yield rows_to_nquads(piece).encode()
+
+        with cyclic_gc_paused():
+            self.backend.load_pieces(texts(), ox.RdfFormat.N_QUADS)
+
     def _chunk(
         self,
         rows: list[Row],
@@ -150,17 +175,14 @@ class Journal:
         self.written += len(rows)
         if tick is not None:  # a grain has one blob
             tick(sum(1 for row in rows if row[1] == _P_BLOB))
-        if self.empty:
-            bulk = self.backend.bulk_load
-            if self.backend.path is not None:
-                data = rows_to_nquads(rows).encode()
-                if loading is not None:
-                    loading.result()  # one load at a time, in order
-                return loader.submit(bulk, data, ox.RdfFormat.N_QUADS)
-        else:
+        if not self.empty:
             rows = [*self._entries(rows), *rows]  # the journal first: see above
-        self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
-        return None
+            self.backend.load(rows_to_nquads(rows).encode(), ox.RdfFormat.N_QUADS)
+            return None
+        data = rows_to_nquads(rows).encode()
+        if loading is not None:
+            loading.result()  # one load at a time, in order
+        return loader.submit(self.backend.bulk_load, data, ox.RdfFormat.N_QUADS)
 
     def load(self, data: bytes | IO[bytes] | Path, fmt: ox.RdfFormat) -> None:
         """Load serialised quads natively; only into a store that held no grain.
@@ -334,6 +356,18 @@ def _parse(text: Any) -> list[ox.Quad]:
     return list(ox.parse(text.value.encode(), ox.RdfFormat.N_QUADS))
 
 
+def _pieces(items: Iterable[Item], size: int) -> Iterator[list[Row]]:
+    """The items as rows, in lists of ``size``."""
+    piece: list[Row] = []
+    for item in items:
+        piece.append(item if isinstance(item, tuple) else quad_row(item))
+        if len(piece) >= size:
+            yield piece
+            piece = []
+    if piece:
+        yield piece
+
+
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
     """Pause Python's cycle collector while a loader thread runs beside this one.
@@ -351,3 +385,6 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+            # The cycles made meanwhile are collected now, on this thread: left
+            # to the next collection, they could be on another's (a server's).
+            gc.collect(0)

@@ -113,7 +113,6 @@ class Writes:
         """
         accepted = [_numbered(accept, i, item) for i, item in enumerate(items)]
         with self.core.lock:
-            rows: list[Row] = []
             delete: list[Row] = []
             extra: list[Quad | Row] = []
             seen: set[str] = set()
@@ -134,9 +133,8 @@ class Writes:
             batch = {g.address: g for g, _ in fresh}
             earlier: list[Grain] = []
             tick = None if progress is None else progress("mapping", len(fresh))
-            for grain, signature in fresh:
+            for grain, _signature in fresh:
                 check_new(self.core, grain, batch)
-                rows.extend(self.core.rows_for(grain, signature))
                 if self.functional_relations or grain.type_byte == CONSENT.byte:
                     removed, added = self._dispute(grain, self._rivals(grain, earlier))
                     delete += removed
@@ -145,25 +143,32 @@ class Writes:
                 extra += self._after_withdrawal(grain)
                 if tick is not None:
                     tick(1)
+            # Every check has passed: the grains' rows are made as they are written.
+            rows = (
+                row
+                for g, signature in fresh
+                for row in self.core.rows_for(g, signature)
+            )
             audit = as_rows(self.core.audit_rows("put_many", count=len(fresh)))
             bulk = empty or self.core.backend.shared
             if not extra and bulk and self.core.pending is None:
                 # Too large for one transaction, perhaps (a server may take far less
-                # in one request than in process): journalled, bulk-loaded on disk.
+                # in one request than in process): journalled, bulk-loaded on disk,
+                # each chunk loaded while the next is made.
                 with self.core.bulk(stage=progress) as journal:
                     journal.write(rows, grains=len(fresh))
                     journal.finish(audit, rebuild=False)  # the rows hold the knowledge
                 return [g.address for g, _ in accepted]
-            rows += audit
+            made = [*rows, *audit]
             if extra:
                 # Verification marks of grains new in this batch are replaced in the
                 # rows; those of stored grains are deleted by the same update.
-                new_rows, dropped = set(rows), set(delete)
-                rows = [r for r in rows if r not in dropped]
+                new_rows, dropped = set(made), set(delete)
+                made = [r for r in made if r not in dropped]
                 stored = [d for d in delete if d not in new_rows]
-                self.core.write(stored, [*rows, *extra])
+                self.core.write(stored, [*made, *extra])
             else:
-                self.core.write([], rows)
+                self.core.write([], made)
         return [g.address for g, _ in accepted]
 
     # --- conflicts on functional relations --------------------------------------
