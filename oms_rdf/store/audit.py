@@ -340,7 +340,11 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
             plain = _text(value)
         content.setdefault(quad.predicate.value, []).append(plain)
     for values in content.values():
-        values.sort(key=lambda v: (type(v).__name__, v))
+        kind = type(values[0])
+        if all(type(v) is kind for v in values):
+            values.sort()  # the order below, without a key per value
+        else:
+            values.sort(key=lambda v: (type(v).__name__, v))
     content.pop(_P_HASH_IRI, None)
     return content
 

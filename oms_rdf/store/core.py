@@ -13,6 +13,7 @@ from typing import Any
 from pyoxigraph import NamedNode, Quad, RdfFormat
 
 from ..backends.base import Backend
+from ..backends.heap import give_back
 from ..codec import check_address
 from ..codec.grain import Grain, now_ms
 from ..codec.schema import BELIEF
@@ -56,6 +57,7 @@ from .transaction import Pending, refuse_made
 from .writelock import acquire, release
 
 COMPACT_AFTER = 200_000  # rows of one bulk write after which the store is compacted
+SETTLE_AFTER = 10_000  # rows of one write after which memory is settled (settle())
 _RACE_RETRIES = 20  # appends re-sealed when another writer moved the chain's head
 _SETTINGS, _P_AUDIT_CHAIN = str(OMS.settings), str(OMS.auditChain)
 _P_AUDIT_HEAD, _P_SYSTEM_TO = str(OMS.auditHead), str(OMS.systemTo)
@@ -347,6 +349,8 @@ class Core:
         self.now_watch.saw(rows, self.clock())
         self.intervals.saw(removed, rows, whole=bool(before))
         self.system.advance(times)
+        if len(removed) + len(rows) >= SETTLE_AFTER:
+            self.settle()
 
     def _write_guarded(
         self,
@@ -515,6 +519,20 @@ class Core:
                 if stage is not None:
                     stage("compacting", None)
                 self.optimize()  # now, rather than in the middle of the next command
+            if journal.written >= SETTLE_AFTER:
+                self.settle()
+
+    def settle(self) -> None:
+        """Bring memory down after a write of ``SETTLE_AFTER`` rows or more.
+
+        An on-disk store's write buffers (RocksDB's memtables, one per index)
+        are written to its files, and the heap the write freed goes back to the
+        system (:func:`~oms_rdf.backends.heap.give_back`). Otherwise a process
+        stays at the memory of its largest write, and its buffers grow until
+        RocksDB writes them out by itself.
+        """
+        self.backend.flush()
+        give_back()
 
     def optimize(self) -> None:
         """Compact an on-disk store; bulk writes of ``COMPACT_AFTER`` rows do it."""
