@@ -45,6 +45,7 @@ from ..rdf.vocab import OMS, XSD
 from .audit import AuditReport, Head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .clock import FORWARD_ONLY, SystemClock
+from .grain_facts import GrainFacts
 from .intervals import Intervals
 from .journal import Journal, recover
 from .now import NowWatch
@@ -103,6 +104,7 @@ class Core:
         # Whether oms:current is the knowledge of now, kept up by the writes.
         self.now_watch = NowWatch()
         self.intervals = Intervals()  # versions by extent, kept up as now_watch is
+        self.facts = GrainFacts()  # relation and namespace by node, for lookups
         self.pending: Pending | None = None  # an open transaction's writes
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
@@ -285,9 +287,8 @@ class Core:
     def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its signature and its knowledge triple."""
         rows = grain_rows(grain, self.settings)
-        current = knowledge_row(
-            rows
-        )  # read from the rows' end: before anything follows
+        current = knowledge_row(rows)  # read from the rows' end: before the rest
+        self.facts.learn(grain, self.settings)
         node = f"<{NIH_PREFIX}{grain.address}>"
         if signature is not None:
             envelope = base64.b64encode(signature.envelope).decode()

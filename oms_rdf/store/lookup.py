@@ -29,6 +29,7 @@ from ..rdf.mapping import (
 )
 from ..rdf.sparql import load_query
 from ..rdf.vocab import OMS, RDF
+from .grain_facts import GrainFacts
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
@@ -70,10 +71,14 @@ def subject_rows(
     *,
     valid_at: int,
     as_of: int,
+    facts: GrainFacts | None = None,
 ) -> list[Solution]:
-    """Return the solutions of ``beliefs.rq`` for a bound subject, in its order."""
+    """Return the solutions of ``beliefs.rq`` for a bound subject, in its order.
+
+    ``facts``: the relations and namespaces of grain nodes kept in process,
+    which spare a pattern call per grain of the subject."""
     rows: list[Solution] = []
-    # The bound texts are checked first, one pattern each: most candidates fail them.
+    # The bound texts are checked first: most candidates fail them.
     wanted: list[tuple[NamedNode, Any]] = []
     if relation is not None:
         wanted.append(relation_pattern(relation, settings))
@@ -82,11 +87,15 @@ def subject_rows(
     by, term = subject_pattern(subject)
     for quad in backend.quads(None, by, term, _DEFAULT):
         node = quad.subject
-        if isinstance(node, NamedNode) and all(
-            next(backend.quads(node, predicate, text, _DEFAULT), None) is not None
-            for predicate, text in wanted
-        ):
-            rows += _solutions(backend, node, valid_at, as_of)
+        if not isinstance(node, NamedNode):
+            continue
+        if wanted and facts is not None:
+            if not facts.has(backend, node, wanted):
+                continue
+        elif not all(_has(backend, node, predicate, text, _DEFAULT)
+                     for predicate, text in wanted):  # fmt: skip
+            continue
+        rows += _solutions(backend, node, valid_at, as_of)
     # ORDER BY DESC(?rank) DESC(?sf) ?g
     rows.sort(key=lambda r: (-r.rank, -r.system_from, r.node.value))
     return rows

@@ -143,6 +143,7 @@ class Questions:
                 namespace,
                 valid_at=valid,
                 as_of=known,
+                facts=self.core.facts,
             )
             return GrainList(
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],

@@ -1,0 +1,98 @@
+"""What lookups keep of each grain node in process is what its quads say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from pyoxigraph import DefaultGraph, Literal, NamedNode
+
+import oms_rdf as oms
+from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.mapping import grain_iri
+from oms_rdf.rdf.vocab import OMS, RDF
+from oms_rdf.store.grain_facts import GrainFacts
+from tests.strategies import grains
+
+T0 = 1_737_000_000_000
+ELSEWHERE = NamedNode("http://example.org/another-relation")
+
+
+def stored_facts(
+    store: oms.GrainStore, node: NamedNode
+) -> list[tuple[NamedNode, object]]:
+    """The node's rdf:predicate and oms:namespace quads, as the store holds them."""
+    return [
+        (q.predicate, q.object)
+        for q in store.backend.quads(node, None, None, DefaultGraph())
+        if q.predicate in (RDF.predicate, OMS.namespace)
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fields=grains())
+def test_what_is_learnt_from_a_grain_is_what_its_rows_write(
+    fields: dict[str, Any],
+) -> None:
+    store = oms.GrainStore(clock=lambda: T0)
+    address = store.put(oms.Grain.from_dict(fields))
+    node = grain_iri(address)
+    facts = GrainFacts()
+    facts.learn(store.get(address), store.settings)
+    nothing = LocalBackend()  # what was learnt is all it may answer from
+    pairs = stored_facts(store, node)
+    assert sum(p == OMS.namespace for p, _ in pairs) == 1
+    for predicate, value in pairs:
+        assert facts.has(nothing, node, [(predicate, value)])
+    assert not facts.has(nothing, node, [(RDF.predicate, ELSEWHERE)])
+    assert not facts.has(nothing, node, [(OMS.namespace, Literal("elsewhere"))])
+    read = GrainFacts()  # the same, read from the store
+    for predicate, value in pairs:
+        assert read.has(store.backend, node, [(predicate, value)])
+    assert len(read) == 1
+
+
+def test_a_node_without_a_grain_is_not_kept_and_is_read_again() -> None:
+    store = oms.GrainStore(clock=lambda: T0)
+    belief = oms.Belief("alice", "likes", "tea", 0.5, created_at=T0)
+    node = grain_iri(belief.address)
+    wanted = [(OMS.namespace, Literal("shared"))]
+    facts = GrainFacts()
+    assert not facts.has(store.backend, node, wanted)
+    assert len(facts) == 0
+    store.put(belief)  # written without this instance learning it
+    assert facts.has(store.backend, node, wanted)
+
+
+def test_the_oldest_go_past_the_limit_and_are_read_again() -> None:
+    store = oms.GrainStore(clock=lambda: T0)
+    beliefs = [
+        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=T0) for i in range(5)
+    ]
+    store.put_many(beliefs)
+    facts = GrainFacts(kept=3)
+    for belief in beliefs:
+        facts.learn(belief, store.settings)
+    assert len(facts) == 3
+    likes = stored_facts(store, grain_iri(beliefs[0].address))
+    assert facts.has(store.backend, grain_iri(beliefs[0].address), likes)  # read again
+    assert not facts.has(LocalBackend(), grain_iri(beliefs[1].address), likes)
+    assert facts.has(LocalBackend(), grain_iri(beliefs[4].address), likes)
+
+
+def test_lookups_on_disk_answer_the_same_after_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: T0 + 100)
+    for i in range(4):
+        store.put(oms.Belief("alice", f"r{i}", f"o{i}", 0.5, created_at=T0 + i))
+    store.put(oms.Belief("alice", "r1", "x", 0.5, created_at=T0 + 9, namespace="work"))
+    want = [g.address for g in store.beliefs("alice", "r1")]
+    store.close()
+    again = oms.GrainStore(path, clock=lambda: T0 + 100)  # nothing kept: read as met
+    assert [g.address for g in again.beliefs("alice", "r1")] == want
+    assert len(again.core.facts) == 5  # each of alice's grains, read once
+    assert [g["object"] for g in again.beliefs("alice", "r1", namespace="work")] == [
+        "x"
+    ]
+    assert again.beliefs("alice", "r9") == []
