@@ -22,12 +22,20 @@ ELSEWHERE = NamedNode("http://example.org/another-relation")
 def stored_facts(
     store: oms.GrainStore, node: NamedNode
 ) -> list[tuple[NamedNode, object]]:
-    """The node's rdf:predicate and oms:namespace quads, as the store holds them."""
+    """The node's rdf:predicate, rdf:object and oms:namespace quads, as the
+    store holds them."""
     return [
         (q.predicate, q.object)
         for q in store.backend.quads(node, None, None, DefaultGraph())
-        if q.predicate in (RDF.predicate, OMS.namespace)
+        if q.predicate in (RDF.predicate, RDF.object, OMS.namespace)
     ]
+
+
+def knowledge_graph(store: oms.GrainStore, node: NamedNode) -> object:
+    """The belief's graph: its oms:graph, else oms:current."""
+    named = store.backend.quads(node, OMS.graph, None, DefaultGraph())
+    graphs = [q.object for q in named]
+    return graphs[0] if graphs else OMS.current
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,6 +55,14 @@ def test_what_is_learnt_from_a_grain_is_what_its_rows_write(
         assert facts.has(nothing, node, [(predicate, value)])
     assert not facts.has(nothing, node, [(RDF.predicate, ELSEWHERE)])
     assert not facts.has(nothing, node, [(OMS.namespace, Literal("elsewhere"))])
+    values = dict(pairs)
+    if RDF.predicate in values:  # a belief: what it asserts, and where
+        p, o = values[RDF.predicate], values[RDF.object]
+        graph = knowledge_graph(store, node)
+        assert facts.asserts(nothing, node, p, o, graph)
+        assert not facts.asserts(nothing, node, p, o, ELSEWHERE)
+        assert not facts.asserts(nothing, node, p, ELSEWHERE, graph)
+        assert GrainFacts().asserts(store.backend, node, p, o, graph)
     read = GrainFacts()  # the same, read from the store
     for predicate, value in pairs:
         assert read.has(store.backend, node, [(predicate, value)])

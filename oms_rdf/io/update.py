@@ -199,7 +199,8 @@ class _Plan:
         backend = self.store.backend
         if next(backend.quads(*claim), None) is None:
             return  # nobody asserts it now: the common case, one lookup
-        for node in list(believers(backend, ox.Quad(*claim))):
+        facts = self.store.core.facts
+        for node in list(believers(backend, ox.Quad(*claim), facts=facts)):
             address = address_of(node)
             if address in self.leaving:
                 continue

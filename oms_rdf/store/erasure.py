@@ -276,7 +276,11 @@ def _knowledge_leaving(store: GrainStore, targets: list[Grain]) -> list[ox.Quad]
         quad = truthy_triple(grain, store.settings)
         if quad is None or quad in leaving:
             continue
-        others = [n for n in believers(store.backend, quad) if n not in erased]
+        others = [
+            n
+            for n in believers(store.backend, quad, facts=store.core.facts)
+            if n not in erased
+        ]
         if not others:
             leaving[quad] = None
     return list(leaving)

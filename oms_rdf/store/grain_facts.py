@@ -1,15 +1,17 @@
-"""The relation and namespace of each grain node, kept in process for lookups.
+"""What each grain node asserts, kept in process for lookups.
 
 A lookup of one subject's beliefs with a relation or a namespace
-(:func:`.lookup.subject_rows`) tests each grain of the subject for them, and
-most are another relation or an older version: a pattern call each, which on
-disk costs more than the rest of the lookup. A grain is immutable, so what its
-node asserts never changes. Its ``rdf:predicate`` and ``oms:namespace`` values
-are kept here by node: from the grain as it is written
+(:func:`.lookup.subject_rows`), or of the beliefs that assert one triple
+(:func:`.lookup.believers`), tests each grain of the subject, and most are
+another relation or an older version: pattern calls for each, which on disk
+cost more than the rest of the lookup. A grain is immutable, so what its node
+asserts never changes. Its ``rdf:predicate``, ``rdf:object``, ``oms:graph`` and
+``oms:namespace`` values are kept here by node: from the grain as it is written
 (:meth:`GrainFacts.learn`), or read from the store the first time a lookup
-meets the node. The test is then a comparison in Python.
+meets the node. The tests are then comparisons in Python. (The index layer,
+which does change, is always read from the store.)
 
-An erased grain's node no longer comes up in a subject's grains, so nothing
+An erased grain's node no longer comes up among a subject's grains, so nothing
 kept of it is asked again (and a grain put again is learnt again); the oldest
 entries go once ``KEPT`` are held.
 """
@@ -17,6 +19,7 @@ entries go once ``KEPT`` are held.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
@@ -28,26 +31,41 @@ from ..rdf.vocab import OMS, RDF
 
 __all__ = ["KEPT", "GrainFacts"]
 
-KEPT = 65_536  # nodes; about 15 MB at most (their values are shared)
+KEPT = 65_536  # nodes; some 20 MB at most
 _DEFAULT = DefaultGraph()
-_PREDICATE, _NAMESPACE = RDF.predicate, OMS.namespace
-# The values of these predicates a node has, in this order.
-_Facts = tuple[tuple[object, ...], tuple[object, ...]]
+_NONE: tuple[Any, ...] = ()
+
+
+class _Facts(NamedTuple):
+    """The values a node has of each predicate (a tuple each, almost always one)."""
+
+    relations: tuple[Any, ...]
+    objects: tuple[Any, ...]
+    graphs: tuple[Any, ...]
+    namespaces: tuple[Any, ...]
+
+
+_FIELD = {
+    RDF.predicate: "relations",
+    RDF.object: "objects",
+    OMS.graph: "graphs",
+    OMS.namespace: "namespaces",
+}
 
 
 @lru_cache(maxsize=4_096)
-def _one(value: object) -> tuple[object, ...]:
-    """One value as a tuple shared by every grain that has it."""
+def _shared(value: Any) -> tuple[Any, ...]:
+    """One value as a tuple shared by every grain that has it (relations, graphs)."""
     return (value,)
 
 
 @lru_cache(maxsize=4_096)
-def _namespace(text: str) -> tuple[object, ...]:
+def _namespace(text: str) -> tuple[Any, ...]:
     return (Literal(text),)
 
 
 class GrainFacts:
-    """``rdf:predicate`` and ``oms:namespace`` of grain nodes, by node IRI."""
+    """What grain nodes assert, by node IRI."""
 
     def __init__(self, kept: int = KEPT) -> None:
         self._facts: dict[str, _Facts] = {}
@@ -58,36 +76,46 @@ class GrainFacts:
 
     def learn(self, grain: Grain, settings: MappingSettings) -> None:
         """Keep what a grain's rows will say, as it is written."""
-        relations: tuple[object, ...] = ()
-        if grain.type_byte == BELIEF.byte:
-            relations = _one(grain_belief_terms(grain, settings)[1])
         namespace = _namespace(namespace_of(grain.fields))
-        self._keep(f"nih:sha-256;{grain.address}", (relations, namespace))
+        if grain.type_byte != BELIEF.byte:
+            facts = _Facts(_NONE, _NONE, _NONE, namespace)
+        else:
+            _s, p, o, g = grain_belief_terms(grain, settings)
+            graphs = _NONE if g is None else _shared(g)
+            facts = _Facts(_shared(p), (o,), graphs, namespace)
+        self._keep(f"nih:sha-256;{grain.address}", facts)
 
     def has(
-        self, backend: Backend, node: NamedNode, wanted: list[tuple[NamedNode, object]]
+        self, backend: Backend, node: NamedNode, wanted: list[tuple[NamedNode, Any]]
     ) -> bool:
         """Whether the node has every (predicate, value) of ``wanted``, each an
-        ``rdf:predicate`` or ``oms:namespace`` pair (the store says, as a
-        pattern call per pair would)."""
-        facts = self._facts.get(node.value)
-        if facts is None:
-            facts = self._read(backend, node)
-        return all(
-            value in facts[0 if predicate == _PREDICATE else 1]
-            for predicate, value in wanted
-        )
+        ``rdf:predicate``, ``rdf:object`` or ``oms:namespace`` pair: what a
+        pattern call per pair would say."""
+        facts = self._of(backend, node)
+        return all(value in getattr(facts, _FIELD[p]) for p, value in wanted)
 
-    def _read(self, backend: Backend, node: NamedNode) -> _Facts:
-        relations: list[object] = []
-        namespaces: list[object] = []
+    def asserts(
+        self, backend: Backend, node: NamedNode, relation: Any, obj: Any, graph: Any
+    ) -> bool:
+        """Whether the node is a belief of this relation and object whose knowledge
+        graph is ``graph``: its first ``oms:graph``, else ``oms:current``."""
+        facts = self._of(backend, node)
+        if relation not in facts.relations or obj not in facts.objects:
+            return False
+        knowledge: Any = facts.graphs[0] if facts.graphs else OMS.current
+        return bool(knowledge == graph)
+
+    def _of(self, backend: Backend, node: NamedNode) -> _Facts:
+        facts = self._facts.get(node.value)
+        if facts is not None:
+            return facts
+        found: dict[str, list[Any]] = {name: [] for name in _Facts._fields}
         for quad in backend.quads(node, None, None, _DEFAULT):
-            if quad.predicate == _PREDICATE:
-                relations.append(quad.object)
-            elif quad.predicate == _NAMESPACE:
-                namespaces.append(quad.object)
-        facts = (tuple(relations), tuple(namespaces))
-        if namespaces:  # every grain has one: without it, the node holds no grain
+            name = _FIELD.get(quad.predicate)
+            if name is not None:
+                found[name].append(quad.object)
+        facts = _Facts(*(tuple(found[name]) for name in _Facts._fields))
+        if facts.namespaces:  # every grain has one: without it, no grain is there
             self._keep(node.value, facts)
         return facts
 

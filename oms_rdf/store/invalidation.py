@@ -88,7 +88,7 @@ class Invalidation:
         if quad is None:
             return []
         me = grain_iri(grain.address)
-        for other in believers(self.core.backend, quad, leaving):
+        for other in believers(self.core.backend, quad, leaving, self.core.facts):
             if other != me:
                 return []  # another belief held asserts it: the triple stays
         return [quad]

@@ -237,27 +237,35 @@ def _system_ends(
 
 
 def believers(
-    backend: Backend, knowledge: Quad, ignoring: Container[str] = ()
+    backend: Backend,
+    knowledge: Quad,
+    ignoring: Container[str] = (),
+    facts: GrainFacts | None = None,
 ) -> Iterator[NamedNode]:
     """The beliefs held now (:func:`oms_rdf.rdf.inforce.held`) whose triple is
     this knowledge quad, in its graph (``oms:current`` or a named graph): what
     keeps the triple in the knowledge while one of them leaves it. Grains whose
     addresses are in ``ignoring`` are passed over unread (those leaving).
 
-    Pattern lookups from the subject: a handful of grains, not a query.
+    Pattern lookups from the subject: a handful of grains, not a query; with
+    ``facts``, what each grain asserts is compared in process.
     """
     s, p, o = knowledge.subject, knowledge.predicate, knowledge.object
+    graph = knowledge.graph_name
     for quad in backend.quads(None, RDF.subject, s, _DEFAULT):
         node = quad.subject
         if not isinstance(node, NamedNode) or (
             ignoring and address_of(node) in ignoring
         ):
             continue
-        asserts = (
-            _has(backend, node, RDF.predicate, p, _DEFAULT)
-            and _has(backend, node, RDF.object, o, _DEFAULT)
-            and _graph_of(backend, node) == knowledge.graph_name
-        )
+        if facts is not None:
+            asserts = facts.asserts(backend, node, p, o, graph)
+        else:
+            asserts = (
+                _has(backend, node, RDF.predicate, p, _DEFAULT)
+                and _has(backend, node, RDF.object, o, _DEFAULT)
+                and _graph_of(backend, node) == graph
+            )
         if asserts and not _has(backend, node, OMS.systemTo, None, OMS.index):
             yield node
 
