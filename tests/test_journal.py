@@ -264,3 +264,37 @@ def test_a_put_many_refused_while_its_rows_are_made_writes_nothing(
     assert quads(store) == before
     assert store.put_many(many) and len(store) == 200
     assert store.verify_audit().ok
+
+
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_an_adoption_into_an_empty_store_refused_late_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Into a store that holds no grain, foreign RDF is checked as it is written
+    (one read); a triple refused after pieces and chunks were loaded leaves
+    nothing, and the line it is on is named."""
+    from oms_rdf.backends import embedded
+    from oms_rdf.store import journal
+
+    monkeypatch.setattr(journal, "PIECE_ROWS", 50)
+    monkeypatch.setattr(journal, "CHUNK_ROWS", 50)
+    loads: list[int] = []  # pieces (memory) or chunks (disk) loaded
+    piece, chunk = embedded._staged_load, embedded.LocalBackend.bulk_load
+    monkeypatch.setattr(embedded, "_staged_load", lambda *a: loads.append(piece(*a)))
+    monkeypatch.setattr(
+        embedded.LocalBackend, "bulk_load", lambda *a: loads.append(chunk(*a))
+    )
+    store = oms.GrainStore(None if where == "memory" else tmp_path / "store")
+    before = quads(store)
+    good = [f"<http://example.org/p{i}> <http://example.org/knows> <http://example.org/q{i}> ."
+            for i in range(100)]  # fmt: skip
+    bad = f"<http://example.org/z> <http://example.org/knows> <http://example.org/q> <{OMS.current.value}> ."
+    text = "\n".join([*good, bad, *good[:5]]).encode()
+    with pytest.raises(oms.SchemaError, match=r"reserved graph.*line 101"):
+        store.import_(io.BytesIO(text), format="nquads")
+    assert len(loads) > 10  # written as read: the refusal came after them
+    assert quads(store) == before
+    report = store.import_(io.BytesIO("\n".join(good * 2).encode()), format="nquads")
+    assert report.added == 100 and len(store) == 100  # repeats are one belief
+    assert len(store.beliefs("http://example.org/p7")) == 1
+    assert store.verify_audit().ok

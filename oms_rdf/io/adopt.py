@@ -185,7 +185,14 @@ def plan_adoption(
     confidence: float,
     base_iri: str | None,
 ) -> Iterator[Callable[[], Iterator[Row]]]:
-    """Check every triple of a foreign source, then yield the rows of the new beliefs."""
+    """Check every triple of a foreign source, then yield the rows of the new beliefs.
+
+    Into a store that holds no grain, unless refused triples are to be skipped,
+    one read checks and gives the rows as it goes: a refusal met on the way
+    leaves the store as it was all the same (the write is whole or undone, see
+    :meth:`~oms_rdf.store.core.Core.bulk`), and the rows are loaded while the
+    source is still being read.
+    """
     store = target.store
     read = _Adoption(
         store,
@@ -196,6 +203,9 @@ def plan_adoption(
         namespace=namespace,
         confidence=confidence,
     )
+    if target.empty and not skip:
+        yield _at_once(read, report, progress)
+        return
     # Within one adoption every belief shares its confidence, namespace and time, so
     # equal claims are equal grains: the address tells repeats apart.
     empty = store.is_empty()  # then nothing is believed yet: no lookups
@@ -233,6 +243,25 @@ def plan_adoption(
         yield from prefix_rows(store, read.declared)  # its @prefix lines, kept
 
     yield rows
+
+
+def _at_once(
+    read: _Adoption, report: ImportReport, progress: Progress
+) -> Callable[[], Iterator[Row]]:
+    """The rows of a source's new beliefs, checked as they are read (a store
+    without grains believes nothing yet: each new claim is a new belief)."""
+    store = read.store
+
+    def rows() -> Iterator[Row]:
+        seen: set[str] = set()
+        for grain in read.grains(report, False, progress):
+            if grain.address not in seen:
+                seen.add(grain.address)
+                report.added += 1
+                yield from store.rows_for(grain)
+        yield from prefix_rows(store, read.declared)
+
+    return rows
 
 
 class _Adoption:
