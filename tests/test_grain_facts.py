@@ -112,3 +112,21 @@ def test_lookups_on_disk_answer_the_same_after_reopening(tmp_path: Path) -> None
         "x"
     ]
     assert again.beliefs("alice", "r9") == []
+
+
+def test_a_node_read_in_part_is_not_kept() -> None:
+    """A copy of some of a node's quads (what a lookup over a network brings)
+    answers for itself, and what it lacks is not kept for the store's lookups."""
+    store = oms.GrainStore(clock=lambda: T0)
+    belief = oms.Belief("alice", "likes", "tea", 0.5, created_at=T0)
+    store.put(belief)
+    node = grain_iri(belief.address)
+    part = LocalBackend()
+    part.add(q for q in store.backend.quads(node) if q.predicate != RDF.object)
+    facts = GrainFacts()
+    (likes,) = [o for p, o in stored_facts(store, node) if p == RDF.predicate]
+    assert facts.has(part, node, [(RDF.predicate, likes)])
+    assert len(facts) == 0
+    (tea,) = [o for p, o in stored_facts(store, node) if p == RDF.object]
+    assert facts.asserts(store.backend, node, likes, tea, OMS.current)
+    assert len(facts) == 1

@@ -106,6 +106,8 @@ class GrainFacts:
         return bool(knowledge == graph)
 
     def _of(self, backend: Backend, node: NamedNode) -> _Facts:
+        """What the node asserts: kept, or read from ``backend``, which must hold
+        every quad of the node's grain layer (the store's own backend)."""
         facts = self._facts.get(node.value)
         if facts is not None:
             return facts
@@ -115,7 +117,9 @@ class GrainFacts:
             if name is not None:
                 found[name].append(quad.object)
         facts = _Facts(*(tuple(found[name]) for name in _Facts._fields))
-        if facts.namespaces:  # every grain has one: without it, no grain is there
+        # Kept only when whole: every grain has a namespace (without one, no
+        # grain is there), and a belief both a relation and an object.
+        if facts.namespaces and bool(facts.relations) == bool(facts.objects):
             self._keep(node.value, facts)
         return facts
 

@@ -134,16 +134,18 @@ class Questions:
         # Several pattern reads: under the writers' lock, so that they all see the
         # store before a write or after it, never between (a torn read).
         with self.core.lock:
-            backend = self._subject_copy(subject) or self.core.backend
+            copy = self._subject_copy(subject)
             rows = subject_rows(
-                backend,
+                copy or self.core.backend,
                 self.core.settings,
                 subject,
                 relation,
                 namespace,
                 valid_at=valid,
                 as_of=known,
-                facts=self.core.facts,
+                # A copy holds only the quads the lookups read: not what facts
+                # are read from (a node's whole grain layer).
+                facts=None if copy else self.core.facts,
             )
             return GrainList(
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
