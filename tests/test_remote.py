@@ -139,6 +139,25 @@ def test_one_story_gives_the_same_answers_on_every_backend(make_store: Any) -> N
     assert store.verify_audit().ok
 
 
+@pytest.mark.parametrize("kind", SERVERS)
+def test_a_triple_another_belief_asserts_stays_after_a_lookup_and_a_retraction(
+    kind: str, two_clients: Any
+) -> None:
+    """Two beliefs assert one triple, written by another client. A lookup of
+    their subject reads them from a copy of some of their quads; retracting one
+    then leaves the triple in the knowledge, where the other still asserts it."""
+    theirs, mine = two_clients(kind)
+    s, p, o = (f"http://example.org/{x}" for x in ("alice", "likes", "tea"))
+    first = theirs.put(oms.Belief(s, p, o, 0.5, created_at=T0))
+    second = theirs.put(oms.Belief(s, p, o, 0.6, created_at=T0 + 1))
+    assert {g.address for g in mine.beliefs(s, p)} == {first, second}
+    mine.retract(first, reason="said twice")
+    ask = f"SELECT ?o WHERE {{ <{s}> <{p}> ?o }}"
+    assert [r["o"].value for r in mine.query(ask)] == [o]
+    mine.retract(second, reason="not at all")
+    assert list(mine.query(ask)) == []
+
+
 def test_a_server_error_is_a_store_error(oxigraph_server: str) -> None:
     backend = oms.SparqlBackend.oxigraph(oxigraph_server)
     with pytest.raises(oms.StoreError, match="HTTP 400"):
