@@ -355,10 +355,17 @@ def grain_belief_terms(
     found = _TERMS.get(key)
     if found is None:
         found = belief_terms(grain.fields, settings)
-        if len(_TERMS) >= _TERMS_KEPT:
-            _TERMS.clear()
-        _TERMS[key] = found
+        _keep_terms(key, found)
     return found
+
+
+def _keep_terms(
+    key: tuple[str, MappingSettings],
+    terms: tuple[NamedNode, NamedNode, Term, NamedNode | None],
+) -> None:
+    if len(_TERMS) >= _TERMS_KEPT:
+        _TERMS.clear()
+    _TERMS[key] = terms
 
 
 _TERMS: dict[
@@ -373,6 +380,9 @@ def _belief_nt(
     """:func:`belief_terms` as N-Triples texts."""
     plain = _plain_terms(grain.fields, settings)
     if plain is not None:
+        # Kept for grain_belief_terms: a grain's rows are made, then what it
+        # asserts is asked (GrainFacts.learn).
+        _keep_terms((grain.address, settings), (plain[0], plain[1], plain[2], None))
         s_nt, p_nt, o_nt = plain[3]
         return s_nt, p_nt, o_nt, None
     s, p, o, g = grain_belief_terms(grain, settings)
