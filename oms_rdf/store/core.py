@@ -104,7 +104,7 @@ class Core:
         # Whether oms:current is the knowledge of now, kept up by the writes.
         self.now_watch = NowWatch()
         self.intervals = Intervals()  # versions by extent, kept up as now_watch is
-        self.facts = GrainFacts()  # relation and namespace by node, for lookups
+        self.facts = GrainFacts()  # what each grain node asserts, for lookups
         self.pending: Pending | None = None  # an open transaction's writes
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted

@@ -75,8 +75,8 @@ def subject_rows(
 ) -> list[Solution]:
     """Return the solutions of ``beliefs.rq`` for a bound subject, in its order.
 
-    ``facts``: the relations and namespaces of grain nodes kept in process,
-    which spare a pattern call per grain of the subject."""
+    With ``facts`` (what grain nodes assert, kept in process), each grain's
+    relation and namespace are compared in Python, not read by a pattern call."""
     rows: list[Solution] = []
     # The bound texts are checked first: most candidates fail them.
     wanted: list[tuple[NamedNode, Any]] = []
@@ -87,18 +87,25 @@ def subject_rows(
     by, term = subject_pattern(subject)
     for quad in backend.quads(None, by, term, _DEFAULT):
         node = quad.subject
-        if not isinstance(node, NamedNode):
-            continue
-        if wanted and facts is not None:
-            if not facts.has(backend, node, wanted):
-                continue
-        elif not all(_has(backend, node, predicate, text, _DEFAULT)
-                     for predicate, text in wanted):  # fmt: skip
-            continue
-        rows += _solutions(backend, node, valid_at, as_of)
+        if isinstance(node, NamedNode) and (
+            not wanted or _has_all(backend, node, wanted, facts)
+        ):
+            rows += _solutions(backend, node, valid_at, as_of)
     # ORDER BY DESC(?rank) DESC(?sf) ?g
     rows.sort(key=lambda r: (-r.rank, -r.system_from, r.node.value))
     return rows
+
+
+def _has_all(
+    backend: Backend,
+    node: NamedNode,
+    wanted: list[tuple[NamedNode, Any]],
+    facts: GrainFacts | None,
+) -> bool:
+    """Whether the node has each (predicate, value) of ``wanted``."""
+    if facts is not None:
+        return facts.has(backend, node, wanted)
+    return all(_has(backend, node, p, value, _DEFAULT) for p, value in wanted)
 
 
 def in_force(backend: Backend, node: NamedNode, *, valid_at: int, as_of: int) -> bool:
