@@ -30,6 +30,7 @@ __all__ = ["Pending", "refuse_made"]
 _G_AUDIT, _G_BLOBS = str(OMS.audit), str(OMS.blobs)
 _P_OPERATION, _P_TARGET = str(OMS.operation), str(OMS.target)
 _P_RESULT, _P_REVIEW = str(OMS.result), str(OMS.needsReview)
+_NODE_AT = len(NIH_PREFIX) + 1  # where the address starts in a node's "<nih:…>"
 
 
 @dataclass
@@ -63,17 +64,18 @@ class Pending:
             )
         rows = as_rows(insert)
         self._refuse_again(current)
-        created = {r[0][len(NIH_PREFIX) + 1 : -1] for r in rows if r[3] == _G_BLOBS}
+        created = {r[0][_NODE_AT:-1] for r in rows if r[3] == _G_BLOBS}
         # None of ``current`` is listed yet: every listed grain is in ``changed``,
         # which ``current`` was just found not to meet (a list scan was quadratic).
         self.current += dict.fromkeys(current)
         self.changed |= created | set(current)
         self.delete += as_rows(delete)
+        # The operation's own audit event is not written: what it names joins
+        # the transaction's one event (see event()).
+        audit = [r for r in rows if r[3] == _G_AUDIT]
+        self.insert += [r for r in rows if r[3] != _G_AUDIT] if audit else rows
         events: dict[str, tuple[str, list[str], list[str]]] = {}
-        for s, p, o, g in rows:
-            if g != _G_AUDIT:
-                self.insert.append((s, p, o, g))
-                continue
+        for s, p, o, _g in audit:
             _operation, targets, results = events.setdefault(s, ("", [], []))
             if p == _P_OPERATION:
                 events[s] = (o, targets, results)
