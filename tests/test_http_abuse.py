@@ -436,6 +436,16 @@ def test_timed_out_queries_are_stopped(served: Served) -> None:
 
 def test_store_calls_do_not_block_the_event_loop(served: Served) -> None:
     """Store calls run off the event loop: the page answers during a long one."""
+    # A blocked loop fails every attempt; a second attempt only spares a run in
+    # which the two shared cores were taken by something else meanwhile.
+    attempts = [_pages_during_a_listing(served)]
+    if not attempts[0][0]:
+        attempts.append(_pages_during_a_listing(served))
+    assert attempts[-1][0], [seen for _, seen in attempts]
+
+
+def _pages_during_a_listing(served: Served) -> tuple[bool, object]:
+    """Ask for the page while a long listing runs: whether it kept answering."""
     listing = {"namespace": "big", "limit": "1000"}  # a thousand facts, serialised
     took: list[float] = []
 
@@ -455,6 +465,7 @@ def test_store_calls_do_not_block_the_event_loop(served: Served) -> None:
         assert httpx.get(served.base + "/", timeout=30).status_code == 200
         page.append(time.monotonic() - began)
     worker.join()
+    assert took, "the listing failed"
     # Blocked, every page asked during the listing would wait for its end: few
     # would fit, and the typical one would take most of the listing's time. The
     # median, not the worst: on two shared cores one request can lose the GIL
@@ -463,7 +474,7 @@ def test_store_calls_do_not_block_the_event_loop(served: Served) -> None:
     print(f"\na listing of 1,000 facts {took[0]:.3f} s; the page meanwhile "
           f"{typical:.3f} s typically, {max(page or [0.0]):.3f} s at most, "
           f"{len(page)} times")  # fmt: skip
-    assert len(page) >= 3 and typical < took[0] / 3, (page, took)
+    return len(page) >= 3 and typical < took[0] / 3, (page, took)
 
 
 # --- 8. stopping ----------------------------------------------------------------
