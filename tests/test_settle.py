@@ -18,7 +18,12 @@ T0 = 1_737_000_000_000
 def tabled(path: Path) -> int:
     """The bytes of RocksDB's table files, where a flush writes its buffers (the
     engine compacts them in the background, so their names come and go)."""
-    return sum(p.stat().st_size for p in path.iterdir() if p.suffix == ".sst")
+    for _ in range(100):
+        try:
+            return sum(p.stat().st_size for p in path.iterdir() if p.suffix == ".sst")
+        except FileNotFoundError:  # compacted away between listing and reading
+            continue
+    raise AssertionError(f"the table files of {path} kept changing")
 
 
 @pytest.mark.parametrize("write", ["transaction", "put_many"])
