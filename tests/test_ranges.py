@@ -37,12 +37,47 @@ def test_a_valid_range_as_known_now() -> None:
 
 def test_a_valid_range_as_known_then() -> None:
     store = story()
-    # As known on day 12: Acme [0, 5) and Initech [5, open), both from day 10.
+    # As known on day 12: Acme [0, 5) and Initech [5, open), both from day 10;
+    # Initech's retraction on day 20 was not known yet: its system end is open.
     got = store.query(ASK, valid_during=(T0 + DAY, T0 + 8 * DAY), as_of=T0 + 12 * DAY)
-    assert rows(got) == {("acme", 0, 5, 10, None), ("initech", 5, None, 10, 20)}
-    # As known on day 2: Acme, open-ended, known from day 0 until day 10.
+    assert rows(got) == {("acme", 0, 5, 10, None), ("initech", 5, None, 10, None)}
+    # As known on day 2: Acme, open-ended, known from day 0 (the supersession
+    # on day 10 not known yet).
     got = store.query(ASK, valid_during=(T0 + 6 * DAY, None), as_of=T0 + 2 * DAY)
-    assert rows(got) == {("acme", 0, None, 0, 10)}
+    assert rows(got) == {("acme", 0, None, 0, None)}
+
+
+def test_a_range_as_known_then_is_what_the_store_held_then() -> None:
+    """What a range answers as of a past time is what a store holding only the
+    writes made by then answers, whatever came after (the forward-only
+    guarantee holds for ranges too)."""
+    then = oms.GrainStore(clock=lambda: T0 + 12 * DAY)
+    acme = then.put(belief("acme", at=T0, valid=T0))
+    then.supersede(acme, belief("initech", at=T0 + 10 * DAY, valid=T0 + 5 * DAY))
+    later = story()  # the same, and a retraction on day 20
+    for as_of in (T0 + 2 * DAY, T0 + 12 * DAY):
+        for valid in ((None, None), (T0 + DAY, T0 + 8 * DAY), (T0 + 6 * DAY, None)):
+            want = rows(then.query(ASK, valid_during=valid, as_of=as_of))
+            assert rows(later.query(ASK, valid_during=valid, as_of=as_of)) == want
+
+
+@pytest.mark.parametrize(
+    ("axis", "span"),
+    [
+        ("valid_during", (T0 + 5 * DAY, T0 + 5 * DAY)),
+        ("valid_during", (T0 + 9 * DAY, T0 + DAY)),
+        ("system_during", (T0 + 9 * DAY, T0 + DAY)),
+    ],
+)
+def test_a_range_that_holds_no_time_is_refused(
+    axis: str, span: tuple[int, int]
+) -> None:
+    store = story()
+    ranges: dict[str, Any] = {"valid_during": (None, None), axis: span}
+    with pytest.raises(oms.TimeRangeError) as refused:
+        store.query(ASK, **ranges)
+    assert refused.value.code == "ERR_RANGE"
+    assert axis in str(refused.value) and "holds no time" in str(refused.value)
 
 
 def test_all_of_system_time_gives_every_version() -> None:

@@ -250,14 +250,23 @@ step = st.tuples(
 )
 
 
+RANGE = (
+    "SELECT ?s ?o ?validFrom ?validTo ?systemFrom ?systemTo "
+    "WHERE { ?s ?p ?o FILTER(STRENDS(STR(?p), 'works_at')) }"
+)
+
+
 def answers(store: oms.GrainStore, t: int) -> list[Any]:
-    """What the store says as of ``t``: its beliefs, at three valid times, and a query."""
+    """What the store says as of ``t``: its beliefs, at three valid times, a
+    query, and a range question with the extents it binds."""
     out: list[Any] = [
         sorted(g.address for g in store.beliefs(valid_at=v, as_of=t))
         for v in (t, T0, T0 + 5 * DAY)
     ]
     out.append(sorted(g.address for g in store.beliefs(as_of=t)))
     rows = store.query(QUERY, valid_at=t, as_of=t)
+    out.append(sorted(tuple(str(v) for v in row) for row in rows))
+    rows = store.query(RANGE, valid_during=(None, None), as_of=t)
     out.append(sorted(tuple(str(v) for v in row) for row in rows))
     return out
 

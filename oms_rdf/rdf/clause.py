@@ -53,7 +53,9 @@ class During:
         """The extents of ``g`` that meet the range, bound to ``var`` of
         :data:`EXTENT_VARIABLES` (the same rules as :func:`in_force`)."""
         first = [(OMS.confidence, var("confidence"))]
-        parts = [extents(g, var=var, first=first, then=triple)]
+        # As known at a point: the system ends written after it are not read.
+        known_at = None if self.system is not None else str(self.as_of)
+        parts = [extents(g, var=var, first=first, then=triple, known_at=known_at)]
         vf, vt, sf, st = map(var, EXTENT_VARIABLES)
         parts.append(overlaps(vf, vt, self.valid))
         if self.system is not None:

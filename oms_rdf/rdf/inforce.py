@@ -139,11 +139,19 @@ def in_force(
 EXTENT_VARIABLES = ("validFrom", "validTo", "systemFrom", "systemTo")
 
 
-def extents(g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()) -> str:
+def extents(
+    g: str,
+    *,
+    var: Namer = plain,
+    first: Pairs = (),
+    then: Pairs = (),
+    known_at: str | None = None,
+) -> str:
     """The group pattern of the extents of a belief ``g``: one solution per
     extent (see the module), its ends bound to ``var`` of
     :data:`EXTENT_VARIABLES` (``validTo``, ``systemTo`` unbound: open-ended);
-    ``first`` and ``then`` as for :func:`in_force`.
+    ``first`` and ``then`` as for :func:`in_force`; ``known_at``: the extents
+    as the store knew them at that system time (see :func:`bounds_of`).
 
     The conditions are those of :func:`in_force`, each turned into the end of an
     interval: ``oms:validTo`` and the successor's ``oms:validFrom`` end valid
@@ -156,7 +164,7 @@ def extents(g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()) 
     # Part 1: before any system end; part 2: superseded, its successor valid later.
     superseded_only = f"BOUND({st}) && (!BOUND({void}) || {st} < {void})"
     lines = [
-        bounds_of(g, var=var, first=first, then=then),
+        bounds_of(g, var=var, first=first, then=then, known_at=known_at),
         f"VALUES {part} {{ 1 2 }}",
         f"FILTER ({part} = 1 || (BOUND({later_from}) && {superseded_only}))",
         f"BIND (IF({superseded_only}, {st}, {void}) AS {end})",
@@ -305,22 +313,36 @@ def _delta_bounds() -> list[tuple[str, str]]:
 
 
 def bounds_of(
-    g: str, *, var: Namer = plain, first: Pairs = (), then: Pairs = ()
+    g: str,
+    *,
+    var: Namer = plain,
+    first: Pairs = (),
+    then: Pairs = (),
+    known_at: str | None = None,
 ) -> str:
     """The group pattern binding the bounds of a belief ``g`` that
     :func:`in_force_at` reads: ``vf``, ``sf``, and where the belief has them
     ``vt``, ``void``, ``st`` and ``nextFrom`` (each named by ``var``);
-    ``first`` and ``then`` as for :func:`in_force`."""
+    ``first`` and ``then`` as for :func:`in_force`.
+
+    With ``known_at`` (a variable or an ``xsd:dateTime`` literal), only the
+    system ends recorded by then: a retraction or supersession at a later
+    system time was not known, so an answer as of a past time stays the same
+    whatever is written after it."""
     vf, sf, vt, void, st, later, later_from = map(
         var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom")
     )
     index = OMS.index
+
+    def known(end: str) -> str:
+        return "" if known_at is None else f" FILTER ({end} <= {known_at})"
+
     return "\n  ".join(
         [
             node_block(g, [*first, (OMS.validFrom, vf), (OMS.systemFrom, sf), *then]),
             f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
-            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }} }}",
-            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }} }}",
+            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }}{known(void)} }}",
+            f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }}{known(st)} }}",
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
             f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
         ]

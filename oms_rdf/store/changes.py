@@ -69,7 +69,10 @@ def changes(
         SchemaError: ERR_SCHEMA for an unknown axis.
     """
     clock = questions.core.clock
-    start, end = millis_or_now(since, clock), millis_or_now(until, clock)
+    start, end = (
+        millis_or_now(since, clock, "since"),
+        millis_or_now(until, clock, "until"),
+    )
     points = {
         "both": (start, start),
         "valid": (start, end),

@@ -125,8 +125,8 @@ class Questions:
         Raises:
             SchemaError: ERR_SCHEMA for a time argument that cannot be read.
         """
-        known = millis_or_now(as_of, self.core.clock)
-        valid = millis_or_now(valid_at, self.core.clock)
+        known = millis_or_now(as_of, self.core.clock, "as_of")
+        valid = millis_or_now(valid_at, self.core.clock, "valid_at")
         if subject is None:
             return self.beliefs_by_query(subject, relation, namespace, valid, known)
         # One subject has a handful of grains: reading them by pattern is several
@@ -230,13 +230,15 @@ class Questions:
             if core.intervals.ready(core.backend) is not None:
                 beliefs = core.intervals.beliefs
                 if not now or beliefs.alike * _ALIKE_AT_MOST <= len(beliefs):
-                    valid = millis_or_now(valid_at, core.clock)
-                    return beliefs.count_at(valid, millis_or_now(as_of, core.clock))
+                    valid = millis_or_now(valid_at, core.clock, "valid_at")
+                    return beliefs.count_at(
+                        valid, millis_or_now(as_of, core.clock, "as_of")
+                    )
         if now and self.now_point() is None:
             # The beliefs of now are those held: one count the engine keeps cheap.
             return count_held(self.core.backend)
-        known = millis_or_now(as_of, self.core.clock)
-        valid = millis_or_now(valid_at, self.core.clock)
+        known = millis_or_now(as_of, self.core.clock, "as_of")
+        valid = millis_or_now(valid_at, self.core.clock, "valid_at")
         bindings = {
             Variable("asOf"): millis_literal(known),
             Variable("validAt"): millis_literal(valid),

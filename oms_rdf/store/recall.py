@@ -72,8 +72,8 @@ class Recall:
             valid_at = as_of = self.questions.now_point()
         timed = valid_at is not None or as_of is not None
         held_at = None if timed else self.questions.held_point()
-        valid = millis_or_now(valid_at, self.core.clock) if timed else 0
-        known = millis_or_now(as_of, self.core.clock) if timed else 0
+        valid = millis_or_now(valid_at, self.core.clock, "valid_at") if timed else 0
+        known = millis_or_now(as_of, self.core.clock, "as_of") if timed else 0
         wanted = None if namespace is None else set(namespaces_of(namespace))
         index = self._search_index()
         found: list[Grain] = []

@@ -213,7 +213,7 @@ class Revision:
             PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
                 contradicted.
         """
-        when = millis_or_now(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)
             grain = self.core.get(address)

@@ -54,7 +54,7 @@ from .querytext import (
 )
 from .questions import Questions, bound_texts, namespaces_of
 from .rewrite import rewrite, why_not
-from .state import TimeLike, millis_or_now
+from .state import TimeLike, millis_or_now, span_of
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -108,9 +108,10 @@ class SparqlQueries:
         ``system_during`` (``(None, None)``: all of system time). Each solution
         then binds ``?validFrom ?validTo ?systemFrom ?systemTo``
         (``xsd:dateTime``; an unbound end is open): the extent in which it held,
-        the latest start and earliest end of its triples' extents, which the
-        query may use (FILTER, ORDER BY, SELECT); a triple held in two extents
-        gives two solutions.
+        the latest start and earliest end of its triples' extents (as known at
+        ``as_of``: an end written later is open), which the query may use
+        (FILTER, ORDER BY, SELECT); a triple held in two extents gives two
+        solutions.
 
         ``default_graph_uris`` and ``named_graph_uris`` narrow the dataset as the
         SPARQL Protocol's parameters of the same names do: the default graph is the
@@ -130,6 +131,7 @@ class SparqlQueries:
             QueryError: ERR_QUERY for malformed SPARQL (with its line and column),
                 text over the limits of :func:`oms_rdf.rdf.limits.check_query`,
                 grains=True with a time or namespace, or held=True with a time.
+            TimeRangeError: ERR_RANGE for a range that holds no time.
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -199,18 +201,16 @@ class SparqlQueries:
                 "valid_during, or as_of with system_during"
             )
 
-        def span(pair: Any) -> Any:
-            if not isinstance(pair, tuple | list) or len(pair) != 2:
-                raise QueryError(f"a range is (start, end); found {pair!r}")
+        def span(pair: Any, name: str) -> Any:
             return tuple(
-                None if t is None else millis_literal(millis_or_now(t, clock))
-                for t in pair
+                None if t is None else millis_literal(t)
+                for t in span_of(pair, clock, name)
             )
 
         during = During(
-            span(valid_during or (None, None)),
-            millis_literal(millis_or_now(as_of, clock)),
-            None if system_during is None else span(system_during),
+            span(valid_during or (None, None), "valid_during"),
+            millis_literal(millis_or_now(as_of, clock, "as_of")),
+            None if system_during is None else span(system_during, "system_during"),
         )
         values = {k: term_for(v) for k, v in bindings}
         sparql = seen_as_blank(sparql, values)
@@ -282,7 +282,10 @@ class SparqlQueries:
         if _form(sparql) not in _PLAIN_FORMS:
             return None
         clock = core.clock
-        valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
+        valid, known = (
+            millis_or_now(valid_at, clock, "valid_at"),
+            millis_or_now(as_of, clock, "as_of"),
+        )
         # The layer as of the store's last write, the answer read whole: the
         # layer's store may be replaced after, and no answer should be the last
         # to hold the old one (pyoxigraph drops an object on its own thread).
@@ -328,7 +331,10 @@ class SparqlQueries:
             clause = grain_clause(None, None, namespaces_of(namespace), held_at=at)
         else:
             clock = self.core.clock
-            valid, known = millis_or_now(valid_at, clock), millis_or_now(as_of, clock)
+            valid, known = (
+                millis_or_now(valid_at, clock, "valid_at"),
+                millis_or_now(as_of, clock, "as_of"),
+            )
             clause = grain_clause(
                 millis_literal(valid),
                 millis_literal(known),
@@ -423,8 +429,8 @@ class SparqlQueries:
             for ns in namespaces_of(namespace):
                 grains += self._current_beliefs(ns, held_at)
         else:
-            known = millis_or_now(as_of, self.core.clock)
-            valid = millis_or_now(valid_at, self.core.clock)
+            known = millis_or_now(as_of, self.core.clock, "as_of")
+            valid = millis_or_now(valid_at, self.core.clock, "valid_at")
             point = (valid, known)
             for ns in namespaces_of(namespace):
                 grains += self.questions.beliefs_by_query(None, None, ns, valid, known)
@@ -458,10 +464,10 @@ class SparqlQueries:
                 continue
             texts, bindings = bound_texts(None, None, ns, self.core.settings)
             bindings[Variable("asOf")] = millis_literal(
-                millis_or_now(as_of, self.core.clock)
+                millis_or_now(as_of, self.core.clock, "as_of")
             )
             bindings[Variable("validAt")] = millis_literal(
-                millis_or_now(valid_at, self.core.clock)
+                millis_or_now(valid_at, self.core.clock, "valid_at")
             )
             rows = self.core.backend.query(snapshot_query(texts), bindings)
             default = ox.DefaultGraph()

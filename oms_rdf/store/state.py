@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import times
 from ..codec.grain import Grain, namespace_of
+from ..errors import QueryError, TimeRangeError
 
 GrainLike = Grain | Mapping[str, Any] | bytes
 
@@ -71,16 +72,43 @@ class Signature:
     did: str
 
 
-def millis_or_now(value: TimeLike, clock: Callable[[], int]) -> int:
+def millis_or_now(value: TimeLike, clock: Callable[[], int], name: str = "time") -> int:
     """Return a time argument as epoch ms; None is ``clock()``, the store's now.
 
     Raises:
-        SchemaError: ERR_SCHEMA for a value :func:`oms_rdf.times.to_millis` refuses.
+        SchemaError: ERR_SCHEMA for a value :func:`oms_rdf.times.to_millis`
+            refuses, naming the argument ``name``.
 
     >>> millis_or_now(None, lambda: 7), millis_or_now("1970-01-01T00:00:01Z", lambda: 7)
     (7, 1000)
     """
-    return clock() if value is None else times.to_millis(value)
+    return clock() if value is None else times.to_millis(value, name)
+
+
+def span_of(
+    pair: Any, clock: Callable[[], int], name: str
+) -> tuple[int | None, int | None]:
+    """Return a range argument ``(start, end)``, half-open, as epoch ms (None:
+    open at that end).
+
+    Raises:
+        QueryError: ERR_QUERY for a value that is not a pair.
+        SchemaError: as :func:`millis_or_now`.
+        TimeRangeError: ERR_RANGE for a range that holds no time: one that
+            ends where or before it begins.
+
+    >>> span_of((None, "1970-01-01T00:00:01Z"), lambda: 7, "valid_during")
+    (None, 1000)
+    """
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise QueryError(f"{name}: a range is (start, end); found {pair!r}")
+    start, end = (None if t is None else millis_or_now(t, clock, name) for t in pair)
+    if start is not None and end is not None and end <= start:
+        raise TimeRangeError(
+            f"{name}: a range [{start}, {end}) holds no time; expected its end "
+            "after its start"
+        )
+    return start, end
 
 
 def same_claim(a: Grain, b: Grain) -> bool:
