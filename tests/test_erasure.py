@@ -441,3 +441,25 @@ def test_an_old_backup_with_a_dispute_of_an_erased_grain_imports() -> None:
     backup.seek(0)
     report = store.import_(backup, format="jsonl")
     assert report.added == 0 and erased not in store and kept in store
+
+
+@pytest.mark.parametrize("others", [False, True])
+def test_adopting_an_erased_belief_again_skips_it(others: bool) -> None:
+    """The same file adopted again after an erasure (the same second: the same
+    grain) brings nothing back, into a store without grains (adopted in one
+    read) or with some."""
+    now = 1_700_000_000_000
+    store = oms.GrainStore(clock=lambda: now)
+    if others:
+        store.put(oms.Belief("bob", "likes", "tea", 0.9, created_at=now - 5))
+    source = b'<http://e/a> <http://e/p> "x" .\n'
+    store.import_(io.BytesIO(source), format="turtle")
+    (adopted,) = store.beliefs("http://e/a")
+    store.erase(adopted.address, reason="asked")
+    report = store.import_(io.BytesIO(source), format="turtle")
+    assert report.added == 0
+    assert report.skipped == [(f"grain {adopted.address[:12]}…", "erased, skipped")]
+    assert store.beliefs("http://e/a") == []
+    assert adopted.address not in store
+    with pytest.raises(oms.PolicyError):  # as a put of the same grain is refused
+        store.put(adopted)

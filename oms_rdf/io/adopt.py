@@ -36,6 +36,7 @@ from ..rdf.terms import (
 )
 from ..rdf.vocab import OMS, RDF
 from ..store import RESERVED_GRAPHS, BulkImport, GrainStore
+from .plans import Known
 from .records import ImportReport, fail_or_skip
 from .sources import Progress, line_of, parse_source, prefix_rows
 
@@ -193,9 +194,8 @@ def plan_adoption(
     :meth:`~oms_rdf.store.core.Core.bulk`), and the rows are loaded while the
     source is still being read.
     """
-    store = target.store
     read = _Adoption(
-        store,
+        target.store,
         reopen,
         fmt,
         source.digest,
@@ -203,9 +203,19 @@ def plan_adoption(
         namespace=namespace,
         confidence=confidence,
     )
+    known = Known(target, report)  # an erased belief never comes back: skipped
     if target.empty and not skip:
-        yield _at_once(read, report, progress)
+        yield _at_once(read, known, progress)
         return
+    yield _checked_first(read, known, skip, progress)
+
+
+def _checked_first(
+    read: _Adoption, known: Known, skip: bool, progress: Progress
+) -> Callable[[], Iterator[Row]]:
+    """The rows of a source's new beliefs, once every triple is checked: those
+    a current belief of their namespace already asserts are not new."""
+    store, report = read.store, known.report
     # Within one adoption every belief shares its confidence, namespace and time, so
     # equal claims are equal grains: the address tells repeats apart.
     empty = store.is_empty()  # then nothing is believed yet: no lookups
@@ -217,6 +227,8 @@ def plan_adoption(
         if grain.address in seen:
             continue
         seen.add(grain.address)
+        if known.erased(grain.address):
+            continue
         if not empty and believed(grain):
             report.believed += 1
             continue
@@ -242,21 +254,24 @@ def plan_adoption(
             yield from store.rows_for(grain)
         yield from prefix_rows(store, read.declared)  # its @prefix lines, kept
 
-    yield rows
+    return rows
 
 
 def _at_once(
-    read: _Adoption, report: ImportReport, progress: Progress
+    read: _Adoption, known: Known, progress: Progress
 ) -> Callable[[], Iterator[Row]]:
     """The rows of a source's new beliefs, checked as they are read (a store
-    without grains believes nothing yet: each new claim is a new belief)."""
-    store = read.store
+    without grains believes nothing yet: each new claim is a new belief, unless
+    it was erased here)."""
+    store, report = read.store, known.report
 
     def rows() -> Iterator[Row]:
         seen: set[str] = set()
         for grain in read.grains(report, False, progress):
             if grain.address not in seen:
                 seen.add(grain.address)
+                if known.erased(grain.address):
+                    continue
                 report.added += 1
                 yield from store.rows_for(grain)
         yield from prefix_rows(store, read.declared)
