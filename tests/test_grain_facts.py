@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
-from oms_rdf.rdf.mapping import grain_iri
+from oms_rdf.rdf.mapping import grain_iri, truthy_triple
 from oms_rdf.rdf.vocab import OMS, RDF
 from oms_rdf.store.grain_facts import GrainFacts
 from tests.strategies import grains
@@ -67,6 +69,10 @@ def test_what_is_learnt_from_a_grain_is_what_its_rows_write(
     for predicate, value in pairs:
         assert read.has(store.backend, node, [(predicate, value)])
     assert len(read) == 1
+    # The knowledge quad, learnt or read, is the one the mapping makes.
+    want = truthy_triple(store.get(address), store.settings)
+    assert facts.knowledge(nothing, node) == want
+    assert read.knowledge(store.backend, node) == want
 
 
 def test_a_node_without_a_grain_is_not_kept_and_is_read_again() -> None:
@@ -76,9 +82,11 @@ def test_a_node_without_a_grain_is_not_kept_and_is_read_again() -> None:
     wanted = [(OMS.namespace, Literal("shared"))]
     facts = GrainFacts()
     assert not facts.has(store.backend, node, wanted)
+    assert facts.knowledge(store.backend, node) is None
     assert len(facts) == 0
     store.put(belief)  # written without this instance learning it
     assert facts.has(store.backend, node, wanted)
+    assert facts.knowledge(store.backend, node) == truthy_triple(belief)
 
 
 def test_the_oldest_go_past_the_limit_and_are_read_again() -> None:
@@ -130,3 +138,49 @@ def test_a_node_read_in_part_is_not_kept() -> None:
     (tea,) = [o for p, o in stored_facts(store, node) if p == RDF.object]
     assert facts.asserts(store.backend, node, likes, tea, OMS.current)
     assert len(facts) == 1
+
+
+XSD_INTEGER = NamedNode("http://www.w3.org/2001/XMLSchema#integer")
+TYPED = (
+    b'<http://e/s> <http://e/p> "01"^^<http://www.w3.org/2001/XMLSchema#integer> .\n'
+)
+ON_S = "SELECT ?o WHERE { <http://e/s> <http://e/p> ?o }"
+
+
+def test_a_typed_literal_is_compared_in_the_form_the_store_keeps() -> None:
+    """The engine keeps "01"^^xsd:integer as "1": what is learnt from the grain
+    and what is read from the store answer alike, for either spelling."""
+    store = oms.GrainStore(clock=lambda: T0)
+    store.import_(io.BytesIO(TYPED), format="turtle")
+    (belief,) = store.beliefs("http://e/s")
+    node, p = grain_iri(belief.address), NamedNode("http://e/p")
+    learnt, read = GrainFacts(), GrainFacts()
+    learnt.learn(belief, store.settings)
+    for spelling in ("01", "1", "+1"):
+        o = Literal(spelling, datatype=XSD_INTEGER)
+        assert learnt.asserts(LocalBackend(), node, p, o, OMS.current)
+        assert read.asserts(store.backend, node, p, o, OMS.current)
+        assert learnt.has(LocalBackend(), node, [(RDF.object, o)])
+    two = Literal("2", datatype=XSD_INTEGER)
+    assert not learnt.asserts(LocalBackend(), node, p, two, OMS.current)
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+def test_a_triple_held_by_another_belief_stays_whatever_was_kept(
+    tmp_path: Path, reopen: bool
+) -> None:
+    """Two beliefs (two namespaces) assert a typed literal the engine keeps in
+    another form; erasing one leaves the triple, learnt or read back alike."""
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: T0)
+    store.import_(io.BytesIO(TYPED), format="turtle")
+    store.import_(io.BytesIO(TYPED), format="turtle", namespace="work")
+    first, _second = store.beliefs("http://e/s")
+    if reopen:  # nothing kept: each node read back from the store
+        store.close()
+        store = oms.GrainStore(path, clock=lambda: T0)
+    store.erase(first.address, reason="asked")
+    assert [r["o"].value for r in store.query(ON_S)] == ["1"]
+    (left,) = store.beliefs("http://e/s")
+    store.retract(left.address, reason="wrong")
+    assert list(store.query(ON_S)) == []
