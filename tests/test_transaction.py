@@ -18,6 +18,7 @@ from oms_rdf.rdf.vocab import OMS
 
 T0 = 1_767_225_600_000
 NOW = T0 + 1_000_000
+ANN = "http://example.org/ann"
 
 
 def dump(store: oms.GrainStore) -> list[str]:
@@ -178,6 +179,36 @@ def test_an_operation_on_a_grain_the_transaction_changed_is_refused(
             tx.retract(ann, reason="twice")
     assert caught.value.code == "ERR_CONFLICT"
     assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    "close",
+    [
+        lambda tx, a, b: (tx.retract(a, reason="x"), tx.contradict(b)),
+        lambda tx, a, b: (tx.retract(a, reason="x"), tx.retract(b, reason="y")),
+        lambda tx, a, b: (
+            tx.supersede(a, belief(ANN, "Umbrella", T0 + 10)),
+            tx.supersede(b, belief(ANN, "Umbrella", T0 + 10, namespace="work")),
+        ),
+    ],
+)
+def test_a_triple_every_believer_of_which_a_transaction_closes_leaves(
+    close: Any,
+) -> None:
+    """Two beliefs (one per namespace) hold one triple, and each operation sees
+    the store as the transaction found it, where the other still holds it: the
+    triple leaves all the same, as it does without a transaction."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    a = store.put(belief(ANN, "Acme"))  # an IRI: the same subject in each namespace
+    b = store.put(belief(ANN, "Acme", namespace="work"))
+    ask = "SELECT ?o WHERE { ?s ?p ?o FILTER(STRENDS(STR(?o), 'Acme')) }"
+    assert len(list(store.query(ask))) == 1
+    with store.transaction() as tx:
+        close(tx, a, b)
+    assert list(store.query(ask)) == []
+    assert list(store.query(ask, held=True)) == []
+    store.core.rebuild_current()  # the knowledge made again from the grains
+    assert list(store.query(ask)) == []
 
 
 def test_transactions_do_not_nest(store: oms.GrainStore) -> None:

@@ -22,7 +22,7 @@ import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
@@ -63,8 +63,7 @@ class DataOperation:
     quads: list[ox.Quad]
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):  # a tuple: a request of N triples makes some 4N of them
     kind: str
     text: str
     start: int
@@ -110,8 +109,8 @@ def data_operations(
 def _tokens(text: str) -> Iterator[_Token]:
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup or "other"
-        if kind not in ("space", "comment"):
-            yield _Token(kind, match.group(), match.start(), match.end())
+        if kind != "space" and kind != "comment":
+            yield _Token(kind, match.group(), *match.span())
 
 
 def _split(text: str) -> list[_Op]:

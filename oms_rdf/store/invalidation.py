@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from unicodedata import normalize
 
 from pyoxigraph import (
-    Literal,
-    NamedNode,
     Quad,
 )
 
@@ -21,16 +18,16 @@ from ..errors import (
     TimeRangeError,
 )
 from ..rdf.mapping import (
+    BELIEF_BYTE,
     Row,
+    address_of,
     grain_iri,
-    millis_literal,
-    nt_literal,
     truthy_triple,
 )
-from ..rdf.sparql import ACTIVE, G_INDEX, P_STATUS
 from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
+from .index_rows import superseded_rows, voided_rows
 from .lookup import believers
 from .policy import check
 from .portion import (
@@ -48,15 +45,10 @@ from .state import (
     VERIFICATION_ALIASES,
     VERIFICATIONS,
     GrainLike,
-    IndexState,
     Signature,
     TimeLike,
     millis_or_now,
 )
-
-_SUPERSEDED, _P_SUPERSEDED_BY = str(OMS.superseded), str(OMS.supersededBy)
-_P_SYSTEM_TO, _P_INVALIDATION_TYPE = str(OMS.systemTo), str(OMS.invalidationType)
-_P_INITIATOR, _P_REASON = str(OMS.invalidationInitiator), str(OMS.invalidationReason)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -82,14 +74,19 @@ class Invalidation:
         """The knowledge quad of a grain leaving the current view, unless shared.
 
         ``leaving``: addresses of grains leaving in the same write, which keep
-        nothing current (the grain itself never does; it need not be in it).
+        nothing current (the grain itself never does; it need not be in it); so
+        do those an earlier operation of the open transaction takes out.
         """
-        quad = truthy_triple(grain, self.core.settings)
+        me, core = grain_iri(grain.address), self.core
+        # What a belief node asserts is kept by node: its terms are not built again.
+        belief = grain.type_byte == BELIEF_BYTE
+        quad = core.facts.knowledge(core.backend, me) if belief else None
+        quad = quad or truthy_triple(grain, core.settings)
         if quad is None:
             return []
-        me = grain_iri(grain.address)
-        for other in believers(self.core.backend, quad, leaving, self.core.facts):
-            if other != me:
+        closed = core.pending.closed if core.pending is not None else ()
+        for other in believers(core.backend, quad, leaving, core.facts):
+            if other != me and address_of(other) not in closed:
                 return []  # another belief held asserts it: the triple stays
         return [quad]
 
@@ -260,22 +257,11 @@ class Invalidation:
         # describes no valid time after it is closed (its pieces do), as beliefs.rq
         # reads a successor valid from the old grain's start or earlier.
         first = min((new_grain, *rest), key=lambda g: valid_interval(g)[0])
-        # The index change as N-Triples rows, like the new grain's own rows.
-        node, idx = str(grain_iri(old_address)), G_INDEX
-        delete: list[Quad | Row] = [
-            (node, P_STATUS, ACTIVE, idx),
-            *self._current_removal(old_grain),
-        ]
-        insert += [
-            (node, P_STATUS, _SUPERSEDED, idx),
-            (node, _P_SUPERSEDED_BY, str(grain_iri(first.address)), idx),
-            (node, _P_SYSTEM_TO, str(millis_literal(at)), idx),
-            (node, _P_INVALIDATION_TYPE, nt_literal("superseded"), idx),
-        ]
-        if by is not None:
-            insert.append((node, _P_INITIATOR, nt_literal(by), idx))
-        if reason:
-            insert.append((node, _P_REASON, nt_literal(normalize("NFC", reason)), idx))
+        removed, added = superseded_rows(
+            str(grain_iri(old_address)), str(grain_iri(first.address)), at, by, reason
+        )
+        delete: list[Quad | Row] = [*removed, *self._current_removal(old_grain)]
+        insert += added
         insert += self.core.audit_rows(
             "supersede",
             target=old_address,
@@ -317,7 +303,9 @@ class Invalidation:
         with self.core.lock:
             grain = self.core.get(self.core.resolve(address))
             check_portion(grain, *portion)
-            when = millis_or_now(at, self.core.clock)  # the pieces start as it ends
+            when = millis_or_now(
+                at, self.core.clock, "at"
+            )  # the pieces start as it ends
             change = self.plan_void(
                 [grain.address],
                 "retract",
@@ -429,7 +417,7 @@ class Invalidation:
         targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
         leaving = frozenset(targets)
         # One write: one system time, and one audit event that lists every grain.
-        when = millis_or_now(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock, "at")
         change, review = Change(current=targets), []
         for address in targets:
             removed, added, notes = self._void_change(
@@ -486,17 +474,16 @@ class Invalidation:
             now_ms=self.core.clock(),
             justification=justification,
         )
-        node, idx = grain_iri(address), OMS.index
-        delete: list[Quad | Row] = []
-        insert: list[Quad | Row] = [Quad(node, OMS.voidedAt, millis_literal(when), idx)]
+        removed, added = voided_rows(
+            str(grain_iri(address)), state, operation, when, reason, by
+        )
+        delete: list[Quad | Row] = [*removed]
         if state.is_current:
             # ``leaving`` as it is: the grain itself never keeps its triple (see
             # _current_removal), and a copy with it added per grain made a batch
             # of N retractions cost N copies of an N-set.
             delete += self._current_removal(grain, leaving)
-            insert.append(Quad(node, OMS.systemTo, millis_literal(when), idx))
-        removed, added = _voided_state(node, state, operation, reason, by)
-        return delete + removed, insert + added, review
+        return delete, [*added], review
 
     def set_verification(
         self,
@@ -524,7 +511,7 @@ class Invalidation:
                 f"verification status must be one of {list(VERIFICATIONS)}; found {status!r}",
                 code=ErrorCode.SCHEMA,
             )
-        when = millis_or_now(at, self.core.clock)
+        when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)
             state = self.core.status(address)
@@ -543,39 +530,6 @@ class Invalidation:
             if self.core.pending is not None:  # a transaction's: one change a grain
                 self.core.pending.touch([address])
             self.core.write(delete, insert)
-
-
-def _voided_state(
-    node: NamedNode,
-    state: IndexState,
-    operation: str,
-    reason: str | None,
-    by: str | None,
-) -> tuple[list[Quad], list[Quad]]:
-    """The index quads a retraction or contradiction changes: the status (or the
-    verification status) it replaces, and the new one with why and by whom (the
-    first invalidation's only)."""
-    idx = OMS.index
-    if operation == "retract":
-        old = Quad(node, OMS.status, getattr(OMS, state.status), idx)
-        insert = [Quad(node, OMS.status, OMS.retracted, idx)]
-        kind = "retraction"
-    else:
-        verification = getattr(OMS, state.verification)
-        old = Quad(node, OMS.verificationStatus, verification, idx)
-        insert = [Quad(node, OMS.verificationStatus, OMS.contradicted, idx)]
-        kind = "contradiction"
-    if state.invalidation_type is None:
-        insert.append(Quad(node, OMS.invalidationType, Literal(kind), idx))
-        if reason:
-            insert.append(
-                Quad(
-                    node, OMS.invalidationReason, Literal(normalize("NFC", reason)), idx
-                )
-            )
-        if by is not None:
-            insert.append(Quad(node, OMS.invalidationInitiator, Literal(by), idx))
-    return [old], insert
 
 
 def _rest(

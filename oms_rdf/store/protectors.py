@@ -3,7 +3,7 @@ co-signers of a supersession (spec §8)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..codec.grain import Grain
@@ -54,13 +54,12 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
         frontier = next_frontier
     # lineage: policies anywhere in the supersession chain. A current grain has
     # no successor, so its chain is its ancestors: cheap pattern lookups.
-    node = grain_iri(address)
-    has_successor = next(
-        core.backend.quads(node, OMS.supersededBy, None, OMS.index), None
-    )
-    chain = (
-        questions.history(address) if has_successor else questions.ancestors(address)
-    )
+    node, backend = grain_iri(address), core.backend
+    chain: Iterable[Grain] = ()  # a first version nothing replaced yet: none
+    if next(backend.quads(node, OMS.supersededBy, None, OMS.index), None):
+        chain = questions.history(address)
+    elif next(backend.quads(None, OMS.supersededBy, node, OMS.index), None):
+        chain = questions.ancestors(address)
     for member in chain:
         policy = member.get("invalidation_policy")
         if (

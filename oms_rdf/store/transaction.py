@@ -41,6 +41,7 @@ class Pending:
     insert: list[Row] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
     changed: set[str] = field(default_factory=set)  # grains created or changed
+    closed: set[str] = field(default_factory=set)  # ``current``, to look up
     operations: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
     review: list[str] = field(default_factory=list)
 
@@ -68,6 +69,7 @@ class Pending:
         # None of ``current`` is listed yet: every listed grain is in ``changed``,
         # which ``current`` was just found not to meet (a list scan was quadratic).
         self.current += dict.fromkeys(current)
+        self.closed.update(current)
         self.changed |= created | set(current)
         self.delete += as_rows(delete)
         # The operation's own audit event is not written: what it names joins
