@@ -5,10 +5,11 @@ A lookup of one subject's beliefs with a relation or a namespace
 (:func:`.lookup.believers`), tests each grain of the subject, and most are
 another relation or an older version: pattern calls for each, which on disk
 cost more than the rest of the lookup. A grain is immutable, so what its node
-asserts never changes. Its ``rdf:subject``, ``rdf:predicate``, ``rdf:object``, ``oms:graph`` and
-``oms:namespace`` values are kept here by node: from the grain as it is written
-(:meth:`GrainFacts.learn`), or read from the store the first time a lookup
-meets the node. The tests are then comparisons in Python. (The index layer,
+asserts never changes. Its ``rdf:subject``, ``rdf:predicate``, ``rdf:object``,
+``oms:graph`` and ``oms:namespace`` values are kept here by node: from the grain
+as it is written (:meth:`GrainFacts.learn`), or read from the store the first
+time a lookup meets the node. The tests are then comparisons in Python, of
+terms in the form the store keeps them (:func:`stored_form`). (The index layer,
 which does change, is always read from the store.)
 
 An erased grain's node no longer comes up among a subject's grains, so nothing

@@ -303,9 +303,8 @@ class Invalidation:
         with self.core.lock:
             grain = self.core.get(self.core.resolve(address))
             check_portion(grain, *portion)
-            when = millis_or_now(
-                at, self.core.clock, "at"
-            )  # the pieces start as it ends
+            # The pieces start as it ends.
+            when = millis_or_now(at, self.core.clock, "at")
             change = self.plan_void(
                 [grain.address],
                 "retract",
