@@ -6,7 +6,7 @@ grain through :func:`accept` and :func:`check_new` before its rows are written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..codec.grain import Grain
@@ -14,6 +14,8 @@ from ..codec.schema import BELIEF
 from ..codec.signing import is_envelope, verify_signature
 from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
 from .policy import MAX_HOPS, is_protected
+from .protectors import protectors
+from .questions import Questions
 from .state import GrainLike, Signature, same_claim
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ def check_new(
     batch: Mapping[str, Grain] | None = None,
     *,
     exempt: str | None = None,
+    may_replace: Callable[[str], bool] | None = None,
 ) -> None:
     """Refuse a supersession in disguise (spec §8.5 chain injection, §17 Level 2).
 
@@ -98,7 +101,9 @@ def check_new(
     leads to a current protected belief with the same claim would leave two
     current beliefs where the policy allows one; it must go through supersede.
     ``batch``: grains arriving together, which count as stored; ``exempt``: the
-    grain supersede itself replaces (its own ancestry is still walked).
+    grain supersede itself replaces (its own ancestry is still walked);
+    ``may_replace``: for a merge (a successor that names more than the grain it
+    replaces), whether the caller could supersede a stored parent it names too.
 
     Raises:
         PolicyError: ERR_INVALIDATION_DENIED for such a grain.
@@ -109,12 +114,13 @@ def check_new(
     for hops, other in _ancestry(core, grain, batch):
         if other.address == exempt or other.type_byte != BELIEF.byte:
             continue
-        if not same_claim(grain, other) or not is_protected(
-            other.get("invalidation_policy"), now
-        ):
+        if not same_claim(grain, other) or not _protected(core, other, now):
             continue
         if other.address in core and not core.status(other.address).is_current:
             continue
+        if hops == 1 and may_replace is not None and other.address in core:
+            if may_replace(other.address):
+                continue
         via = "names" if hops == 1 else f"leads in {hops} hops to"
         raise PolicyError(
             f"put refused: derived_from {via} {other.address[:12]}…, a current "
@@ -125,11 +131,25 @@ def check_new(
         )
 
 
+def _protected(core: Core, grain: Grain, now: int) -> bool:
+    """Whether a policy protects a belief: its own, and for a stored one those
+    it inherits (a subtree ancestor's, a lineage's), as a change of it would be
+    checked."""
+    if is_protected(grain.get("invalidation_policy"), now):
+        return True
+    if grain.address not in core:
+        return False
+    found = protectors(core, Questions(core), grain.address)
+    return any(is_protected(p.policy, now) for p in found)
+
+
 def _ancestry(
     core: Core, grain: Grain, batch: Mapping[str, Grain] | None
 ) -> Iterator[tuple[int, Grain]]:
     """The grains a grain derives from, breadth first up to MAX_HOPS, each once
-    with its distance; those neither stored nor in ``batch`` are passed over."""
+    with its distance; those neither stored, nor in ``batch``, nor made by an
+    earlier operation of the open transaction are passed over."""
+    made = core.pending.made if core.pending is not None else {}
     frontier, seen = [grain], {grain.address}
     for hops in range(1, MAX_HOPS + 1):
         parents = []
@@ -140,6 +160,8 @@ def _ancestry(
                 seen.add(parent)
                 if batch is not None and parent in batch:
                     parents.append(batch[parent])
+                elif parent in made:
+                    parents.append(made[parent])
                 elif parent in core:
                     parents.append(core.get(parent))
         for parent_grain in parents:

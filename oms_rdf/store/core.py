@@ -289,6 +289,8 @@ class Core:
         rows = grain_rows(grain, self.settings)
         current = knowledge_row(rows)  # read from the rows' end: before the rest
         self.facts.learn(grain, self.settings)
+        if self.pending is not None:  # what later operations' checks may meet
+            self.pending.made[grain.address] = grain
         node = f"<{NIH_PREFIX}{grain.address}>"
         if signature is not None:
             envelope = base64.b64encode(signature.envelope).decode()

@@ -51,6 +51,17 @@ from .state import (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Authority:
+    """What a supersession brings to the policies: the new grain, its verified
+    signature, who asks and why."""
+
+    grain: Grain
+    signature: Signature | None
+    by: str | None
+    reason: str | None
+
+
 @dataclass(slots=True, kw_only=True)
 class Change:
     """One write, checked and not yet made: what it deletes and inserts, and the
@@ -153,24 +164,59 @@ class Invalidation:
                     code=ErrorCode.RANGE,
                 )
             reason = new_grain.get("supersession_justification") or justification
-            signed_by = None if signature is None else signature.did
-            review = check(
-                "supersede",
-                protectors(self.core, self.questions, old_address),
-                now_ms=self.core.clock(),
-                justification=reason,
-                signer=signed_by,
-                cosigners=cosigners(new_grain, old_address),
-                requester=by or signed_by,
-                **transition(old_grain, new_grain),
-            )
+            authority = _Authority(new_grain, signature, by, reason)
+            review = self._authorized(old_grain, authority)
             rest = _rest(old_grain, new_grain, portion, at, reason)
+            if new_grain.address not in self.core:
+                # A merge names other current grains of the claim too: those the
+                # caller may supersede as well are no supersession in disguise.
+                check_new(
+                    self.core,
+                    new_grain,
+                    exempt=old_address,
+                    may_replace=lambda a: self._may_replace(a, authority),
+                )
             self._write_supersession(
                 old_grain, new_grain, signature, at, by, reason, review, rest
             )
         return new_grain.address
 
-    def _require_current(self, address: str, role: str = "grain") -> None:
+    def _authorized(self, old: Grain, authority: _Authority) -> list[str]:
+        """Check that the policies protecting ``old`` let ``authority`` supersede
+        it; return their notes for review.
+
+        Raises:
+            PolicyError: ERR_INVALIDATION_DENIED, as :func:`.policy.check`.
+        """
+        new = authority.grain
+        # A signature speaks for this supersession only when the grain it signs
+        # derives from the old one: else any grain an authorized key ever signed
+        # could take any grain it protects out.
+        bound = old.address in (new.get("derived_from") or ())
+        signed = authority.signature
+        signed_by = None if signed is None or not bound else signed.did
+        return check(
+            "supersede",
+            protectors(self.core, self.questions, old.address),
+            now_ms=self.core.clock(),
+            justification=authority.reason,
+            signer=signed_by,
+            cosigners=cosigners(new, old.address),
+            requester=authority.by or signed_by,
+            **transition(old, new),
+        )
+
+    def _may_replace(self, address: str, authority: _Authority) -> bool:
+        """Whether ``authority`` could supersede the stored grain ``address``."""
+        try:
+            self._authorized(self.core.get(address), authority)
+        except PolicyError:
+            return False
+        return True
+
+    def _require_current(
+        self, address: str, role: str = "grain", doing: str = "supersede"
+    ) -> None:
         # (No local keeps the lookup's iterator: the error below would hold it in a
         # cycle, and pyoxigraph refuses to drop it on a thread the collector runs.)
         ends = self.core.backend.quads
@@ -184,7 +230,7 @@ class Invalidation:
                 else ""
             )
             fix = (
-                "supersede the current grain instead"
+                f"{doing} the current grain instead"
                 if role == "grain"
                 else "a stored successor must be current (a closed one would "
                 "leave no grain current, or close a circle)"
@@ -249,8 +295,7 @@ class Invalidation:
         index change."""
         old_address = old_grain.address
         insert: list[Quad | Row] = []
-        if new_grain.address not in self.core:
-            check_new(self.core, new_grain, exempt=old_address)
+        if new_grain.address not in self.core:  # checked by supersede
             insert += self.core.rows_for(new_grain, signature)
         insert += self._pieces_rows(old_address, rest, by, reason)
         # The successor the index names is the one valid first: the old grain then
@@ -302,6 +347,8 @@ class Invalidation:
             return
         with self.core.lock:
             grain = self.core.get(self.core.resolve(address))
+            # Its pieces are written current: a closed grain's would come back.
+            self._require_current(grain.address, doing="retract a portion of")
             check_portion(grain, *portion)
             # The pieces start as it ends.
             when = millis_or_now(at, self.core.clock, "at")

@@ -3,10 +3,10 @@ co-signers of a supersession (spec §8)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..codec.schema import CONSENT, GOAL
 from ..codec.signing import supersession_draft, verify_supersession
 from ..errors import SignatureError
@@ -15,6 +15,7 @@ from ..rdf.vocab import OMS
 from .core import Core
 from .policy import MAX_HOPS, Protector
 from .questions import Questions
+from .state import same_claim
 
 __all__ = ["cosigners", "own_policy", "protectors", "transition"]
 
@@ -52,15 +53,8 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
                     )
                 next_frontier.append(ancestor)
         frontier = next_frontier
-    # lineage: policies anywhere in the supersession chain. A current grain has
-    # no successor, so its chain is its ancestors: cheap pattern lookups.
-    node, backend = grain_iri(address), core.backend
-    chain: Iterable[Grain] = ()  # a first version nothing replaced yet: none
-    if next(backend.quads(node, OMS.supersededBy, None, OMS.index), None):
-        chain = questions.history(address)
-    elif next(backend.quads(None, OMS.supersededBy, node, OMS.index), None):
-        chain = questions.ancestors(address)
-    for member in chain:
+    # lineage: policies anywhere in the supersession chain.
+    for member in _lineage(core, questions, address).values():
         policy = member.get("invalidation_policy")
         if (
             member.address != address
@@ -68,6 +62,48 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
             and policy.get("scope") == "lineage"
         ):
             out.append(_protector(member, policy, "lineage"))
+    return out
+
+
+def _lineage(core: Core, questions: Questions, address: str) -> dict[str, Grain]:
+    """The grains of the supersession chain through a grain (spec §8.4), by
+    address: the chain the index links, and, through a grain written when part
+    of another's valid time changed (a successor over a portion, or a piece the
+    change kept), the chain of the grain it was cut from, which the index links
+    to one of them only (the one valid first)."""
+    found: dict[str, Grain] = {}
+    todo = [address]
+    while todo:
+        for member in [core.get(todo[-1]), *_chain(core, questions, todo.pop())]:
+            if member.address not in found:
+                found[member.address] = member
+                todo += [p for p in _cut_from(core, member, found)]
+    return found
+
+
+def _chain(core: Core, questions: Questions, address: str) -> Iterable[Grain]:
+    """The chain the index links through a grain: its history when something
+    supersedes it, else its ancestors (cheap pattern lookups), else none."""
+    node, backend = grain_iri(address), core.backend
+    if next(backend.quads(node, OMS.supersededBy, None, OMS.index), None):
+        return questions.history(address)
+    if next(backend.quads(None, OMS.supersededBy, node, OMS.index), None):
+        return questions.ancestors(address)
+    return ()
+
+
+def _cut_from(core: Core, grain: Grain, known: Container[str]) -> list[str]:
+    """The grains (not in ``known``) that ``grain`` was cut from: those it
+    derives from, of its claim, that left the current view at the very time it
+    entered it (supersede and retract over a portion write it so)."""
+    out = []
+    for parent in grain.get("derived_from") or ():
+        if parent in known or parent not in core:
+            continue
+        if not same_claim(core.get(parent), grain):
+            continue
+        if core.status(parent).system_to == system_from(grain):
+            out.append(parent)
     return out
 
 
@@ -100,27 +136,50 @@ def _goals_superseded(core: Core, grain: Grain) -> list[Protector]:
     """The policies a goal inherits (goal laundering, spec §8.6): a goal that
     replaced a protected goal by a transition the old one allowed on its own was
     not authorized under its policy, so that policy still protects it; and so on
-    back along the chain, while each step was such a transition."""
-    out: list[Protector] = []
-    frontier, seen = [grain], {grain.address}
-    while frontier:
-        later = frontier.pop()
-        if later.type_byte != GOAL.byte:
+    back along the chain, while each step was such a transition (through goals
+    that have no policy of their own but inherited one)."""
+    if grain.type_byte != GOAL.byte:
+        return []
+    # Post-order over the earlier goals: what each inherited is known before
+    # the goals after it are weighed (a chain of any length, no recursion).
+    carried: dict[str, list[Protector]] = {}
+    stack, entered = [grain], {grain.address}
+    while stack:
+        later = stack[-1]
+        earlier = [g for g in _earlier(core, later) if g.type_byte == GOAL.byte]
+        waiting = [g for g in earlier if g.address not in entered]
+        if waiting:
+            entered.update(g.address for g in waiting)
+            stack += waiting
             continue
-        node = grain_iri(later.address)
-        for quad in list(core.backend.quads(None, OMS.supersededBy, node, OMS.index)):
-            earlier = core.get(address_of(quad.subject))  # type: ignore[arg-type]
-            policy = earlier.get("invalidation_policy")
-            if earlier.address in seen or policy is None:
-                continue
-            seen.add(earlier.address)
-            inherited = _protector(
-                earlier, policy, "inherited from the goal it replaced"
-            )
-            if later.get("goal_state") in inherited.allowed:
-                out.append(inherited)
-                frontier.append(earlier)
-    return out
+        stack.pop()
+        state = later.get("goal_state")
+        carried[later.address] = [
+            protector
+            for g in earlier
+            for protector in [*_own_goal_policy(g), *carried.get(g.address, ())]
+            if state in protector.allowed
+        ]
+    return carried[grain.address]
+
+
+def _own_goal_policy(goal: Grain) -> list[Protector]:
+    policy = goal.get("invalidation_policy")
+    if policy is None:
+        return []
+    return [_protector(goal, policy, "inherited from the goal it replaced")]
+
+
+def _earlier(core: Core, later: Grain) -> list[Grain]:
+    """The grains ``later`` replaced: those the index says it superseded, and
+    those it was cut from (see :func:`_cut_from`)."""
+    node = grain_iri(later.address)
+    replaced = [
+        address_of(quad.subject)  # type: ignore[arg-type]
+        for quad in list(core.backend.quads(None, OMS.supersededBy, node, OMS.index))
+    ]
+    replaced += _cut_from(core, later, replaced)
+    return [core.get(a) for a in dict.fromkeys(replaced)]
 
 
 def transition(old: Grain, new: Grain) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import Quad
 
+from ..codec.grain import Grain
 from ..errors import ErrorCode, StoreError
 from ..rdf.mapping import NIH_PREFIX, Row
 from ..rdf.sparql import as_rows
@@ -42,6 +43,7 @@ class Pending:
     current: list[str] = field(default_factory=list)
     changed: set[str] = field(default_factory=set)  # grains created or changed
     closed: set[str] = field(default_factory=set)  # ``current``, to look up
+    made: dict[str, Grain] = field(default_factory=dict)  # new grains, by address
     operations: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
     review: list[str] = field(default_factory=list)
 

@@ -1,0 +1,184 @@
+"""Protection that reaches further than a grain's own policy: through inheritance
+(subtree, lineage, goals moved on their own), portions of valid time, merges,
+transactions and signatures. Each case is hand-derived from spec §8.
+
+After every refusal the store must be exactly as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import oms_rdf as oms
+from oms_rdf.codec import signing
+from oms_rdf.codec.grain import Grain
+from oms_rdf.store import GrainStore
+from tests.test_policy import DAY, T0, belief, refused, snapshot
+
+LINEAGE_SOFT = {"mode": "soft_locked", "scope": "lineage"}
+LOCKED = {"mode": "locked"}
+
+
+@pytest.fixture
+def store() -> GrainStore:
+    return GrainStore(clock=lambda: T0 + 100 * DAY)
+
+
+def spanned(obj: str, t: int, **kw: Any) -> dict[str, Any]:
+    """A belief valid over days 1 to 10."""
+    return belief(obj, t, valid_from=T0 + DAY, valid_to=T0 + 10 * DAY, **kw)
+
+
+def goal(state: str, t: int, **kw: Any) -> dict[str, Any]:
+    return {"type": "goal", "description": "ship it", "goal_state": state,
+            "created_at": t, **kw}  # fmt: skip
+
+
+# --- the supersession-in-disguise rule sees inherited protection (§8.5) ----------
+
+
+def test_a_copy_of_a_belief_protected_through_its_lineage_is_refused(
+    store: GrainStore,
+) -> None:
+    a = store.put(belief("a", invalidation_policy=LINEAGE_SOFT))
+    b = store.supersede(a, belief("b", T0 + 1), justification="first change")
+    refused(store, lambda: store.contradict(b), "lineage")  # b is protected...
+    # ...so a current copy of its claim beside it is a supersession in disguise.
+    refused(
+        store,
+        lambda: store.put(belief("c", T0 + 2, derived_from=[b])),
+        "disguise|supersede",
+    )
+
+
+def test_a_copy_of_a_belief_protected_as_a_subtree_is_refused(
+    store: GrainStore,
+) -> None:
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "locked", "scope": "subtree"}))  # fmt: skip
+    child = store.put(belief("child", T0 + 1, derived_from=[root]))
+    refused(store, lambda: store.put(belief("copy", T0 + 2, derived_from=[child])))
+
+
+def test_a_copy_made_in_the_same_transaction_is_refused(store: GrainStore) -> None:
+    before = snapshot(store)
+    with pytest.raises(oms.PolicyError) as info:
+        with store.transaction() as tx:
+            a = tx.put(belief("a", invalidation_policy=LOCKED))
+            tx.put(belief("b", T0 + 1, derived_from=[a]))
+    assert info.value.code == oms.ErrorCode.INVALIDATION_DENIED
+    assert snapshot(store) == before
+
+
+# --- portions of valid time keep the lineage (§8.4) -------------------------------
+
+
+def test_a_successor_over_a_portion_and_the_pieces_keep_the_lineage(
+    store: GrainStore,
+) -> None:
+    a = store.put(spanned("a", T0, invalidation_policy=LINEAGE_SOFT))
+    new = store.supersede(a, belief("n", T0 + 1), justification="fix",
+                          valid_from=T0 + 3 * DAY, valid_to=T0 + 5 * DAY)  # fmt: skip
+    pieces = [g.address for g in store.derived(a) if g.address != new]
+    assert len(pieces) == 2  # days 1-3 and 5-10 of a
+    refused(store, lambda: store.contradict(new), "lineage")
+    for piece in pieces:  # each carries a's own policy, and is in its lineage
+        refused(store, lambda p=piece: store.contradict(p), "soft_locked")
+    store.contradict(new, reason="reviewed")  # with a reason, as for a itself
+
+
+def test_the_pieces_of_a_portion_retracted_keep_an_inherited_lineage(
+    store: GrainStore,
+) -> None:
+    a = store.put(spanned("a", T0, invalidation_policy=LINEAGE_SOFT))
+    b = store.supersede(a, spanned("b", T0 + 1), justification="first change")
+    store.retract(b, reason="wrong in days 3-5",
+                  valid_from=T0 + 3 * DAY, valid_to=T0 + 5 * DAY)  # fmt: skip
+    pieces = [g.address for g in store.derived(b)]
+    assert len(pieces) == 2
+    for piece in pieces:
+        refused(store, lambda p=piece: store.contradict(p), "lineage")
+
+
+def test_a_portion_of_a_superseded_grain_is_not_retracted(store: GrainStore) -> None:
+    a = store.put(spanned("a", T0))
+    store.supersede(a, spanned("b", T0 + 1, invalidation_policy=LOCKED))
+    before = snapshot(store)
+    with pytest.raises(oms.PolicyError) as info:  # its pieces would come back current
+        store.retract(a, reason="x", valid_from=T0 + 3 * DAY, valid_to=T0 + 5 * DAY)
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    assert "not current" in str(info.value)
+    assert snapshot(store) == before
+
+
+# --- goals moved on their own keep the policy, however far (§8.6) ---------------
+
+
+def test_a_goal_moved_on_its_own_twice_keeps_the_first_policy(
+    store: GrainStore,
+) -> None:
+    g = store.put(goal("active", T0, invalidation_policy=LOCKED,
+                       allowed_transitions=["satisfied", "active"]))  # fmt: skip
+    done = store.supersede(g, goal("satisfied", T0 + 1, satisfaction_evidence=["e"]))
+    again = store.supersede(done, goal("active", T0 + 2))  # allowed on its own
+    refused(store, lambda: store.supersede(again, goal("failed", T0 + 3)), "replaced")
+    refused(store, lambda: store.retract(again, reason="x"))
+
+
+def test_a_goal_moved_on_its_own_over_a_portion_keeps_the_policy(
+    store: GrainStore,
+) -> None:
+    g = store.put(goal("active", T0, invalidation_policy=LOCKED,
+                       allowed_transitions=["satisfied"],
+                       valid_from=T0, valid_to=T0 + 10 * DAY))  # fmt: skip
+    done = store.supersede(g, goal("satisfied", T0 + 1, satisfaction_evidence=["e"]),
+                           valid_from=T0 + 5 * DAY)  # fmt: skip
+    weaker = goal("active", T0 + 2, description="less", valid_from=T0 + 5 * DAY)
+    refused(store, lambda: store.supersede(done, weaker), "replaced")
+
+
+# --- merges: one grain superseding two protected ones ------------------------------
+
+
+def test_two_soft_locked_beliefs_merge_with_a_justification(store: GrainStore) -> None:
+    p = store.put(belief("p", invalidation_policy={"mode": "soft_locked"}))
+    q = store.put(belief("q", T0 + 1, invalidation_policy={"mode": "soft_locked"}))
+    merged = belief("pq", T0 + 2, derived_from=[p, q])
+    refused(store, lambda: store.supersede(p, merged))  # no justification
+    first = store.supersede(p, merged, justification="one rule")
+    store.supersede(q, store.get(first), justification="one rule")
+    assert [g.address for g in store.beliefs("agent")] == [first]
+
+
+def test_a_merge_may_not_take_in_a_locked_belief(store: GrainStore) -> None:
+    p = store.put(belief("p", invalidation_policy={"mode": "soft_locked"}))
+    q = store.put(belief("q", T0 + 1, invalidation_policy=LOCKED))
+    merged = belief("pq", T0 + 2, derived_from=[p, q])
+    refused(store, lambda: store.supersede(p, merged, justification="one rule"))
+
+
+# --- a signature speaks for the supersession it signs (§8.3 delegated) -----------
+
+
+def test_a_delegated_grain_yields_only_to_a_signed_successor_of_it(
+    store: GrainStore,
+) -> None:
+    key = signing.generate_key(seed=bytes(range(32)))
+    a = store.put(belief("a", invalidation_policy={"mode": "delegated",
+                                                   "authorized": [key.did]}))  # fmt: skip
+
+    def signed(fields: dict[str, Any]) -> bytes:
+        return signing.sign(Grain.from_dict(fields, signed=True).blob, key)
+
+    elsewhere = signed(
+        belief("x", T0 + 1, subject="unrelated")
+    )  # signed for another use
+    refused(store, lambda: store.supersede(a, elsewhere), "delegated")
+    other = store.put(belief("o", subject="other"))
+    aimed_elsewhere = signed(belief("b", T0 + 1, derived_from=[other]))
+    refused(store, lambda: store.supersede(a, aimed_elsewhere), "delegated")
+    b = store.supersede(a, signed(belief("b", T0 + 1, derived_from=[a])))
+    assert store.status(a).superseded_by == b
+
