@@ -182,3 +182,12 @@ def test_a_delegated_grain_yields_only_to_a_signed_successor_of_it(
     b = store.supersede(a, signed(belief("b", T0 + 1, derived_from=[a])))
     assert store.status(a).superseded_by == b
 
+
+# --- fail-closed (§8.3) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", [{}, {"scope": "grain"}, {"mode": None}])
+def test_a_policy_without_a_mode_is_locked(store: GrainStore, policy: Any) -> None:
+    a = store.put(belief("a", invalidation_policy=policy))
+    refused(store, lambda: store.supersede(a, belief("b", T0 + 1), justification="x"))
+    refused(store, lambda: store.retract(a, reason="x"))

@@ -42,19 +42,20 @@ class Protector:
 def effective_mode(policy: Any, now_ms: int) -> str:
     """Return the mode in force now; ``timed`` resolves to locked or its fallback.
 
-    A policy that is not a map, or whose mode is not text, counts as ``locked``
-    (fail-closed, spec §8.3).
+    A policy that is not a map, or whose mode is missing or not a known mode,
+    counts as ``locked`` (fail-closed, spec §8.3: a policy is never read as
+    permissive; ``open`` is written, not assumed).
 
     >>> effective_mode({"mode": "timed", "locked_until": 10, "fallback_mode": "open"}, 11_000)
     'open'
-    >>> effective_mode({"mode": "whatever"}, 0)
-    'locked'
+    >>> effective_mode({"mode": "whatever"}, 0), effective_mode({"scope": "grain"}, 0)
+    ('locked', 'locked')
     """
     if policy is None:
         return "open"
     if not isinstance(policy, Mapping):
         return "locked"
-    mode = policy.get("mode", "open")
+    mode = policy.get("mode")
     if mode == "timed":
         until = policy.get("locked_until")
         if type(until) is not int or now_ms < until * 1000:  # locked_until is seconds
