@@ -125,6 +125,7 @@ class _Plan:
         self.store, self.namespace, self.portion = store, namespace, portion
         self.confidence, self.report = confidence, report
         self.created = store.clock()  # the transaction's one system time
+        self.empty = store.is_empty()  # then nothing is stored to look up
         self.new: dict[str, Grain] = {}  # address -> belief to put
         self.terms: dict[str, _Claim] = {}  # address -> what it asserts
         # what the new beliefs assert -> their addresses (a claim may have several,
@@ -140,7 +141,8 @@ class _Plan:
             grain = self._belief(quad)
             ns = grain.namespace
             claim = _claim_of(quad)
-            if grain.address in self.new or grain.address in self.store:
+            stored = not self.empty and grain.address in self.store
+            if grain.address in self.new or stored:
                 # The same bytes again: put is a no-op (believed, unless retracted).
                 self.report.believed += (
                     grain.address in self.new
@@ -197,7 +199,7 @@ class _Plan:
         """The stored beliefs held (of the namespace, if given) that assert
         ``claim`` and that this request does not retract."""
         backend = self.store.backend
-        if next(backend.quads(*claim), None) is None:
+        if self.empty or next(backend.quads(*claim), None) is None:
             return  # nobody asserts it now: the common case, one lookup
         facts = self.store.core.facts
         for node in list(believers(backend, ox.Quad(*claim), facts=facts)):
