@@ -10,8 +10,10 @@ retraction's time in ``svt`` alone.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -81,6 +83,10 @@ REFUSED = [
      [(LOCKED, {"vstatus": "retracted", "svt": T0 + 5})], E.INVALIDATION_DENIED),
     ("a held grain contradicted",
      [(HELD, {"vstatus": "contested", "svt": T0 + 5})], E.INVALIDATION_DENIED),
+    ("a system end after the successor entered (both held)",
+     [(A, {"sb": B.address, "svt": T0 + 5000}), (B, None)], E.RANGE),
+    ("retracted at a time, and verified",
+     [(A, {"vstatus": "verified", "svt": T0 + 5, "oms_rdf:voided": T0 + 5})], E.CORRUPT),
     ("svt as text", [(A, {"vstatus": "retracted", "svt": "soon"})], E.CORRUPT),
     ("vstatus as a number", [(A, {"vstatus": 7})], E.CORRUPT),
     ("a vstatus no writer uses", [(A, {"vstatus": "bogus"})], E.CORRUPT),
@@ -227,3 +233,69 @@ def test_an_rdf_index_term_of_the_wrong_kind_is_refused(
         with pytest.raises(oms.OmsError):
             store.import_(io.BytesIO(out.getvalue() + extra.encode()), format="nquads")
         assert A.address not in store
+
+
+def signed_export() -> tuple[str, str, str]:
+    """An N-Quads export of a signed grain and an unsigned one, and their addresses."""
+    source = oms.GrainStore(clock=lambda: NOW)
+    signed = source.put(sign(oms.Grain.from_dict(belief("S", T0), signed=True).blob,
+                             generate_key(seed=bytes(32))))  # fmt: skip
+    plain = source.put(A)
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    return out.getvalue().decode(), signed, plain
+
+
+def _flip_signature(text: str) -> str:
+    line = next(x for x in text.splitlines() if "ns#envelope>" in x)
+    envelope = line.split('"')[1]
+    data = bytearray(base64.b64decode(envelope))
+    data[-3] ^= 0xFF
+    return text.replace(envelope, base64.b64encode(bytes(data)).decode())
+
+
+OTHER_DID = generate_key(seed=bytes(range(32))).did
+INDEX = "<https://w3id.org/oms-rdf/ns#index>"
+FORGED = {
+    "a signature that does not verify": (_flip_signature, E.SIGNATURE),
+    "a signed grain without its envelope": (
+        lambda t: "".join(x + "\n" for x in t.splitlines() if "ns#envelope>" not in x),
+        E.SIGNED_MISMATCH,
+    ),
+    "another signer in the index": (
+        lambda t: re.sub(r'ns#signedBy> "[^"]+"', f'ns#signedBy> "{OTHER_DID}"', t),
+        E.SIGNATURE,
+    ),
+}
+
+
+@pytest.mark.parametrize("empty", [True, False])  # the fast restore, the general path
+@pytest.mark.parametrize("why", [*FORGED, "a signer for an unsigned grain"])
+def test_an_rdf_export_with_a_forged_signature_is_refused(
+    why: str, empty: bool
+) -> None:
+    """As put refuses it (spec §9.2): an envelope must verify and sign the
+    grain's bytes, the signer the index names is the envelope's, and an
+    unsigned grain has neither."""
+    text, _signed, plain = signed_export()
+    if why in FORGED:
+        forge, code = FORGED[why]
+        forged = forge(text)
+    else:
+        signer = f'"{OTHER_DID}"'
+        forged = (
+            text
+            + f"<nih:sha-256;{plain}> <https://w3id.org/oms-rdf/ns#signedBy> {signer} {INDEX} .\n"
+        )
+        code = E.SIGNED_MISMATCH
+    assert forged != text
+    store = oms.GrainStore(clock=lambda: NOW)
+    if not empty:
+        store.put(oms.Belief("kept", "is", "here", 1.0, created_at=T0))
+    before = {str(q) for q in store.backend.quads()}
+    with pytest.raises(oms.OmsError) as info:
+        store.import_(io.BytesIO(forged.encode()), format="nquads")
+    assert info.value.code == code
+    assert {str(q) for q in store.backend.quads()} == before
+    store.import_(io.BytesIO(text.encode()), format="nquads")  # the export itself
+    assert store.status(_signed).signed_by == generate_key(seed=bytes(32)).did

@@ -27,6 +27,7 @@ from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
 from .plans import Known, SourceSettings, check_same_state, holds_blank
 from .records import ImportReport, Item, fail_or_skip, row_of, term_text
+from .signatures import SignatureCheck
 from .sources import Progress, line_of, parse_source
 
 __all__ = ["plan_dataset"]
@@ -88,6 +89,7 @@ class _DatasetPlan:
         self.erasures = Known(target, report)
         self.layer = LayerCheck(self.store.settings)
         self.evidence = EvidenceCheck()
+        self.signatures = SignatureCheck(self.store)
 
     def refuse(self, quad: ox.Quad, why: str) -> NoReturn:
         raise StoreError(
@@ -129,6 +131,8 @@ class _DatasetPlan:
             self.refuse(quad, "the blobs graph holds only blobs and envelopes")
         if graph == OMS.blobs and p == OMS.blob:
             self._blob(quad, s)
+        elif graph == OMS.blobs and not self.known[node]:  # an envelope
+            self.signatures.envelope(address_of(s), quad.object)
         elif graph == OMS.index:
             if p != OMS.erasedAt:  # a tombstone needs no grain
                 self.indexed.setdefault(node, quad)
@@ -138,6 +142,8 @@ class _DatasetPlan:
                 self.existing_index.setdefault(node, set()).add(row_of(quad))
             elif not self.known[node]:
                 self.policies.index(address_of(s), str(p), str(quad.object))
+                if p == OMS.signedBy:
+                    self.signatures.signer(address_of(s), quad.object)
         elif isinstance(graph, ox.DefaultGraph):
             self.described.add(node)
             self.layer.see(quad)
@@ -154,6 +160,7 @@ class _DatasetPlan:
             grain = Grain.from_blob(blob, address=address_of(s))
             if not self.known[node]:
                 self.policies.see(grain)
+                self.signatures.grain(grain)
                 self.layer.grain(grain)
         except (OmsError, ValueError) as exc:
             self.bad.add(node)
@@ -182,9 +189,11 @@ class _DatasetPlan:
             if node not in self.with_blob and not self.known[node]:
                 self.refuse(quad, _STRAY_INDEX)
         closed = self.closed
-        for address, error in self.policies.refused(lambda a: NIH_PREFIX + a in closed):
-            self.bad.add(f"{NIH_PREFIX}{address}")
-            self._skip(f"{NIH_PREFIX}{address}", error)
+        refusals = self.policies.refused(lambda a: NIH_PREFIX + a in closed)
+        for address, error in [*refusals, *self.signatures.refusals()]:
+            if f"{NIH_PREFIX}{address}" not in self.bad:
+                self.bad.add(f"{NIH_PREFIX}{address}")
+                self._skip(f"{NIH_PREFIX}{address}", error)
         self._check_evidence()
         for node, state in self.existing_index.items():
             if node not in self.bad:

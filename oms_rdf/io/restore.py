@@ -33,6 +33,7 @@ from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
 from .plans import SourceSettings, holds_blank
 from .records import ImportReport, term_text
+from .signatures import SignatureCheck
 from .sources import Counting, Progress, parse_source
 
 FAST_RESTORE_LIMIT = 1 << 30  # bytes; a larger source takes the streaming path
@@ -92,6 +93,7 @@ class _RestoreCheck:
         self.knowledge = KnowledgeCheck()
         self.layer = LayerCheck(store.settings)
         self.evidence = EvidenceCheck()
+        self.signatures = SignatureCheck(store)
         # A store without grains may hold tombstones: their grains stay out, which
         # the general path does (it skips and reports them).
         self.tombstones = target.erased()
@@ -127,14 +129,18 @@ class _RestoreCheck:
                     )
                 if p == OMS.blob:
                     self._blob(s, quad.object)  # type: ignore[arg-type]
-                elif p != OMS.envelope:
+                elif p == OMS.envelope:
+                    self.signatures.envelope(_address(s), quad.object)
+                else:
                     raise StoreError(f"the blobs graph holds only blobs: {quad}")
             elif graph == OMS.index:
                 knowledge.indexes(s, p)
                 if grain:
                     (self.erased if p == OMS.erasedAt else self.indexed).add(s)
-                    address = str(s)[len(NIH_PREFIX) + 1 : -1]  # <nih:sha-256;HEX>
+                    address = _address(s)
                     self.policies.index(address, str(p), str(quad.object))
+                    if p == OMS.signedBy:
+                        self.signatures.signer(address, quad.object)
                 elif s == OMS.settings:
                     self.settings.see(quad)
                 elif is_event_subject(s):
@@ -155,6 +161,7 @@ class _RestoreCheck:
             raise StoreError(f"grain {address[:12]}… was erased here")
         grain = Grain.from_blob(base64.b64decode(term_text(blob)), address=address)
         self.policies.see(grain)
+        self.signatures.grain(grain)
         self.layer.grain(grain)
         self.blobs.add(node)
 
@@ -182,7 +189,14 @@ class _RestoreCheck:
         }
         for _address, error in self.policies.refused(closed.__contains__):
             raise error
+        for _address, error in self.signatures.refusals():
+            raise error
         return len(self.blobs)
+
+
+def _address(node: object) -> str:
+    """The address of a grain node (``<nih:sha-256;HEX>``)."""
+    return str(node)[len(NIH_PREFIX) + 1 : -1]
 
 
 def _never(term: object) -> bool:

@@ -47,6 +47,7 @@ _FIELDS = {
     str(OMS.verificationStatus): "verification",
 }
 _RETRACTED, _CONTRADICTED = str(OMS.retracted), str(OMS.contradicted)
+_ACTIVE, _SUPERSEDED = str(OMS.active), str(OMS.superseded)
 _ERASED = str(OMS.erasedAt)
 
 
@@ -85,7 +86,11 @@ class ImportStates:
         refused: dict[str, OmsError] = {}
         for address, state in self.states.items():
             if address in self.starts:
-                error = self._alone(address, state) or self._successor(address, state)
+                error = (
+                    self._alone(address, state)
+                    or _statuses(state)
+                    or self._successor(address, state)
+                )
                 if error is not None:
                     refused[address] = error
         for address in self._circles():
@@ -154,6 +159,14 @@ class ImportStates:
                 f"({start} ms) is before its own ({self.starts[address]} ms)",
                 code=ErrorCode.RANGE,
             )
+        end = _millis(state.get("end", ""))
+        if start is not None and end is not None and end > start:
+            return TimeRangeError(
+                f"its system end ({end} ms) is after the system start of its "
+                f"successor {successor[:12]}… ({start} ms): supersede closes a "
+                "grain when its successor enters, so both would be held",
+                code=ErrorCode.RANGE,
+            )
         return None
 
     def _erased_here(self, address: str) -> bool:
@@ -180,6 +193,33 @@ class ImportStates:
             if node is not None and node in path:
                 yield from path[path.index(node) :]
             done.update(path)
+
+
+def _statuses(state: dict[str, str]) -> OmsError | None:
+    """What the status and verification status must say of a grain's closing,
+    as the store writes them: superseded with a successor, retracted or
+    contradicted with the time of it, active and unverified otherwise."""
+    status = state.get("status", _ACTIVE)
+    contradicted = state.get("verification") == _CONTRADICTED
+    says = {
+        "successor": "successor" in state,
+        "superseded": status == _SUPERSEDED,
+        "voided": "voided" in state,
+        "retracted or contradicted": status == _RETRACTED or contradicted,
+    }
+    if says["superseded"] and not says["successor"]:
+        why = "superseded, with no successor"
+    elif says["successor"] and status == _ACTIVE:
+        why = "active, with a successor"
+    elif says["voided"] != says["retracted or contradicted"]:
+        why = (
+            "retracted or contradicted at a time, with another status"
+            if says["voided"]
+            else "retracted or contradicted, with no time for it"
+        )
+    else:
+        return None
+    return DecodeError(f"its index state says it is {why}: the store never writes that")
 
 
 def _address(term: str) -> str | None:
