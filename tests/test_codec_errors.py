@@ -116,6 +116,27 @@ def test_version_in_message() -> None:
 
 
 @pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (b"\x81\xc1\x01", "0xc1 is reserved"),
+        (b"\x81\x81\x01\x02\x03", "map or array used as a map key"),
+        (b"\x91" * 200_000 + b"\x01", "nesting deeper"),
+    ],
+)
+def test_a_payload_msgpack_cannot_read_says_why(payload: bytes, why: str) -> None:
+    """msgpack names some faults by type only; the message says what it means."""
+    with pytest.raises(DecodeError, match=why) as info:
+        oms.decode(header() + payload)
+    assert info.value.code == ErrorCode.CORRUPT
+
+
+def test_an_envelope_given_as_a_blob_is_named() -> None:
+    with pytest.raises(DecodeError, match="COSE_Sign1 envelope") as info:
+        oms.decode(b"\xd2\x84" + GOOD[2:])
+    assert info.value.code == ErrorCode.VERSION
+
+
+@pytest.mark.parametrize(
     ("wire", "fragment"),
     [
         (dict(reversed(belief_wire().items())), "canonical order"),

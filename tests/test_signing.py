@@ -304,3 +304,24 @@ def test_a_signed_belief_is_knowledge_like_any_other(
 
 def signing_object(grain: oms.Grain) -> str:
     return '"' + grain["object"] + '"'
+
+
+def test_an_envelope_with_bytes_after_it_or_a_header_not_a_map_is_refused(
+    key: signing.SigningKey,
+) -> None:
+    """Bytes after the envelope, or an unprotected header of another kind, would
+    travel beside the signature unchecked (COSE, RFC 9052: headers are maps)."""
+    grain = oms.Grain.from_dict(
+        {"type": "belief", "subject": "a", "relation": "r", "object": "x",
+         "confidence": 0.5, "created_at": 1},
+        signed=True,
+    )  # fmt: skip
+    envelope = signing.sign(grain.blob, key)
+    assert signing.verify_signature(envelope)[0] == grain.blob
+    with pytest.raises(oms.SignatureError, match="after its one CBOR item"):
+        signing.verify_signature(envelope + b"\x00")
+    tag = cbor2.loads(envelope)
+    protected, _unprotected, payload, signature = tag.value
+    listed = cbor2.dumps(cbor2.CBORTag(18, [protected, [1], payload, signature]))
+    with pytest.raises(oms.SignatureError, match="maps"):
+        signing.verify_signature(listed)

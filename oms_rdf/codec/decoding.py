@@ -128,7 +128,18 @@ def _parse(payload: bytes) -> Any:
             path=f"payload[{len(payload) - len(exc.extra)}]",
         ) from exc
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise DecodeError(f"payload is not valid MessagePack: {exc}") from exc
+        # msgpack names some faults by their type only ("unhashable type", or
+        # nothing at all for a reserved byte or too deep a nesting).
+        why = {
+            "TypeError": "a map or array used as a map key",
+            "StackError": "nesting deeper than the parser takes",
+            "FormatError": "a byte that starts no MessagePack value (0xc1 is reserved)",
+        }.get(type(exc).__name__, "")
+        detail = str(exc) or why or type(exc).__name__
+        raise DecodeError(
+            f"payload is not valid MessagePack: {detail}"
+            + (f" ({why})" if why and why not in detail else "")
+        ) from exc
 
 
 def _check_wire(payload: bytes, wire: Any) -> dict[str, Any]:

@@ -119,8 +119,15 @@ def read_header(blob: bytes, /) -> Header:
             code=ErrorCode.TOO_SHORT,
         )
     if blob[0] != VERSION:
+        envelope = blob[0] == 0xD2 or blob[0] == 0x84  # CBOR tag 18, or its array
+        hint = (
+            " (these bytes look like a COSE_Sign1 envelope: put it, or open it "
+            "with oms_rdf.codec.signing.verify_signature)"
+            if envelope
+            else ""
+        )
         raise DecodeError(
-            f"blob version byte is 0x{blob[0]:02x}; this reader supports 0x01",
+            f"blob version byte is 0x{blob[0]:02x}; this reader supports 0x01{hint}",
             code=ErrorCode.VERSION,
             path="header[0]",
         )

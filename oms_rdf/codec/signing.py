@@ -34,6 +34,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import io
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -221,12 +222,24 @@ def _envelope(
     return cbor2.dumps(cbor2.CBORTag(18, body), canonical=True)
 
 
+def _one_item(data: bytes, what: str) -> Any:
+    """The one CBOR item ``data`` holds: bytes after it would travel unsigned
+    beside the signature, so they are refused."""
+    stream = io.BytesIO(data)
+    try:
+        item = cbor2.CBORDecoder(stream).decode()
+    except (cbor2.CBORDecodeError, ValueError, TypeError, EOFError) as exc:
+        raise SignatureError(f"{what} is not CBOR: {exc}") from exc
+    if stream.tell() != len(data):
+        raise SignatureError(
+            f"{what} holds {len(data) - stream.tell()} bytes after its one CBOR item"
+        )
+    return item
+
+
 def _open(envelope: bytes, content_type: str) -> tuple[bytes, str]:
     """Check a COSE_Sign1 envelope; return (payload, signer DID)."""
-    try:
-        item = cbor2.loads(envelope)
-    except (cbor2.CBORDecodeError, ValueError, TypeError) as exc:
-        raise SignatureError(f"not a CBOR COSE_Sign1 envelope: {exc}") from exc
+    item = _one_item(envelope, "a CBOR COSE_Sign1 envelope")
     if isinstance(item, cbor2.CBORTag):
         if item.tag != 18:
             raise SignatureError(f"CBOR tag {item.tag} is not COSE_Sign1 (18)")
@@ -238,12 +251,9 @@ def _open(envelope: bytes, content_type: str) -> tuple[bytes, str]:
         raise SignatureError(
             "COSE_Sign1 protected header, payload and signature are byte strings"
         )
-    try:
-        header = cbor2.loads(protected) if protected else {}
-    except (cbor2.CBORDecodeError, ValueError) as exc:
-        raise SignatureError(f"protected header is not CBOR: {exc}") from exc
-    if not isinstance(header, dict):
-        raise SignatureError("protected header is not a map")
+    header = _one_item(protected, "the protected header") if protected else {}
+    if not all(isinstance(h, Mapping) for h in (header, _unprotected)):
+        raise SignatureError("the protected and unprotected headers are maps")
     alg = header.get(1)
     if alg not in (ALG_EDDSA, ALG_ED25519):
         raise SignatureError(
