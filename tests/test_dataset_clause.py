@@ -72,3 +72,25 @@ def test_from_inside_a_string_or_comment_is_not_a_dataset(
         " # FROM <http://example.org/g2>"
     )
     assert subjects(store, sparql) == ["http://example.org/alice"]
+
+
+@pytest.mark.parametrize("path", [None, "disk"])
+def test_a_named_graph_whose_beliefs_all_left_is_no_graph_now(
+    tmp_path: object, path: str | None
+) -> None:
+    """The engine keeps a graph's name after its last quad goes; a graph that
+    holds no knowledge now is not one the query sees (GRAPH ?g {} lists none)."""
+    now = [1_700_000_000_000]
+    where = None if path is None else f"{tmp_path}/store"
+    store = oms.GrainStore(where, clock=lambda: now[0])
+    trig = b"@prefix ex: <http://ex.org/> .\nex:g1 { ex:a ex:p ex:b . }\nex:x ex:p ex:y .\n"
+    store.import_(io.BytesIO(trig), format="trig")
+    ask = "SELECT ?g WHERE { GRAPH ?g { } }"
+    assert [r["g"].value for r in store.query(ask)] == ["http://ex.org/g1"]
+    now[0] += 1000
+    (named,) = [g for g in store.beliefs() if g["subject"] == "http://ex.org/a"]
+    store.retract(named, reason="gone")
+    for options in ({}, {"held": True}, {"valid_at": now[0], "as_of": now[0]}):
+        assert list(store.query(ask, **options)) == []
+        assert not store.query("ASK { GRAPH <http://ex.org/g1> { } }", **options)
+    assert store.knowledge_graphs() == []

@@ -156,7 +156,14 @@ class LocalBackend:
         return grains_query(nodes)
 
     def named_graphs(self) -> Iterator[Any]:
-        return iter(self.store.named_graphs())
+        # The engine keeps a graph's name after its last quad is removed: such a
+        # graph holds nothing, and GRAPH ?g {} must not find it.
+        store = self.store
+        return (
+            g
+            for g in store.named_graphs()
+            if next(store.quads_for_pattern(None, None, None, g), None) is not None
+        )
 
     def quads(
         self, s: Any = None, p: Any = None, o: Any = None, g: Any = None
