@@ -80,6 +80,11 @@ def objects_at(served: Served, subject: str, day: int) -> list[str]:
         (A_WRITER, lambda ids: {"op": "contradict", "id": ids["bo"]}, 409, "ERR_CONFLICT"),
         # not an operation
         (B_WRITER, lambda ids: {"op": "drop", "id": ids["cy"]}, 422, "ERR_SCHEMA"),
+        # a portion of valid time where the operation has none
+        (A_WRITER, lambda ids: {"op": "put", "fact": fact("ed", "acme"),
+                                "valid_from": T0}, 422, "ERR_SCHEMA"),
+        (B_WRITER, lambda ids: {"op": "contradict", "id": ids["cy"], "reason": "x",
+                                "valid_from": T0, "valid_to": T0 + DAY}, 422, "ERR_SCHEMA"),
     ],
 )  # fmt: skip
 def test_a_refused_operation_writes_nothing(
@@ -99,6 +104,36 @@ def test_a_refused_operation_writes_nothing(
     # which operation, whatever refused it (a namespace outside the token too:
     # $.operations[1].fact.namespace)
     assert body["path"].startswith("$.operations[1]")
+    assert snapshot(running) == before
+
+
+def test_a_refusal_names_the_operation_and_its_field_once(
+    served: tuple[Served, dict[str, str]],
+) -> None:
+    running, ids = served
+    before = snapshot(running)
+    made = fact("fay", "acme")
+    address = GrainStore().accept(made)[0].address
+    cases = [
+        ({"op": "retract", "id": ids["bo"]}, 422, "ERR_SCHEMA", "$.operations[1].reason"),
+        ({"op": "retract", "id": 7, "reason": "x"}, 422, "ERR_SCHEMA", "$.operations[1].id"),
+        ({"op": "supersede", "id": ids["bo"], "fact": "x"}, 422, "ERR_SCHEMA",
+         "$.operations[1].fact"),
+        # what an earlier operation of the batch makes is not stored yet
+        ({"op": "retract", "id": address, "reason": "x"}, 409, "ERR_CONFLICT",
+         "$.operations[1]"),
+        ({"op": "retract", "id": address[:12], "reason": "x"}, 409, "ERR_CONFLICT",
+         "$.operations[1]"),
+    ]  # fmt: skip
+    for second, status, code, path in cases:
+        response = post(running, A_WRITER, [{"op": "put", "fact": made}, second])
+        assert response.status_code == status, response.text
+        assert (response.json()["code"], response.json()["path"]) == (code, path)
+    too_long = b'{"operations": [{"op": "put", "fact": {"confidence": ' + b"9" * 5000
+    response = httpx.post(running.base + "/v1/transactions", content=too_long + b"}}]}",
+                          headers=bearer(A_WRITER), timeout=30)  # fmt: skip
+    assert response.status_code == 422
+    assert response.json()["code"] == "ERR_RANGE"  # as /v1/facts answers it
     assert snapshot(running) == before
 
 

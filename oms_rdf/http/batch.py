@@ -9,8 +9,9 @@ The body is ``{"operations": [...]}``, each operation one of::
     {"op": "contradict", "id": ID, "reason": TEXT}
 
 ``fact`` is a fact's fields as ``POST /v1/facts`` takes them, ``T`` epoch ms or
-ISO 8601 text; ``valid_from``/``valid_to`` make the change one over that portion
-of valid time (SQL:2011 ``FOR PORTION OF``). Every operation is checked against
+ISO 8601 text; ``valid_from``/``valid_to`` make a supersede or a retract one over
+that portion of valid time (SQL:2011 ``FOR PORTION OF``; a put or a contradict
+given one is refused). Every operation is checked against
 the token first (a fact outside its namespaces is a 404, a new one a 403), then
 all run in one :meth:`~oms_rdf.GrainStore.transaction`: one atomic write, one
 system time, one audit event, or nothing. A refused operation is answered as the
@@ -30,6 +31,7 @@ from starlette.routing import Route
 from ..codec.grain import Grain
 from ..errors import ErrorCode, OmsError, SchemaError
 from ..store import GrainStore
+from ..store.transaction import refuse_made
 from .auth import Authorize, Token
 from .bodies import json_body
 from .facts import FactsApi, Refused
@@ -58,7 +60,8 @@ def _transaction(api: FactsApi, request: Request, raw: bytes) -> Response:
             f'expected "operations": a list of 1 to {MAX_OPERATIONS} operations',
             path="$.operations",
         )
-    checked = [_checked(api, token, i, op) for i, op in enumerate(operations)]
+    made: set[str] = set()  # what earlier operations write: not stored yet
+    checked = [_checked(api, token, i, op, made) for i, op in enumerate(operations)]
     done: list[dict[str, Any]] = []
     with api.store.transaction() as tx:
         for i, (op, target, item) in enumerate(checked):
@@ -70,43 +73,69 @@ def _transaction(api: FactsApi, request: Request, raw: bytes) -> Response:
 
 
 def _checked(
-    api: FactsApi, token: Token, i: int, op: Any
+    api: FactsApi, token: Token, i: int, op: Any, made: set[str]
 ) -> tuple[dict[str, Any], Grain | None, Any]:
     """An operation with the fact it targets and the fields it writes, each
-    checked against the token; nothing is written yet."""
+    checked against the token; nothing is written yet. ``made``: the addresses
+    the operations before it write, to which it adds its own."""
     where = f"$.operations[{i}]"
     if not isinstance(op, dict) or op.get("op") not in _OPS:
         raise SchemaError(
             f'each operation is an object whose "op" is one of {_OPS}', path=where
         )
     try:
+        _portion_where_taken(op)
         target = None
         if op["op"] != "put":
-            ref = op.get("id")
-            if not isinstance(ref, str):
-                raise SchemaError(
-                    f'"{op["op"]}" needs the "id" of a fact', path=f"{where}.id"
-                )
-            target = api.fact(token, ref)
+            target = _target(api, token, op, made)
         item = None
         if op["op"] in ("put", "supersede"):
             if not isinstance(op.get("fact"), dict):
-                raise SchemaError(
-                    'needs "fact": the fields of a fact', path=f"{where}.fact"
-                )
+                raise SchemaError('needs "fact": the fields of a fact', path="$.fact")
             try:
-                item = api.writable(token, op["fact"])[0]
+                item, grain = api.writable(token, op["fact"])
             except Refused as refused:
                 raise refused.within(f"{where}.fact", f"operation {i}") from None
+            made.add(grain.address)
         elif not isinstance(op.get("reason", ""), str) or (
             op["op"] == "retract" and not op.get("reason")
         ):
-            raise SchemaError(
-                'say why in "reason" (it is audited)', path=f"{where}.reason"
-            )
+            raise SchemaError('say why in "reason" (it is audited)', path="$.reason")
     except OmsError as exc:
         raise _at(exc, i) from None
     return op, target, item
+
+
+def _portion_where_taken(op: dict[str, Any]) -> None:
+    """Refuse a portion of valid time on an operation that has none.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for ``valid_from``/``valid_to`` on a put (its
+            fact says its valid time) or a contradiction (of the whole fact).
+    """
+    given = [k for k in ("valid_from", "valid_to") if op.get(k) is not None]
+    if given and op["op"] in ("put", "contradict"):
+        raise SchemaError(
+            f"{given[0]} makes a supersede or a retract one over a portion of valid "
+            f'time; a "{op["op"]}" has none (a put gives its valid time in its '
+            "fact, a contradiction is of the whole fact)",
+            path=f"$.{given[0]}",
+        )
+
+
+def _target(api: FactsApi, token: Token, op: dict[str, Any], made: set[str]) -> Grain:
+    """The stored fact an operation names.
+
+    Raises:
+        SchemaError: ERR_SCHEMA without an id. StoreError: ERR_CONFLICT for a
+            fact an earlier operation of the batch writes (refuse_made).
+        NotFoundError: ERR_NOT_FOUND, as the facts API answers.
+    """
+    ref = op.get("id")
+    if not isinstance(ref, str):
+        raise SchemaError(f'"{op["op"]}" needs the "id" of a fact', path="$.id")
+    refuse_made(made, ref)
+    return api.fact(token, ref)
 
 
 def _apply(tx: GrainStore, op: dict[str, Any], target: Grain | None, item: Any) -> str:

@@ -63,13 +63,21 @@ def json_body(raw: bytes) -> dict[str, Any]:
     """Return a request body's JSON object (an empty body is ``{}``).
 
     Raises:
-        SchemaError: ERR_SCHEMA for a body that is not a JSON object.
+        SchemaError: ERR_SCHEMA for a body that is not a JSON object; ERR_RANGE
+            for an integer past Python's 4300-digit limit.
         DecodeError: ERR_CORRUPT for a body that is not UTF-8.
     """
     text = body_text(raw)
     try:
         body = json.loads(text or "{}")
-    except ValueError:
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # int("9" * 5000)
+            raise SchemaError(
+                "an integer with more digits than Python reads (4300); a grain's "
+                "integers fit in 64 bits",
+                code=ErrorCode.RANGE,
+                path="$",
+            ) from None
         raise SchemaError("the body is not JSON", path="$") from None
     if not isinstance(body, dict):
         raise SchemaError("expected a JSON object", path="$")

@@ -158,6 +158,10 @@ class Core:
             Grain.stored(base64.b64decode(lexical_value(quad.object)), address)
         )
 
+    def _made(self) -> Iterable[str]:
+        """What the open transaction (if any) wrote so far: not stored yet."""
+        return self.pending.changed if self.pending is not None else ()
+
     def get_many(self, addresses: Iterable[str]) -> list[Grain]:
         """:meth:`get` of each of these addresses, those cached read with the lock
         taken once (a delta can list tens of thousands)."""
@@ -179,7 +183,7 @@ class Core:
         if isinstance(ref, Grain) or len(ref) >= 64:  # longer: ERR_HASH_LENGTH
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
             if address not in self._cache and address not in self:
-                refuse_made(self.pending, address)
+                refuse_made(self._made(), address)
                 raise NotFoundError(f"no grain {address} in this store")
             return address
         if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
@@ -190,7 +194,7 @@ class Core:
             )
         found = list(islice(addresses_with_prefix(self.backend, ref), 4))
         if not found:
-            refuse_made(self.pending, ref)
+            refuse_made(self._made(), ref)
             raise NotFoundError(f"no grain {ref}… in this store")
         if len(found) > 1:
             raise SchemaError(

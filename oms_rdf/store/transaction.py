@@ -15,7 +15,7 @@ change. Erasure is not part of a transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pyoxigraph import Quad
@@ -130,14 +130,15 @@ class Pending:
         return "; ".join(op.strip('"') for op, _t, _r in self.operations)
 
 
-def refuse_made(pending: Pending | None, ref: str) -> None:
-    """Refuse a grain an open transaction made, named by its address or a prefix:
-    the transaction's checks see the store as it was, without it.
+def refuse_made(made: Iterable[str], ref: str) -> None:
+    """Refuse a grain an open transaction made (``made``: the addresses its
+    operations wrote so far), named by its address or a prefix: the
+    transaction's checks see the store as it was, without it.
 
     Raises:
         StoreError: ERR_CONFLICT.
     """
-    for address in pending.changed if pending is not None else ():
+    for address in made:
         if address.startswith(ref):
             raise StoreError(
                 f"{address[:12]}… is made by an earlier operation of this "
