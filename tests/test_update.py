@@ -129,6 +129,23 @@ def test_reserved_graphs_and_syntax_errors_are_refused() -> None:
     assert quads(store) == before
 
 
+@pytest.mark.parametrize("graph", ["current", "audit", "index", "blobs"])
+def test_delete_data_naming_a_reserved_graph_is_refused(graph: str) -> None:
+    """oms:current named is not the default graph: a request naming a reserved
+    graph is refused whole, as INSERT DATA naming it is."""
+    store = GrainStore(clock=lambda: T0)
+    store.update(f"INSERT DATA {{ <{EX}ann> <{EX}worksAt> <{EX}acme> }}")
+    before = quads(store)
+    with pytest.raises(oms.SchemaError, match="reserved graph") as refused:
+        store.update(
+            f"DELETE DATA {{ GRAPH <https://w3id.org/oms-rdf/ns#{graph}> "
+            f"{{ <{EX}ann> <{EX}worksAt> <{EX}acme> }} }}"
+        )
+    assert refused.value.code == oms.ErrorCode.SCHEMA
+    assert quads(store) == before
+    assert len(store.beliefs()) == 1
+
+
 # --- one request, one transaction ------------------------------------------------------
 
 LOCKED = {"mode": "locked"}

@@ -114,14 +114,8 @@ def adopted_grain(
         SchemaError: ERR_SCHEMA for a term a belief cannot hold (an RDF 1.2 triple
             term, an IRI that is not NFC), or a quad in a reserved graph.
     """
-    graph = quad.graph_name
-    if graph in RESERVED_GRAPHS:
-        raise SchemaError(
-            f"the quad {quad} writes the store's reserved graph {graph}; only an "
-            "oms_rdf export whose grains verify may fill it",
-            code=ErrorCode.SCHEMA,
-        )
-    settings = store.settings
+    refuse_reserved(quad)
+    graph, settings = quad.graph_name, store.settings
     if namespace is None:
         # An entity minted by an oms_rdf store (its Turtle, say) comes back as the
         # label and namespace it was minted from.
@@ -170,6 +164,22 @@ def adopted_grain(
             code=ErrorCode.SCHEMA,
         )
     return grain
+
+
+def refuse_reserved(quad: ox.Quad) -> None:
+    """Refuse a quad in one of the store's reserved graphs (oms:current, the
+    index, the blobs, the audit): no belief is about them.
+
+    Raises:
+        SchemaError: ERR_SCHEMA.
+    """
+    graph = quad.graph_name
+    if graph in RESERVED_GRAPHS:
+        raise SchemaError(
+            f"the quad {quad} names the store's reserved graph {graph}; only the "
+            "store writes it (and an oms_rdf export whose grains verify may fill it)",
+            code=ErrorCode.SCHEMA,
+        )
 
 
 @contextmanager

@@ -45,7 +45,7 @@ from ..store import PREFIXES, GrainStore
 from ..store.lookup import believers
 from ..store.portion import Portion, portion_of
 from ..times import TimeLike
-from .adopt import adopted_grain
+from .adopt import adopted_grain, refuse_reserved
 from .update_syntax import DataOperation, data_operations
 
 __all__ = ["DataOperation", "UpdateReport", "data_operations", "update"]
@@ -91,8 +91,9 @@ def update(
 
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL or a refused update form.
-        SchemaError: ERR_SCHEMA for inserted data a belief cannot hold (a reserved
-            graph, an RDF 1.2 triple term), or ``valid_to`` without ``valid_from``.
+        SchemaError: ERR_SCHEMA for inserted data a belief cannot hold (an RDF
+            1.2 triple term), a reserved graph named in either form, or
+            ``valid_to`` without ``valid_from``.
         PolicyError: ERR_INVALIDATION_DENIED when a policy protects a belief that
             the request would retract or supersede (soft_locked: without ``reason``).
         TimeRangeError: ERR_RANGE for an empty portion of valid time.
@@ -173,6 +174,7 @@ class _Plan:
     def delete(self, quads: list[ox.Quad]) -> None:
         """Retract the current beliefs (new in this request, or stored) of each triple."""
         for quad in quads:
+            refuse_reserved(quad)  # oms:current by name is not the default graph
             claim = _claim_of(quad)
             found = False
             for address in self._pending(claim, self.namespace):
