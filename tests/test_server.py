@@ -427,6 +427,12 @@ def test_facts_api_round(guarded: tuple[str, GrainStore]) -> None:
         assert (
             client.get("/v1/facts/search", params={"q": "leaky"}).json()["facts"] == []
         )
+        # As of before the supersession, the old wording is what was believed.
+        then = {"q": "leaky", "valid_at": T0 + 1500, "as_of": T0 + 1500}
+        found = client.get("/v1/facts/search", params=then).json()["facts"]
+        assert [f["id"] for f in found] == [fact["id"]]
+        bad = client.get("/v1/facts/search", params={"q": "leaky", "as_of": "soon"})
+        assert bad.status_code == 422 and "as_of" in bad.json()["message"]
         evidence = client.post(f"/v1/facts/{new_id}/evidence",
                                json={"kind": "supporting", "strength": 0.9}).json()  # fmt: skip
         assert evidence["status"] == "accumulating" and evidence["log_ratio"] > 0

@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ..rdf.mapping import TIME_FIELDS
 from ..store import GrainStore
-from ..times import iso_fields
+from ..times import iso_fields, to_millis
 from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
@@ -274,18 +274,25 @@ class FactsApi:
         return JSONResponse({"facts": page, "next_cursor": cursor})
 
     def search(self, request: Request, raw: bytes) -> Response:
-        """``GET /v1/facts/search?q=``: ranked recall."""
+        """``GET /v1/facts/search?q=``: ranked recall, of now or of the point
+        ``valid_at``/``as_of`` name (as the listing reads them)."""
         token = self.scope(request)
         q = request.query_params
         text = q.get("q")
         if not text:
             raise SchemaError("give the words to look for in ?q=", path="q")
+        valid_at, as_of = (
+            None if q.get(name) is None else to_millis(q[name], name)
+            for name in ("valid_at", "as_of")
+        )
         asked = q.get("namespace")
         if asked is not None and not token.covers(asked):
             return JSONResponse({"facts": []})
         namespaces = token.namespaces if asked is None else (asked,)
         limit = whole_number(q.get("limit"), 10)
-        hits = self.store.search(text, namespace=namespaces, limit=limit)
+        hits = self.store.search(
+            text, namespace=namespaces, limit=limit, valid_at=valid_at, as_of=as_of
+        )
         return JSONResponse(
             {"facts": [fact_json(self.store, g, token.covers) for g in hits]}
         )
