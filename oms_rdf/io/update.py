@@ -182,7 +182,7 @@ class _Plan:
                 self.claims[claim].remove(address)
                 found = True
             for address in list(self._stored(claim, self.namespace)):
-                if self._overlaps(self.store.get(address)):
+                if self.portion is None or self._overlaps(self.store.get(address)):
                     self.leaving[address] = None
                     key = (claim[0], claim[1], claim[3])
                     self.leaving_by.setdefault(key, []).append(address)

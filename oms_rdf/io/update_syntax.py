@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -106,16 +106,20 @@ def data_operations(
     return [DataOperation(kind, _read(trig)) for kind, trig in plans]
 
 
-def _tokens(text: str) -> Iterator[_Token]:
-    for match in _TOKEN.finditer(text):
-        kind = match.lastgroup or "other"
-        if kind != "space" and kind != "comment":
-            yield _Token(kind, match.group(), *match.span())
+def _tokens(text: str) -> list[_Token]:
+    # tuple.__new__ spares the named tuple's own constructor, a Python call per
+    # token; a request of N triples makes some 4N of them.
+    make, token = tuple.__new__, _Token
+    return [
+        make(token, (kind, match.group(), match.start(), match.end()))
+        for match in _TOKEN.finditer(text)
+        if (kind := match.lastgroup or "other") != "space" and kind != "comment"
+    ]
 
 
 def _split(text: str) -> list[_Op]:
     """The request's operations, each with the prologue declared before it."""
-    tokens = list(_tokens(text))
+    tokens = _tokens(text)
     prologue: list[str] = []
     ops: list[_Op] = []
     op = _Op(list(prologue))
@@ -150,7 +154,9 @@ def _matching(tokens: list[_Token], i: int) -> int:
     """The index of the brace that closes the one at ``i`` (the end if none)."""
     depth = 0
     for j in range(i, len(tokens)):
-        depth += {"open": 1, "close": -1}.get(tokens[j].kind, 0)
+        kind = tokens[j].kind
+        depth += kind == "open"
+        depth -= kind == "close"
         if depth == 0:
             return j
     return len(tokens)
