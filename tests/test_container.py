@@ -386,6 +386,10 @@ def test_tombstones_are_gathered_not_yielded_and_checked() -> None:
     bad = container(manifest={gone: {ERASED_KEY: -1}})
     with pytest.raises(DecodeError, match="tombstone entry holds only"):
         read_all(bad)
+    late = container(manifest={gone: {ERASED_KEY: 253_402_300_800_000}})  # year 10000
+    with pytest.raises(oms.OmsError, match="outside years 1-9999") as info:
+        read_all(late)
+    assert info.value.code == ErrorCode.RANGE
 
 
 @pytest.mark.parametrize(

@@ -403,6 +403,46 @@ def test_a_dependent_put_after_the_withdrawal_is_pending_from_the_start() -> Non
     assert other not in store.pending_erasure()  # another basis, not withdrawn
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "mg", "trig", "nquads"])
+def test_an_imported_dependent_of_a_withdrawn_consent_is_pending(fmt: str) -> None:
+    """The other way round: the store holds the withdrawal, and the import
+    brings a grain that depends on the withdrawn consent, as a put would."""
+    source = oms.GrainStore(clock=lambda: NOW)
+    grant = source.put(consent())
+    late = source.put(dependent(grant, t=4))
+    out = io.BytesIO()
+    source.export(out, format=fmt)
+    target = oms.GrainStore(clock=lambda: NOW)
+    target.put(consent())
+    target.put(consent(withdrawn_from=grant, t=3))
+    target.import_(io.BytesIO(out.getvalue()), format=fmt)
+    assert target.pending_erasure() == [late]
+    assert target.process_erasures(now=NOW + 10**12, sla_days=0).erased == [late]
+
+
+def test_a_withdrawal_and_its_dependent_in_one_import_mark_it_once() -> None:
+    granted, withdrawn = (
+        oms.GrainStore(clock=lambda: NOW),
+        oms.GrainStore(clock=lambda: NOW),
+    )
+    grant = granted.put(consent())
+    late = granted.put(dependent(grant, t=4))
+    withdrawn.put(consent(withdrawn_from=grant, t=3))
+    both = b""
+    for source in (granted, withdrawn):
+        out = io.BytesIO()
+        source.export(out, format="jsonl")
+        both += out.getvalue()
+    ticks = iter(range(NOW, NOW + 10**6))  # each mark would have its own time
+    target = oms.GrainStore(clock=lambda: next(ticks))
+    target.import_(io.BytesIO(both), format="jsonl")
+    assert target.pending_erasure() == [late]
+    marks = target.query(
+        "SELECT ?t WHERE { GRAPH oms:index { ?g oms:pendingErasure ?t } }", grains=True
+    )
+    assert len(list(marks)) == 1
+
+
 @pytest.mark.parametrize("sla", [float("nan"), float("inf"), -1, 45])
 def test_an_sla_past_a_month_is_refused(sla: float) -> None:
     store = oms.GrainStore(clock=lambda: NOW)
@@ -463,3 +503,65 @@ def test_adopting_an_erased_belief_again_skips_it(others: bool) -> None:
     assert adopted.address not in store
     with pytest.raises(oms.PolicyError):  # as a put of the same grain is refused
         store.put(adopted)
+
+
+@pytest.mark.parametrize("fmt", ["nquads", "trig", "jsonld"])
+def test_a_backup_merged_with_a_later_one_keeps_the_erased_grain_out(fmt: str) -> None:
+    """Two exports joined line by line (``sort -u``), the later one carrying the
+    tombstone: the file holds the grain and its tombstone, and the tombstone wins."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    kept = store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=1))
+    gone = store.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))
+    before = nquads(store)
+    store.erase(gone, reason="request")
+    lines = dict.fromkeys([*before.splitlines(True), *nquads(store).splitlines(True)])
+    merged = oms.GrainStore(clock=lambda: NOW)
+    merged.import_(io.BytesIO(b"".join(lines)), format="nquads")
+    out = io.BytesIO()
+    merged.export(out, format=fmt)  # and it travels on in every grain format
+    replica = oms.GrainStore(clock=lambda: NOW)
+    result = replica.import_(io.BytesIO(out.getvalue()), format=fmt)
+    for target in (merged, replica):
+        assert kept in target and gone not in target and NAME not in plain_dump(target)
+        assert target.verify_audit().ok
+    assert result.skipped == [] and replica.import_(
+        io.BytesIO(before), format="nquads"
+    ).skipped == [(f"grain {gone[:12]}…", "erased, skipped")]
+
+
+_ERASED_AT = "<https://w3id.org/oms-rdf/ns#erasedAt>"
+_INDEX = "<https://w3id.org/oms-rdf/ns#index>"
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ('"hello"', "ERR_CORRUPT"),
+        ("<http://example.org/x>", "ERR_CORRUPT"),
+        (f'"20000000000000000000000"^^<{_XSD}integer>', "ERR_CORRUPT"),
+        (f'"99999-01-01T00:00:00Z"^^<{_XSD}dateTime>', "ERR_RANGE"),
+    ],
+)
+def test_a_tombstone_of_another_kind_is_refused_with_its_line(
+    value: str, code: str
+) -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    store.put(oms.Belief("bob", "likes", "tea", 0.5, created_at=1))
+    absent = oms.Belief(NAME, "likes", "tea", 0.5, created_at=1).address
+    tomb = f"<nih:sha-256;{absent}> {_ERASED_AT} {value} {_INDEX} .\n".encode()
+    source = nquads(store) + tomb
+    target = oms.GrainStore(clock=lambda: NOW)
+    with pytest.raises(oms.OmsError) as info:
+        target.import_(io.BytesIO(source), format="nquads")
+    lines = source.count(b"\n")
+    assert info.value.code == code and info.value.path == f"line {lines}"
+    assert len(target) == 0
+
+
+def test_a_tombstone_past_year_9999_is_refused_in_json_lines() -> None:
+    late = 253_402_300_800_000  # 10000-01-01
+    line = b'{"$erased": "' + b"c" * 64 + b'", "at": ' + str(late).encode() + b"}\n"
+    with pytest.raises(oms.OmsError) as info:
+        oms.GrainStore().import_(io.BytesIO(line), format="jsonl")
+    assert info.value.code == "ERR_RANGE"

@@ -25,7 +25,13 @@ from ..rdf.vocab import INDEX_PROPERTIES, OMS
 from ..store import BulkImport
 from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
-from .plans import Known, SourceSettings, check_same_state, holds_blank
+from .plans import (
+    Known,
+    SourceSettings,
+    check_same_state,
+    holds_blank,
+    tombstone_time,
+)
 from .records import ImportReport, Item, fail_or_skip, row_of, term_text
 from .signatures import SignatureCheck
 from .sources import Progress, line_of, parse_source
@@ -84,6 +90,8 @@ class _DatasetPlan:
         self.described: set[str] = set()  # grain nodes with a grain layer
         self.present: set[str] = set()  # quads not of a grain the store has already
         self.closed: set[str] = set()  # grain nodes the source closes (oms:systemTo)
+        self.buried: set[str] = set()  # grain nodes with the source's tombstone
+        self.burying: set[str] = set()  # ... whose tombstone the import writes
         self.settings = SourceSettings()
         self.policies = target.policies()
         self.erasures = Known(target, report)
@@ -134,7 +142,10 @@ class _DatasetPlan:
         elif graph == OMS.blobs and not self.known[node]:  # an envelope
             self.signatures.envelope(address_of(s), quad.object)
         elif graph == OMS.index:
-            if p != OMS.erasedAt:  # a tombstone needs no grain
+            if p == OMS.erasedAt:  # a tombstone needs no grain
+                self._tombstone(quad)
+                self.buried.add(node)
+            else:
                 self.indexed.setdefault(node, quad)
             if p == OMS.systemTo:
                 self.closed.add(node)
@@ -149,6 +160,13 @@ class _DatasetPlan:
             self.layer.see(quad)
         elif graph == OMS.audit:
             self.refuse(quad, "the audit log describes operations, not grains")
+
+    def _tombstone(self, quad: ox.Quad) -> None:
+        try:
+            tombstone_time(quad)
+        except OmsError as exc:  # said again with its line, found only now
+            where = line_of(self.reopen, quad)
+            raise type(exc)(exc.message, code=exc.code, path=where) from None
 
     def _blob(self, quad: ox.Quad, s: ox.NamedNode) -> None:
         node = s.value
@@ -174,6 +192,17 @@ class _DatasetPlan:
     def conclude(self) -> None:
         """The checks of the whole source, once it is read; then the count."""
         self.settings.check(self.store)
+        # A grain the source itself says was erased (a backup merged with a later
+        # one) stays out; its tombstone is written, unless the store erased it too.
+        here = self.erasures.tombstones
+        self.burying = {
+            node
+            for node in self.buried
+            if not self.known[node] and address_of(ox.NamedNode(node)) not in here
+        }
+        for node in self.burying & self.with_blob:
+            self.bad.add(node)
+            self.erasures.skipped(address_of(ox.NamedNode(node)))
         for node in self.described - self.with_blob:
             if self.known[node]:
                 continue  # stored already: its quads in the source are not written
@@ -226,6 +255,9 @@ class _DatasetPlan:
                 if quad.graph_name not in _OURS or isinstance(quad.object, ox.Triple):
                     continue  # knowledge is rebuilt; RDF 1.2 reifiers are views
                 if isinstance(s, ox.NamedNode) and s.value.startswith(NIH_PREFIX):
+                    if quad.predicate == OMS.erasedAt and s.value in self.burying:
+                        yield quad  # of a grain not stored here: it stays out
+                        continue
                     if self.known.get(s.value) or s.value in self.bad:
                         continue
                 elif s == OMS.settings or s == OMS.writer or str(quad) in self.present:

@@ -78,7 +78,7 @@ def import_(
         else:
             _rdf(run, fmt, src, base, size, namespace, confidence)
     # Written: consents it withdrew are honoured as a put's are, at once.
-    store.writes.honour_withdrawals(target.withdrawals())
+    store.writes.honour_withdrawals(target.withdrawals(), target.dependents())
     return report
 
 

@@ -13,6 +13,7 @@ from ..codec.grain import Grain
 from ..codec.schema import INDEX_FIELDS
 from ..errors import DecodeError, ErrorCode
 from ..rdf.mapping import expected_header
+from ..times import to_millis
 
 
 def _json_bytes(value: Any) -> Any:
@@ -147,4 +148,4 @@ def loads_tombstone(text: str) -> tuple[str, int] | None:
             f"a tombstone line is {{{ERASED_KEY!r}: <address>, 'at': <epoch ms>}}, "
             f"found {text.strip()[:120]!r}"
         )
-    return check_address(address, path=ERASED_KEY), at
+    return check_address(address, path=ERASED_KEY), to_millis(at, "at")

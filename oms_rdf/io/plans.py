@@ -14,10 +14,11 @@ from contextlib import AbstractContextManager
 import pyoxigraph as ox
 
 from ..codec.grain import Grain
-from ..errors import ErrorCode, StoreError
+from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.mapping import NIH_PREFIX, Row, grain_iri, rows_to_nquads
-from ..rdf.vocab import OMS
+from ..rdf.vocab import OMS, XSD
 from ..store import BulkImport, GrainStore
+from ..times import to_millis
 from .records import ImportReport, Item, term_text
 
 ONE_PASS_LIMIT = 250_000  # grains an import keeps from its first read
@@ -54,6 +55,23 @@ def closes(state: Sequence[Row]) -> bool:
     return any(r[1] == _P_SYSTEM_TO for r in state)
 
 
+def tombstone_time(quad: ox.Quad) -> int:
+    """The time of a tombstone an RDF source carries (``<grain> oms:erasedAt T``),
+    as epoch ms: what the store writes, an xsd:dateTime of years 1-9999.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for any other term.
+        SchemaError: ERR_RANGE for a time outside years 1-9999.
+    """
+    term = quad.object
+    if not isinstance(term, ox.Literal) or term.datatype != XSD.dateTime:
+        raise DecodeError(
+            f"a tombstone's time (oms:erasedAt) is an xsd:dateTime; found {term} "
+            f"in {quad}"
+        )
+    return to_millis(term.value, "oms:erasedAt")
+
+
 class Known:
     """Which of a source's grains are new here: neither stored nor erased.
 
@@ -70,10 +88,14 @@ class Known:
         """Whether a grain was erased here; then the import reports it skipped."""
         if address not in self.tombstones:
             return False
+        self.skipped(address)
+        return True
+
+    def skipped(self, address: str) -> None:
+        """Report an erased grain (here, or by the source's own tombstone) skipped."""
         where = f"grain {address[:12]}…"
         if (where, "erased, skipped") not in self.report.skipped:
             self.report.skipped.append((where, "erased, skipped"))
-        return True
 
     def new(self, grains: Iterable[Grain]) -> Iterator[Grain]:
         """The grains that are new here, in their order."""

@@ -31,7 +31,7 @@ from ..rdf.vocab import OMS
 from ..store import BulkImport, KnowledgeCheck
 from .evidence import EvidenceCheck, is_event_subject
 from .layer import LayerCheck
-from .plans import SourceSettings, holds_blank
+from .plans import SourceSettings, holds_blank, tombstone_time
 from .records import ImportReport, term_text
 from .signatures import SignatureCheck
 from .sources import Counting, Progress, parse_source
@@ -135,6 +135,8 @@ class _RestoreCheck:
                     raise StoreError(f"the blobs graph holds only blobs: {quad}")
             elif graph == OMS.index:
                 knowledge.indexes(s, p)
+                if grain and p == OMS.erasedAt:
+                    tombstone_time(quad)
                 if grain:
                     (self.erased if p == OMS.erasedAt else self.indexed).add(s)
                     address = _address(s)

@@ -198,12 +198,18 @@ def prefix_rows(store: GrainStore, declared: dict[str, str]) -> list[Row]:
 
 
 def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:
-    """Where a quad sits in its source, for errors: the first line naming its graph
-    (or its triple term, or its subject), else the quad itself.
+    """Where a quad sits in its source, for errors: the first line holding its
+    subject and predicate as N-Triples (a line of N-Quads), else the first naming
+    its graph (or its triple term, or its subject), else the quad itself.
 
     Parsers do not report a quad's position, so the source is searched; it is read
     again only on the way to an error.
     """
+    exact = f"{quad.subject} {quad.predicate} {quad.object}".encode()
+    with reopen() as raw:
+        for number, line in enumerate(raw, 1):
+            if exact in line:
+                return f"line {number}"
     needles: list[bytes] = []
     if isinstance(quad.object, ox.Triple) or isinstance(quad.subject, ox.Triple):
         needles.append(b"<<")

@@ -123,6 +123,12 @@ class BulkImport:
         found = {g.address: g for p in self.checks for g in p.withdrawals}
         return [g for a, g in found.items() if a in self.store]
 
+    def dependents(self) -> list[Grain]:
+        """The grains with a processing basis the import brought in, each once:
+        those of a consent withdrawn before are pending erasure from the start."""
+        found = {g.address: g for p in self.checks for g in p.dependents}
+        return [g for a, g in found.items() if a in self.store]
+
     def bury(self, tombstones: Mapping[str, int]) -> None:
         """Write the tombstones (address -> epoch ms of the erasure) the store has
         not, for grains it does not hold: an import never erases a held grain."""
@@ -243,12 +249,15 @@ class ImportPolicies:
         self.states = ImportStates(store)
         self.index = self.states.index  # take one index row of a grain
         self.withdrawals: list[Grain] = []  # honoured once the import is written
+        self.dependents: list[Grain] = []  # grains with a processing basis: too
 
     def see(self, grain: Grain) -> None:
         """Take one new grain of the import."""
         self.states.see(grain)
         if grain.type_byte == CONSENT.byte and grain.get("is_withdrawal") is True:
             self.withdrawals.append(grain)
+        if isinstance(grain.get("processing_basis"), str):
+            self.dependents.append(grain)
         if grain.type_byte != BELIEF.byte:
             return
         if is_protected(grain.get("invalidation_policy"), self.now):

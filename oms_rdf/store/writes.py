@@ -286,12 +286,24 @@ class Writes:
 
     # --- consent withdrawal (consent_cascade, spec §8.3) ------------------------
 
-    def honour_withdrawals(self, grains: Iterable[Grain]) -> None:
-        """Mark the dependents of consents an import withdrew, as ``put`` does of
-        one it is given (spec §5 Consent: a withdrawal is honoured at once), in
-        one write after the import."""
+    def honour_withdrawals(
+        self, grains: Iterable[Grain], dependents: Iterable[Grain] = ()
+    ) -> None:
+        """Mark the dependents of consents an import withdrew, and the dependents
+        it brought of consents withdrawn before, as ``put`` does (spec §5 Consent:
+        a withdrawal is honoured at once), in one write after the import."""
         with self.core.lock:
             rows = [row for grain in grains for row in self._withdrawal(grain)]
+            marked = {
+                row.subject
+                for row in rows
+                if isinstance(row, Quad) and row.predicate == OMS.pendingErasure
+            }
+            for grain in dependents:
+                if grain_iri(grain.address) not in marked and (
+                    self.core.status(grain.address).pending_erasure is None
+                ):
+                    rows += self._after_withdrawal(grain)
             if rows:
                 self.core.write([], rows)
 

@@ -14,6 +14,7 @@ import msgpack
 from ...codec import MAX_BLOB, decode
 from ...codec.header import MIN_BLOB
 from ...errors import DecodeError, ErrorCode, IntegrityError, OmsError
+from ...times import to_millis
 from .layout import (
     CODEC_ZSTD,
     ERASED_KEY,
@@ -174,7 +175,7 @@ def _erased(address: str, entry: Mapping[str, Any]) -> int:
             f"ms; found {dict(entry)!r}",
             path=f"manifest {address[:12]}…",
         )
-    return when
+    return to_millis(when, f"the tombstone of {address[:12]}…")
 
 
 def _offsets(index: bytes) -> array[int]:
