@@ -180,6 +180,22 @@ def test_a_value_the_log_never_writes_is_an_integrity_failure(case: str) -> None
     assert {str(q) for q in fresh.backend.quads()} == before
 
 
+def test_an_iri_and_a_literal_of_the_same_text_are_told_apart() -> None:
+    """Hashed by their text alone, an event whose target became a string of the
+    same text verified, and queries joining on the IRI no longer found it."""
+    store = busy_store()
+    node = event(store, 4)  # the retraction: a target and a reason
+    [target] = store.backend.quads(node, OMS.target, None, OMS.audit)
+    _replace(store, node, OMS.target, ox.Literal(target.object.value))
+    report = store.verify_audit()
+    assert not report.ok and "the log writes an IRI there" in str(report.problem)
+    _replace(store, node, OMS.target, target.object)  # type: ignore[arg-type]
+    assert store.verify_audit().ok
+    _replace(store, node, OMS.reason, ox.NamedNode("urn:x:said"))  # type: ignore[arg-type]
+    report = store.verify_audit()
+    assert not report.ok and "the log writes a literal there" in str(report.problem)
+
+
 def test_a_head_at_event_zero_is_named() -> None:
     store = busy_store()
     [(chain, head)] = store.verify_audit().heads.items()

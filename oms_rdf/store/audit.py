@@ -9,7 +9,9 @@ the caller's words, never a grain's content. Events are chained:
   the event before it ("" for the first);
 - ``oms:hash`` is the SHA-256 of the event's canonical content: every property
   but the hash itself, each as its value (IRIs as text, times as epoch ms),
-  sorted, as compact JSON;
+  sorted, as compact JSON; since an IRI and a string of the same text hash
+  alike, the kind of each value is checked against the one the log writes
+  (IRIs for the chain, type, target and result; literals for the rest);
 - the chain node carries its head, ``oms:auditHead "<sequence> <hash>"``, which
   every append replaces in the same write. An import may add the head another
   copy of the chain had; every head must match its event.
@@ -316,6 +318,16 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
     content: dict[str, list[Any]] = {}
     for quad in quads:
         value = quad.object
+        iri = quad.predicate.value in _IRI_VALUED
+        if iri != isinstance(value, ox.NamedNode) or not (
+            iri or isinstance(value, ox.Literal)
+        ):
+            # Hashed as their text, an IRI and a literal would look alike: the
+            # kind of each value is the log's, checked here instead.
+            raise IntegrityError(
+                f"an audit value of <{quad.predicate.value}> is {_short(value)}; the "
+                f"log writes {'an IRI' if iri else 'a literal'} there"
+            )
         if isinstance(value, ox.Literal):
             try:
                 plain: Any = literal_value(value)
@@ -350,6 +362,10 @@ def _content(quads: Iterable[ox.Quad]) -> dict[str, list[Any]]:
 
 
 _LOGGED = (str, int, float)  # bool is an int: sorted and hashed alike
+# The properties whose values the log writes as IRIs; every other is a literal.
+_IRI_VALUED = frozenset(
+    p.value for p in (OMS.chain, OMS.target, OMS.result, ox.NamedNode(_TYPE[1:-1]))
+)
 
 
 def _short(term: Any) -> str:
