@@ -437,12 +437,27 @@ class Core:
         if index is not None and index.head == head:
             index.head = new_head
 
-    def _seal_final(self, rows: list[Row]) -> tuple[list[Row], list[Row]]:
+    def _seal_final(
+        self, rows: list[Row], *, own_chain: bool
+    ) -> tuple[list[Row], list[Row]]:
         """Chain a bulk write's closing audit event; on a shared backend, under the
-        write lock, which the closing request releases (see writelock.py)."""
+        write lock, which the closing request releases (see writelock.py).
+
+        ``own_chain``: whether the store had a chain of its own when the write
+        began. If not, a chain the write brought (a restored export's) stays the
+        source's, as it was, and the store's own events begin a chain of their
+        own: extended here, it would fork from the source's next events, which a
+        later export of the source brings.
+        """
         holder = acquire(self.backend) if self.backend.shared else None
-        unchain, chain, _head = seal(rows, current_head(self.backend))
-        return ([*unchain, *as_rows([holder])] if holder else unchain), chain
+        head = current_head(self.backend)
+        unlink: list[Row] = []
+        if head is not None and not own_chain:
+            pointers = self.backend.quads(OMS.settings, OMS.auditChain, None, OMS.index)
+            unlink, head = as_rows(list(pointers)), None
+        unchain, chain, _head = seal(rows, head)
+        removed = [*unlink, *unchain]
+        return ([*removed, *as_rows([holder])] if holder else removed), chain
 
     def verify_audit(self) -> AuditReport:
         """Check the audit log's hash chains; the report names the first bad event."""
@@ -509,7 +524,8 @@ class Core:
         # reader in another process refuses the store meanwhile (backends.py).
         with self.lock, self.backend.bulk_writing():
             journal = Journal.begin(self.backend)
-            journal.seal = self._seal_final
+            own = current_head(self.backend) is not None
+            journal.seal = lambda rows: self._seal_final(rows, own_chain=own)
             journal.stage = stage
             try:
                 yield journal
