@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import random
 from itertools import product
@@ -13,6 +14,8 @@ from pyoxigraph import Variable
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.io.container import write_mg
+from oms_rdf.io.jsonl import dumps_jsonl
 from oms_rdf.rdf.mapping import grain_iri
 from oms_rdf.rdf.sparql import QUERIES
 from oms_rdf.store import GrainStore
@@ -243,17 +246,14 @@ def test_history_forks_joins_and_cycles_match_the_query() -> None:
 @pytest.mark.parametrize(
     "times",
     [
-        {"valid_from": -62_200_000_000_000},  # before year 1: stays xsd:integer
-        {"valid_from": 253_402_300_800_000},  # year 10000: stays xsd:integer
-        {"valid_to": 253_402_300_800_000},
+        {"valid_from": -62_135_596_800_000},  # 0001-01-01, the first time it holds
+        {"valid_to": 253_402_300_799_999},  # the last
         {"valid_from": 0, "valid_to": 1},
     ],
 )
-def test_times_outside_xsd_datetime_answer_as_the_query_does(
+def test_times_at_the_edges_of_xsd_datetime_answer_as_the_query_does(
     times: dict[str, int],
 ) -> None:
-    # A time no xsd:dateTime can carry makes the query's comparison an error,
-    # which drops the row; the lookup must drop it too, not guess.
     store = GrainStore(clock=lambda: day(2026))
     fields = {"type": "belief", "subject": "zed", "relation": "is", "object": "odd",
               "confidence": 0.9, "created_at": day(2025), **times}  # fmt: skip
@@ -270,6 +270,41 @@ def test_times_outside_xsd_datetime_answer_as_the_query_does(
         fast = [g.address for g in store.beliefs("zed", valid_at=valid_at, as_of=as_of)]
         general = both(asked, "zed", None, None, valid_at, as_of)[1]
         assert fast == general, (valid_at, as_of)
+
+
+def write_mg_bytes(blobs: list[bytes]) -> bytes:
+    out = io.BytesIO()
+    write_mg(blobs, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        {"valid_from": -62_135_596_800_001},  # a millisecond before year 1
+        {"valid_to": 253_402_300_800_000},  # year 10000
+        {"system_valid_from": 300_000_000_000_000},
+    ],
+)
+def test_times_no_xsd_datetime_can_write_are_refused(times: dict[str, int]) -> None:
+    """Kept as integers, they made every comparison of the time-travel rules an
+    error: the now view and the same point asked explicitly disagreed."""
+    store = GrainStore(clock=lambda: day(2026))
+    fields = {"type": "belief", "subject": "zed", "relation": "is", "object": "odd",
+              "confidence": 0.9, "created_at": day(2025), **times}  # fmt: skip
+    [name] = times
+    with pytest.raises(oms.TimeRangeError) as info:
+        store.put(fields)
+    assert info.value.code == "ERR_RANGE" and info.value.path == f"$.{name}"
+    assert len(store) == 0
+    grain = oms.Grain.from_dict(fields)  # the codec keeps it; an import refuses it
+    for fmt in ("jsonl", "mg"):
+        line = dumps_jsonl(grain).encode() + b"\n"
+        data = line if fmt == "jsonl" else write_mg_bytes([grain.blob])
+        with pytest.raises(oms.TimeRangeError):
+            store.import_(io.BytesIO(data), format=fmt)
+        report = store.import_(io.BytesIO(data), format=fmt, skip_invalid=True)
+        assert report.added == 0 and len(store) == 0 and report.skipped
 
 
 def test_forked_supersession_with_system_end_matches_the_query() -> None:

@@ -127,6 +127,7 @@ class _DatasetPlan:
                 there = self.store.backend.quads(s, quad.predicate, quad.object, graph)
                 if next(there, None):
                     self.present.add(str(quad))  # decided once, before any write
+                del there  # else an error's traceback keeps it (see lookup._has)
             # Knowledge (oms:current and adopted graphs) is rebuilt from the grains.
 
     def _grain_quad(self, quad: ox.Quad, s: ox.NamedNode) -> None:

@@ -170,7 +170,7 @@ def recorded_prefixes(store: GrainStore) -> dict[str, str]:
     recorded one (one name that two merged stores recorded differently: the
     namespace first in IRI order).
     """
-    found = store.backend.quads(OMS.settings, PREFIX, None, OMS.index)
+    found = list(store.backend.quads(OMS.settings, PREFIX, None, OMS.index))
     pairs = sorted(
         q.object.value.split(" ") for q in found if isinstance(q.object, ox.Literal)
     )

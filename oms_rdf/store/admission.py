@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..codec.signing import is_envelope, verify_signature
-from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
+from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError, TimeRangeError
+from ..times import MAX_MS, MIN_MS, iso
 from .policy import MAX_HOPS, is_protected
 from .protectors import protectors
 from .questions import Questions
@@ -59,7 +60,32 @@ def accept(item: GrainLike) -> tuple[Grain, Signature | None]:
             code=ErrorCode.SIGNED_MISMATCH,
         )
     _check_ownership(grain, signature)
+    check_axes(grain)
     return grain, signature
+
+
+# The fields that place a grain on the store's two time axes.
+_AXES = ("valid_from", "valid_to", "system_valid_from")
+
+
+def check_axes(grain: Grain) -> None:
+    """Refuse a grain the store cannot place in time: its valid or system time
+    outside years 1-9999, which an ``xsd:dateTime`` cannot write (the codec
+    keeps such a grain; time-travel questions could not compare it).
+
+    Raises:
+        TimeRangeError: ERR_RANGE naming the field.
+    """
+    for name in _AXES:
+        value = grain.get(name)
+        if type(value) is int and not MIN_MS <= value <= MAX_MS:
+            edge = iso(MIN_MS if value < MIN_MS else MAX_MS)
+            raise TimeRangeError(
+                f"{name} {value} ms is outside years 1-9999 (the store's time axes are "
+                f"xsd:dateTime; the nearest it can hold is {edge})",
+                code=ErrorCode.RANGE,
+                path=f"$.{name}",
+            )
 
 
 def _check_ownership(grain: Grain, signature: Signature | None) -> None:

@@ -110,6 +110,21 @@ def current_head(backend: Backend) -> Head | None:
 _HEADLESS_READS = 5
 
 
+def bulk_head(backend: Backend, own: bool) -> tuple[Head | None, list[Row]]:
+    """The head a bulk write's closing event extends, and the rows to delete.
+
+    A store without a chain of its ``own`` when the write began keeps a chain
+    the write brought (a restored export's) as it was, and begins its own:
+    extended, the brought chain would fork from the source's later events,
+    which a later export of the source brings.
+    """
+    head = current_head(backend)
+    if head is None or own:
+        return head, []
+    pointer = str(OMS.settings), _P_AUDIT_CHAIN, f"<{head.chain}>", str(OMS.index)
+    return None, [pointer]
+
+
 _HEAD_QUERY = (
     f"SELECT ?chain ?head WHERE {{ GRAPH {OMS.index} {{ {OMS.settings} "
     f"{OMS.auditChain} ?chain }} OPTIONAL {{ GRAPH {OMS.audit} {{ ?chain "

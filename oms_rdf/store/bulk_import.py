@@ -36,6 +36,7 @@ from ..errors import DecodeError, OmsError
 from ..rdf.mapping import Row, grain_iri, millis_literal
 from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
+from .admission import check_axes
 from .audit import check as check_audit
 from .erasure import erased_addresses
 from .import_states import ImportStates
@@ -250,10 +251,15 @@ class ImportPolicies:
         self.index = self.states.index  # take one index row of a grain
         self.withdrawals: list[Grain] = []  # honoured once the import is written
         self.dependents: list[Grain] = []  # grains with a processing basis: too
+        self.misplaced: dict[str, OmsError] = {}  # grains with times put refuses
 
     def see(self, grain: Grain) -> None:
         """Take one new grain of the import."""
         self.states.see(grain)
+        try:
+            check_axes(grain)
+        except OmsError as exc:
+            self.misplaced[grain.address] = exc
         if grain.type_byte == CONSENT.byte and grain.get("is_withdrawal") is True:
             self.withdrawals.append(grain)
         if isinstance(grain.get("processing_basis"), str):
@@ -269,6 +275,7 @@ class ImportPolicies:
         """The new grains put would refuse, or whose index state the store's
         operations never write, each by its address with its error; ``closed``
         tells the new grains the import brings in already superseded or retracted."""
+        yield from self.misplaced.items()
         yield from self.states.refusals()
         current = {a: g for a, g in self.protected.items() if not closed(a)}
         for grain in self.children:

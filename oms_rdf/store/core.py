@@ -42,7 +42,7 @@ from ..rdf.sparql import (
     update_request,
 )
 from ..rdf.vocab import OMS, XSD
-from .audit import AuditReport, Head, current_head, event_rows, seal
+from .audit import AuditReport, Head, bulk_head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .clock import FORWARD_ONLY, SystemClock
 from .grain_facts import GrainFacts
@@ -118,8 +118,10 @@ class Core:
     def __contains__(self, address: object) -> bool:
         if not isinstance(address, str) or len(address) != 64:
             return False
-        quads = self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs)
-        return next(quads, None) is not None
+        node = grain_iri(address)
+        return (
+            next(self.backend.quads(node, OMS.blob, None, OMS.blobs), None) is not None
+        )
 
     def is_empty(self) -> bool:
         """Return whether the store holds no grain (one lookup, unlike ``len``)."""
@@ -146,8 +148,9 @@ class Core:
         if len(address) != 64:
             address = self.resolve(address)
         check_address(address)
-        quads = self.backend.quads(grain_iri(address), OMS.blob, None, OMS.blobs)
-        quad = next(quads, None)
+        # No local keeps the lookup's iterator (see lookup._has): kept by an error.
+        node = grain_iri(address)
+        quad = next(self.backend.quads(node, OMS.blob, None, OMS.blobs), None)
         if quad is None:
             with self.lock:
                 self._cache.pop(address, None)
@@ -437,24 +440,13 @@ class Core:
         if index is not None and index.head == head:
             index.head = new_head
 
-    def _seal_final(
-        self, rows: list[Row], *, own_chain: bool
-    ) -> tuple[list[Row], list[Row]]:
-        """Chain a bulk write's closing audit event; on a shared backend, under the
-        write lock, which the closing request releases (see writelock.py).
-
-        ``own_chain``: whether the store had a chain of its own when the write
-        began. If not, a chain the write brought (a restored export's) stays the
-        source's, as it was, and the store's own events begin a chain of their
-        own: extended here, it would fork from the source's next events, which a
-        later export of the source brings.
-        """
+    def _seal_final(self, rows: list[Row], own: bool) -> tuple[list[Row], list[Row]]:
+        """Chain a bulk write's closing audit event (``own``: whether the store
+        had a chain when the write began, see :func:`.audit.bulk_head`); on a
+        shared backend, under the write lock, which the closing request releases
+        (see writelock.py)."""
         holder = acquire(self.backend) if self.backend.shared else None
-        head = current_head(self.backend)
-        unlink: list[Row] = []
-        if head is not None and not own_chain:
-            pointers = self.backend.quads(OMS.settings, OMS.auditChain, None, OMS.index)
-            unlink, head = as_rows(list(pointers)), None
+        head, unlink = bulk_head(self.backend, own)
         unchain, chain, _head = seal(rows, head)
         removed = [*unlink, *unchain]
         return ([*removed, *as_rows([holder])] if holder else removed), chain
@@ -525,7 +517,7 @@ class Core:
         with self.lock, self.backend.bulk_writing():
             journal = Journal.begin(self.backend)
             own = current_head(self.backend) is not None
-            journal.seal = lambda rows: self._seal_final(rows, own_chain=own)
+            journal.seal = lambda rows: self._seal_final(rows, own)
             journal.stage = stage
             try:
                 yield journal

@@ -171,10 +171,11 @@ class ImportStates:
 
     def _erased_here(self, address: str) -> bool:
         """Whether the store erased this grain (its tombstone)."""
-        tombstones = self.store.backend.quads(
-            grain_iri(address), OMS.erasedAt, None, OMS.index
+        node = grain_iri(address)
+        found = next(
+            self.store.backend.quads(node, OMS.erasedAt, None, OMS.index), None
         )
-        return next(tombstones, None) is not None
+        return found is not None
 
     def _circles(self) -> Iterator[str]:
         """The new grains on a circle of successions (each has one successor)."""

@@ -374,6 +374,8 @@ class Intervals:
         """A grain read: its extents, among its triple's versions unless it is
         in a named graph, and its belief's record."""
         extents = self._extents(grain)
+        if not self.usable:
+            return  # the layer answers nothing: what it holds no longer matters
         if not grain.named:
             versions.append(extents)
         held = grain.held(_address(node), extents)

@@ -318,7 +318,9 @@ class Writes:
             != "consent_cascade"
         ):
             return []
-        withdrawn = self.core.backend.quads(None, _PRIOR_CONSENT, Literal(basis), None)
+        withdrawn = list(
+            self.core.backend.quads(None, _PRIOR_CONSENT, Literal(basis), None)
+        )
         if not any(
             next(self.core.backend.quads(q.subject, _IS_WITHDRAWAL, _TRUE, None), None)
             for q in withdrawn
