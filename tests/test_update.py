@@ -450,6 +450,35 @@ def test_an_insert_on_a_functional_relation_supersedes_the_one_held() -> None:
     assert store.conflicts() == []
 
 
+@pytest.mark.parametrize("source_type", ["user_explicit", "axiomatic"])
+def test_an_insert_on_a_functional_relation_never_replaces_a_higher_tier(
+    source_type: str,
+) -> None:
+    """Replacing a held belief on a functional relation is a revision the store
+    makes by itself: the inserted belief (imported, system-inferred) may not
+    replace a user-stated or axiomatic one, so both stay, disputed, as with put."""
+    store = GrainStore(
+        clock=lambda: T0 + 20 * DAY, functional_relations=[EX + "worksAt"]
+    )
+    held = store.put(oms.Belief(EX + "ann", EX + "worksAt", EX + "acme", 0.9,
+                                created_at=T0, source_type=source_type))  # fmt: skip
+    with pytest.warns(oms.ConflictWarning):
+        report = store.update(PREFIX + "INSERT DATA { ex:ann ex:worksAt ex:initech }")
+    assert report.superseded == [] and report.added == 1
+    assert store.status(held).is_current
+    assert sorted(works_at(store, 30)) == ["acme", "initech"]
+    assert [
+        store.status(g.address).verification for g in store.beliefs(EX + "ann")
+    ] == [
+        "disputed",
+        "disputed",
+    ]
+    # Asked for by the request (it deletes the held triple), it is a supersession.
+    report = store.update(PREFIX + "DELETE DATA { ex:ann ex:worksAt ex:acme } ; "
+                          "INSERT DATA { ex:ann ex:worksAt ex:hooli }")  # fmt: skip
+    assert report.superseded == [held]
+
+
 def test_a_replacement_without_a_portion_supersedes_the_whole_belief() -> None:
     store = GrainStore(clock=lambda: T0 + 20 * DAY)
     old = acme(store, end=None)

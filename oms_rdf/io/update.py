@@ -273,8 +273,14 @@ class _Plan:
                 if old not in taken and self._replaces(grain, old, claim)
             ]
             if not deleted and grain["relation"] in functional:
+                # Not asked for by the request, so as any automatic revision: a
+                # lower tier never replaces a higher one (put then disputes both).
                 deleted = self._rivals(grain, claim, taken)
-                deleted = deleted if len(deleted) == 1 else []
+                tier = self.store.revision.entrenchment.tier
+                if len(deleted) != 1 or tier(grain.fields) < tier(
+                    self.store.get(deleted[0]).fields
+                ):
+                    deleted = []
             if deleted:
                 taken.add(deleted[0])
                 pairs.append((deleted[0], grain))
