@@ -181,6 +181,29 @@ def test_an_operation_on_a_grain_the_transaction_changed_is_refused(
     assert dump(store) == before
 
 
+@pytest.mark.parametrize("auto_revise", [False, True])
+@pytest.mark.parametrize("many", [False, True])
+def test_a_put_contradicting_one_made_earlier_is_refused(
+    auto_revise: bool, many: bool
+) -> None:
+    """On a functional relation, two puts of one transaction each saw the store
+    without the other: both stayed current, neither disputed nor revised."""
+    store = oms.GrainStore(clock=lambda: NOW, functional_relations=["works_at"],
+                           auto_revise=auto_revise)  # fmt: skip
+    before = dump(store)
+    with pytest.raises(oms.StoreError) as caught:
+        with store.transaction() as tx:
+            tx.put(belief("ann", "Acme"))
+            later = belief("ann", "Initech", T0 + 1)
+            tx.put_many([later]) if many else tx.put(later)
+    assert caught.value.code == "ERR_CONFLICT" and "functional" in caught.value.message
+    assert dump(store) == before
+    with store.transaction() as tx:  # in one put_many, they are disputed as ever
+        with pytest.warns(oms.ConflictWarning):
+            tx.put_many([belief("ann", "Acme"), belief("ann", "Initech", T0 + 1)])
+    assert len(store.conflicts()) == 1
+
+
 @pytest.mark.parametrize(
     "close",
     [

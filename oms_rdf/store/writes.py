@@ -10,7 +10,7 @@ from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
 
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF, CONSENT
-from ..errors import ConflictWarning, OmsError, PolicyError
+from ..errors import ConflictWarning, ErrorCode, OmsError, PolicyError, StoreError
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
 from ..rdf.vocab import FIELD_NS, OMS
@@ -81,7 +81,7 @@ class Writes:
                 return grain.address
             refuse_erased(self.core.backend, grain.address)  # erasure is one-way
             check_new(self.core, grain)
-            rivals = self._rivals(grain)
+            rivals = self._rivals(grain, self._made_rivals(grain))
             refusal = (
                 self._auto_revise(grain, rivals, justification) if rivals else None
             )
@@ -136,7 +136,8 @@ class Writes:
             for grain, _signature in fresh:
                 check_new(self.core, grain, batch)
                 if self.functional_relations or grain.type_byte == CONSENT.byte:
-                    removed, added = self._dispute(grain, self._rivals(grain, earlier))
+                    rivals = self._rivals(grain, [*self._made_rivals(grain), *earlier])
+                    removed, added = self._dispute(grain, rivals)
                     delete += removed
                     extra += added + self._withdrawal(grain)
                     earlier.append(grain)
@@ -173,6 +174,15 @@ class Writes:
 
     # --- conflicts on functional relations --------------------------------------
 
+    def _made_rivals(self, grain: Grain) -> list[Grain]:
+        """The beliefs of the same subject an open transaction made so far: a
+        put that contradicts one is refused in :meth:`_rivals` (neither marking
+        it disputed nor superseding it can be written before the end)."""
+        pending, subject = self.core.pending, grain.get("subject")
+        if pending is None or grain.get("relation") not in self.functional_relations:
+            return []
+        return [g for g in pending.made.values() if g.get("subject") == subject]
+
     def _rivals(self, grain: Grain, batch: Sequence[Grain] = ()) -> list[Grain]:
         """Current beliefs (stored or earlier in the batch) this belief contradicts."""
         if (
@@ -192,10 +202,22 @@ class Writes:
             is None
         ]
         candidates = [g for g in [*stored, *batch] if g.address != grain.address]
-        return [
+        found = [
             candidates[i]
             for i in conflicts(grain.fields, [g.fields for g in candidates])
         ]
+        changed = self.core.pending.changed if self.core.pending is not None else ()
+        for rival in found:
+            if rival.address in changed:
+                raise StoreError(
+                    f"{grain.address[:12]}… contradicts {rival.address[:12]}… on the "
+                    f"functional relation {grain['relation']!r}, and an earlier "
+                    "operation of this transaction made or changed that one, so "
+                    "neither a dispute nor a revision can be written: put both with "
+                    "one put_many, or in transactions of their own",
+                    code=ErrorCode.CONFLICT,
+                )
+        return found
 
     def _auto_revise(
         self, grain: Grain, rivals: list[Grain], justification: str | None
