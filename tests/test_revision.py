@@ -575,3 +575,34 @@ def test_a_forced_revision_is_one_write() -> None:
     store.revise(old, belief("b", T0 + DAY, source_type="llm_generated"),
                  force=True, by=alice.did)  # fmt: skip
     assert writes.count(True) == 1
+
+
+def test_a_signed_put_auto_revises_its_rival_and_stays_signed() -> None:
+    """put verified the envelope, then handed auto-revision the bare grain, which
+    supersede refused as signed without its envelope: nothing was stored."""
+    key = signing.generate_key()
+    store = oms.GrainStore(clock=lambda: 1_700_000_010_000, auto_revise=True,
+                           functional_relations={"works_at"})  # fmt: skip
+    old = store.put(
+        oms.Belief("ann", "works_at", "Acme", 0.9, created_at=1_700_000_000_000)
+    )
+    signed = oms.Belief("ann", "works_at", "Initech", 0.9, created_at=1_700_000_001_000,
+                        signed=True)  # fmt: skip
+    new = store.put(signing.sign(signed.blob, key))
+    assert store.status(old).superseded_by == new
+    assert store.status(new).signed_by == key.did
+
+
+@pytest.mark.parametrize("how", ["supersede", "revise"])
+def test_revise_takes_a_grain_to_sign_as_supersede_does(how: str) -> None:
+    key = signing.generate_key()
+    store = oms.GrainStore(clock=lambda: 1_700_000_010_000)
+    old = store.put(oms.Belief("ann", "works_at", "Acme", 0.9, created_at=1_700_000_000_000,
+                               invalidation_policy={"mode": "delegated",
+                                                    "authorized": [key.did]}))  # fmt: skip
+    new = oms.Belief("ann", "works_at", "Initech", 0.9, created_at=1_700_000_001_000,
+                     derived_from=[old], signed=True)  # fmt: skip
+    address = getattr(store, how)(old, new, signer=key)
+    assert store.status(old).superseded_by == address == new.address
+    with pytest.raises(oms.SchemaError):
+        getattr(store, how)(address, 123)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -10,8 +11,8 @@ from typing import Any
 from pyoxigraph import Literal, NamedNode, Quad
 
 from ..codec.grain import Grain
-from ..codec.signing import SigningKey
-from ..errors import ErrorCode, PolicyError
+from ..codec.signing import SigningKey, is_envelope
+from ..errors import ErrorCode, PolicyError, SchemaError
 from ..rdf.mapping import grain_iri, literal_value, millis_literal
 from ..rdf.vocab import OMS, RDF, XSD
 from .admission import accept
@@ -107,6 +108,28 @@ def _event_fields(values: dict[Any, Any]) -> dict[str, Any]:
         "note": values[OMS.note].value if OMS.note in values else None,
         "by": values[OMS.actor].value if OMS.actor in values else None,
     }
+
+
+def _fields_of(new: GrainLike) -> Mapping[str, Any]:
+    """The fields of a revision's new grain, to rank; its signature, if any, is
+    checked where it is superseded (a grain with the signed flag may come bare
+    with ``signer=``, which signs it there).
+
+    Raises:
+        SchemaError: ERR_SCHEMA for what is no grain; as :func:`.admission.accept`
+            for bytes.
+    """
+    if isinstance(new, Grain):
+        return new.fields
+    if isinstance(new, bytes | bytearray | memoryview):
+        data = bytes(new)
+        return (accept(data)[0] if is_envelope(data) else Grain.from_blob(data)).fields
+    if isinstance(new, Mapping):
+        return new
+    raise SchemaError(
+        "expected a Grain, a mapping of fields, blob bytes or a COSE_Sign1 envelope "
+        f"as the new grain; found {type(new).__name__}"
+    )
 
 
 def _stated(grain: Grain) -> float:
@@ -322,7 +345,7 @@ class Revision:
                 comes from a DID the store does not authorize; as :meth:`supersede`.
         """
         old_grain = self.core.get(self.core.resolve(old))
-        fields = new if not isinstance(new, Grain | bytes) else accept(new)[0].fields
+        fields = _fields_of(new)
         if force:
             if by is None or by not in self.authorized:
                 raise PolicyError(

@@ -83,7 +83,9 @@ class Writes:
             check_new(self.core, grain)
             rivals = self._rivals(grain, self._made_rivals(grain))
             refusal = (
-                self._auto_revise(grain, rivals, justification) if rivals else None
+                self._auto_revise(grain, signature, rivals, justification)
+                if rivals
+                else None
             )
             if refusal == "":
                 return grain.address  # superseded its one rival
@@ -220,7 +222,11 @@ class Writes:
         return found
 
     def _auto_revise(
-        self, grain: Grain, rivals: list[Grain], justification: str | None
+        self,
+        grain: Grain,
+        signature: Signature | None,
+        rivals: list[Grain],
+        justification: str | None,
     ) -> str | None:
         """Supersede the one rival when the store auto-revises and the rules allow.
 
@@ -242,7 +248,9 @@ class Writes:
                 f"rival's {theirs}"
             )
         try:
-            self.invalidation.supersede(rival, grain, justification=justification)
+            # A signed grain goes as its envelope: supersede checks it again.
+            new = grain if signature is None else signature.envelope
+            self.invalidation.supersede(rival, new, justification=justification)
         except PolicyError as exc:  # protected, or older than the rival
             return f"auto-revision refused: {exc.code}: {exc.message}"
         return ""
