@@ -14,7 +14,7 @@ from typing import IO, Any, cast
 import pyoxigraph as ox
 
 from ..codec import MAX_BLOB
-from ..errors import DecodeError, ErrorCode, StoreError
+from ..errors import DecodeError, ErrorCode, SchemaError, StoreError
 from ..rdf.mapping import Row
 from ..rdf.vocab import OMS
 from ..store import PREFIXES as STORE_PREFIXES
@@ -29,8 +29,13 @@ Progress = Callable[[int], object] | None
 
 @contextmanager
 def reopenable(src: Source) -> Iterator[tuple[Callable[[], IO[bytes]], int]]:
-    """Yield a function that opens the source afresh (imports read it twice), and its size."""
+    """Yield a function that opens the source afresh (imports read it twice), and its size.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for a text stream (open the file with "rb").
+    """
     if hasattr(src, "read"):
+        _binary(src, "read from")
         stream: Any = src
         if stream.seekable():
             start = stream.tell()
@@ -79,6 +84,7 @@ def open_output(dest: Source, mode: str) -> Iterator[IO[bytes]]:
     """Open ``dest`` to write: a stream as it is, a path through a ``.partial``
     file that replaces it only once it is whole."""
     if hasattr(dest, "write"):
+        _binary(dest, "write to")
         yield dest  # type: ignore[misc]
         return
     path = Path(dest)
@@ -89,6 +95,16 @@ def open_output(dest: Source, mode: str) -> Iterator[IO[bytes]]:
         os.replace(tmp, path)  # a finished file or none: never a half-written one
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _binary(stream: object, doing: str) -> None:
+    """Refuse a text stream where bytes are read or written."""
+    if isinstance(stream, _io.TextIOBase):
+        raise SchemaError(
+            f"cannot {doing} a text stream ({type(stream).__name__}): give a binary "
+            'one (io.BytesIO, or open(path, "rb") / "wb") or a path',
+            code=ErrorCode.SCHEMA,
+        )
 
 
 class Counting(_io.RawIOBase):

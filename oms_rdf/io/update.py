@@ -44,6 +44,7 @@ from ..rdf.vocab import OMS
 from ..store import PREFIXES, GrainStore
 from ..store.lookup import believers
 from ..store.portion import Portion, portion_of
+from ..store.state import check_texts
 from ..times import TimeLike
 from .adopt import adopted_grain, refuse_reserved
 from .update_syntax import DataOperation, data_operations
@@ -98,6 +99,7 @@ def update(
             the request would retract or supersede (soft_locked: without ``reason``).
         TimeRangeError: ERR_RANGE for an empty portion of valid time.
     """
+    check_texts(namespace=namespace, by=by, reason=reason)
     operations = data_operations(text, PREFIXES)  # those a query may use undeclared
     portion = portion_of(valid_from, valid_to)
     report = UpdateReport()

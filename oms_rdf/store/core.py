@@ -178,18 +178,19 @@ class Core:
         """Return the address of a stored grain, given it or a unique prefix (8+ hex).
 
         Raises:
-            IntegrityError: ERR_HASH_FORMAT for text that is not 8 to 64 lowercase hex.
+            IntegrityError: ERR_HASH_FORMAT for what is not 8 to 64 lowercase hex.
             SchemaError: ERR_HASH_FORMAT for a prefix several grains share.
             NotFoundError: ERR_NOT_FOUND when no stored grain has it.
             StoreError: ERR_CONFLICT for a grain an open transaction made.
         """
-        if isinstance(ref, Grain) or len(ref) >= 64:  # longer: ERR_HASH_LENGTH
+        text = isinstance(ref, str)
+        if isinstance(ref, Grain) or (text and len(ref) >= 64):  # longer: HASH_LENGTH
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
             if address not in self._cache and address not in self:
                 refuse_made(self._made(), address)
                 raise NotFoundError(f"no grain {address} in this store")
             return address
-        if not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
+        if not text or not 8 <= len(ref) < 64 or ref.strip("0123456789abcdef"):
             raise IntegrityError(
                 f"expected an address or a prefix of at least 8 lowercase hex characters, "
                 f"found {ref!r}",
@@ -432,9 +433,8 @@ class Core:
         )
 
     def _wrote(self, head: Head | None, new_head: Head | None) -> None:
-        """A guarded write linked to ``head`` applied, and moved it to ``new_head``.
-        A search index that was up to date at ``head`` is so at ``new_head``: it
-        took the write's beliefs in :meth:`rows_for`."""
+        """A guarded write linked to ``head`` applied, and moved it to ``new_head``;
+        a search index up to date at ``head`` took its beliefs (:meth:`rows_for`)."""
         self._head = new_head
         index = self.search_index
         if index is not None and index.head == head:

@@ -46,6 +46,7 @@ from ..times import iso
 from .lookup import believers
 from .policy import effective_mode
 from .protectors import protectors
+from .state import check_texts
 
 if TYPE_CHECKING:
     from . import GrainStore
@@ -127,6 +128,7 @@ def select(
 ) -> list[str]:
     """Addresses of the grains in which ``name`` (or ``user_id``) appears; both
     in NFC, as every stored text is (spec §2.1), so any spelling of it is found."""
+    check_texts(name=name, namespace=namespace, user_id=user_id)
     names = {unicodedata.normalize("NFC", n) for n in (name, user_id) if n}
     candidates: set[str] = set()
     backend = store.backend
@@ -202,6 +204,7 @@ def erase(
     by: str | None = None,
 ) -> ErasureReport:
     """Erase grains in one atomic update; held grains are kept and reported."""
+    check_texts(reason=reason, by=by)
     if not reason or not reason.strip():
         raise SchemaError(
             "an erasure needs a reason (it goes in the audit log)", path="reason"

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pyoxigraph import (
-    Quad,
-)
+from pyoxigraph import Quad
 
 from ..codec.grain import Grain, system_from
 from ..codec.signing import SigningKey, sign
-from ..errors import (
-    ErrorCode,
-    PolicyError,
-    SchemaError,
-    TimeRangeError,
-)
+from ..errors import ErrorCode, PolicyError, SchemaError, TimeRangeError
 from ..rdf.mapping import (
     BELIEF_BYTE,
     Row,
@@ -47,6 +40,9 @@ from .state import (
     GrainLike,
     Signature,
     TimeLike,
+    check_many,
+    check_signing,
+    check_texts,
     millis_or_now,
 )
 
@@ -127,9 +123,8 @@ class Invalidation:
         :func:`oms_rdf.codec.signing.sign_supersession`) as its ``supersession_auth``.
         With ``signer`` the new grain is encoded with the signed flag and wrapped
         in a COSE_Sign1 envelope by that key; ``new`` may also be such an envelope.
-        The old grain is closed at the new grain's system time (``system_valid_from``,
-        else ``created_at``); it keeps describing the past up to the new grain's
-        ``valid_from``.
+        The old grain is closed at the new grain's system time; it keeps
+        describing the past up to the new grain's ``valid_from``.
 
         Raises:
             NotFoundError: ``old`` is not stored.
@@ -139,6 +134,8 @@ class Invalidation:
                 is no longer current; ERR_RANGE when the new grain is older.
             SignatureError: a bad envelope, or the signed flag and envelope disagree.
         """
+        check_texts(justification=justification, by=by)
+        check_signing(signer, auth)
         portion = portion_of(valid_from, valid_to)
         with self.core.lock:
             old_address = self.core.resolve(old)
@@ -460,6 +457,8 @@ class Invalidation:
                 f"expected 'retract' or 'contradict'; found {operation!r}",
                 code=ErrorCode.SCHEMA,
             )
+        check_many(addresses, "addresses")
+        check_texts(reason=reason, justification=justification, by=by)
         targets = list(dict.fromkeys(self.core.resolve(a) for a in addresses))
         leaving = frozenset(targets)
         # One write: one system time, and one audit event that lists every grain.
@@ -548,6 +547,7 @@ class Invalidation:
         Raises:
             PolicyError: ERR_SCHEMA for an unknown status; as :meth:`contradict`.
         """
+        check_texts(status=status, by=by)
         status = VERIFICATION_ALIASES.get(status, status)
         if status == "contradicted":
             self.contradict(address, by=by, at=at)

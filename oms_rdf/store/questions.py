@@ -40,7 +40,7 @@ from ..rdf.vocab import OMS, RDF
 from .audit import current_head
 from .core import Core
 from .lookup import chain_rows, count_held, subject_rows
-from .state import STATUSES, TimeLike, millis_or_now
+from .state import STATUSES, TimeLike, check_texts, millis_or_now
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +125,7 @@ class Questions:
         Raises:
             SchemaError: ERR_SCHEMA for a time argument that cannot be read.
         """
+        check_texts(subject=subject, relation=relation, namespace=namespace)
         known = millis_or_now(as_of, self.core.clock, "as_of")
         valid = millis_or_now(valid_at, self.core.clock, "valid_at")
         if subject is None:

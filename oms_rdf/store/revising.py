@@ -20,7 +20,7 @@ from .core import Core
 from .invalidation import Invalidation
 from .policy import effective_mode
 from .revision import LOWER, UPPER, Entrenchment, SprtState
-from .state import GrainLike, TimeLike, millis_or_now
+from .state import GrainLike, TimeLike, check_texts, millis_or_now
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
 
@@ -236,6 +236,7 @@ class Revision:
             PolicyError: ERR_CONFLICT for a grain that is superseded, retracted or
                 contradicted.
         """
+        check_texts(kind=kind, note=note, by=by)
         when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)
@@ -344,6 +345,7 @@ class Revision:
             PolicyError: ERR_INVALIDATION_DENIED when the tiers refuse, or ``force``
                 comes from a DID the store does not authorize; as :meth:`supersede`.
         """
+        check_texts(by=by, justification=justification)
         old_grain = self.core.get(self.core.resolve(old))
         fields = _fields_of(new)
         if force:

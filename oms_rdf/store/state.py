@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .. import times
 from ..codec.grain import Grain, namespace_of
-from ..errors import QueryError, TimeRangeError
+from ..codec.signing import SigningKey
+from ..errors import QueryError, SchemaError, TimeRangeError
 
 GrainLike = Grain | Mapping[str, Any] | bytes
 
@@ -118,3 +119,59 @@ def same_claim(a: Grain, b: Grain) -> bool:
         and a.get("relation") == b.get("relation")
         and namespace_of(a.fields) == namespace_of(b.fields)
     )
+
+
+def check_texts(**arguments: object) -> None:
+    """Refuse an argument that is text or None by contract, and is neither
+    (``reason=5``, ``by=b"did"``): named, before anything is read or written.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the argument.
+    """
+    for name, value in arguments.items():
+        if value is not None and not isinstance(value, str):
+            raise SchemaError(
+                f"{name}: expected text or None; found {type(value).__name__} "
+                f"{_shown(value)}"
+            )
+
+
+def check_many(values: object, name: str) -> None:
+    """Refuse a collection argument that is none (``retract_all(None)``), or text,
+    which would be taken a character at a time.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the argument.
+    """
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise SchemaError(
+            f"{name}: expected a collection (a list, a tuple, ...); found "
+            f"{type(values).__name__} {_shown(values)}"
+        )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_signing(signer: object, auth: object) -> None:
+    """Refuse a ``signer`` that is no signing key, and co-signatures (``auth``)
+    that are not a collection of COSE_Sign1 envelopes (bytes): text would be
+    written into the new grain a character at a time.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the argument.
+    """
+    if signer is not None and not isinstance(signer, SigningKey):
+        raise SchemaError(
+            f"signer: expected a SigningKey (oms_rdf.codec.signing.generate_key()); "
+            f"found {type(signer).__name__}"
+        )
+    check_many(auth, "auth")
+    for item in auth:  # type: ignore[attr-defined]
+        if not isinstance(item, bytes):
+            raise SchemaError(
+                f"auth: expected COSE_Sign1 envelopes (bytes); found "
+                f"{type(item).__name__} {_shown(item)}"
+            )

@@ -22,7 +22,7 @@ from .policy import effective_mode
 from .presence import stored_grains
 from .progress import Stage
 from .revision import Entrenchment, conflicts
-from .state import GrainLike, Signature
+from .state import GrainLike, Signature, check_many, check_texts
 
 T = TypeVar("T")
 
@@ -75,6 +75,7 @@ class Writes:
                 protected grain with the same subject, relation and namespace: that
                 is a supersession, which must go through :meth:`supersede`.
         """
+        check_texts(justification=justification)
         grain, signature = accept(item)
         with self.core.lock:
             if grain.address in self.core:
@@ -113,6 +114,7 @@ class Writes:
         Raises:
             as :meth:`put`; nothing is stored when any grain is refused.
         """
+        check_many(items, "items")
         accepted = [_numbered(accept, i, item) for i, item in enumerate(items)]
         with self.core.lock:
             delete: list[Row] = []
