@@ -439,3 +439,26 @@ def test_the_http_server_keeps_a_forward_only_store_so(tmp_path: Path) -> None:
         stop(served)
     with oms.GrainStore(path, read_only=True) as store:
         assert [g["subject"] for g in store.beliefs()] == ["ann"]
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        lambda s, a, at: s.evidence(a, "supporting", 0.9, at=at),
+        lambda s, a, at: s.set_verification(a, "verified", at=at),
+        lambda s, a, at: s.retract(a, reason="x", at=at),
+    ],
+)
+def test_a_mark_dated_before_its_grain_entered_is_refused(mark: Any) -> None:
+    """As a retraction is: the store did not hold the grain then, so no answer
+    about that time may say anything happened to it."""
+    store = oms.GrainStore(clock=lambda: T0 + DAY)
+    held = store.put(oms.Belief("ann", "likes", "tea", 0.8, created_at=T0))
+    before = sorted(str(q) for q in store.backend.quads())
+    with pytest.raises(oms.TimeRangeError) as info:
+        mark(store, held, T0 - 1)
+    assert info.value.code == "ERR_RANGE" and "before the grain entered" in str(
+        info.value
+    )
+    assert sorted(str(q) for q in store.backend.quads()) == before
+    mark(store, held, T0)  # at the very time it entered: taken

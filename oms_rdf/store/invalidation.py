@@ -41,6 +41,7 @@ from .state import (
     Signature,
     TimeLike,
     check_many,
+    check_not_before,
     check_signing,
     check_texts,
     millis_or_now,
@@ -507,12 +508,7 @@ class Invalidation:
                 f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
                 code=ErrorCode.CONFLICT,
             )
-        if when < system_from(grain):
-            raise TimeRangeError(
-                f"cannot {operation} at {when}, before the grain entered the system at "
-                f"{system_from(grain)}",
-                code=ErrorCode.RANGE,
-            )
+        check_not_before(when, grain, operation)
         review = check(
             operation,
             protectors(self.core, self.questions, address),
@@ -560,6 +556,7 @@ class Invalidation:
         when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)
+            check_not_before(when, self.core.get(address), "set_verification")
             state = self.core.status(address)
             if state.verification == "contradicted":
                 raise PolicyError(

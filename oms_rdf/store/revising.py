@@ -20,7 +20,7 @@ from .core import Core
 from .invalidation import Invalidation
 from .policy import effective_mode
 from .revision import LOWER, UPPER, Entrenchment, SprtState
-from .state import GrainLike, TimeLike, check_texts, millis_or_now
+from .state import GrainLike, TimeLike, check_not_before, check_texts, millis_or_now
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
 
@@ -241,6 +241,7 @@ class Revision:
         with self.core.lock:
             address = self.core.resolve(address)
             grain = self.core.get(address)
+            check_not_before(when, grain, "record evidence")
             state = self.core.status(address)
             if not state.is_current:
                 raise PolicyError(

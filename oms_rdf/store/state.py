@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import times
-from ..codec.grain import Grain, namespace_of
+from ..codec.grain import Grain, namespace_of, system_from
 from ..codec.signing import SigningKey
-from ..errors import QueryError, SchemaError, TimeRangeError
+from ..errors import ErrorCode, QueryError, SchemaError, TimeRangeError
 
 GrainLike = Grain | Mapping[str, Any] | bytes
 
@@ -175,3 +175,18 @@ def check_signing(signer: object, auth: object) -> None:
                 f"auth: expected COSE_Sign1 envelopes (bytes); found "
                 f"{type(item).__name__} {_shown(item)}"
             )
+
+
+def check_not_before(when: int, grain: Grain, doing: str) -> None:
+    """Refuse a change dated before its grain entered the system: the store
+    did not hold it then, so no past answer may say it changed.
+
+    Raises:
+        TimeRangeError: ERR_RANGE.
+    """
+    since = system_from(grain)
+    if when < since:
+        raise TimeRangeError(
+            f"cannot {doing} at {when}, before the grain entered the system at {since}",
+            code=ErrorCode.RANGE,
+        )
