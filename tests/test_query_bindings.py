@@ -73,6 +73,25 @@ def test_a_grain_binds_to_its_statement_node(store: oms.GrainStore) -> None:
     ]
 
 
+def test_a_blank_node_of_an_answer_binds_to_that_node() -> None:
+    """A blank node an answer gave is the store's node: binding it asks about
+    that node (now, at a point, over a range, of the layout), not a new one."""
+    store = oms.GrainStore()
+    store.import_(io.BytesIO(b'<http://ex/s> <http://ex/q> _:a .\n_:a <http://ex/p> "x" .\n'),
+                  format="ntriples")  # fmt: skip
+    [row] = store.query("SELECT ?b WHERE { <http://ex/s> <http://ex/q> ?b }")
+    node = row["b"]
+    assert isinstance(node, ox.BlankNode)
+    ask = 'ASK { ?b <http://ex/p> "x" }'
+    assert store.query(ask, b=node) is True
+    assert store.query(ask, b=ox.BlankNode("another")) is False
+    select = "SELECT ?b ?o WHERE { ?b <http://ex/p> ?o }"
+    for asked in ({}, {"valid_at": store.clock(), "as_of": store.clock()},
+                  {"valid_during": (None, None)}):  # fmt: skip
+        rows = store.query(select, b=node, **asked)
+        assert [(r["b"], r["o"].value) for r in rows] == [(node, "x")], asked
+
+
 def test_a_value_of_another_type_is_refused(store: oms.GrainStore) -> None:
     for value in (None, b"bytes", {"a": 1}):
         with pytest.raises(ValueError) as caught:

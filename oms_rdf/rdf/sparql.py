@@ -8,6 +8,7 @@ from importlib import resources
 from typing import Any
 
 from pyoxigraph import (
+    BlankNode,
     DefaultGraph,
     Literal,
     NamedNode,
@@ -22,6 +23,7 @@ from .mapping import (
     grain_iri,
     millis_literal,
 )
+from .terms import skolem
 from .vocab import OMS, XSD
 
 DEFAULT = DefaultGraph()
@@ -100,13 +102,16 @@ def term_for(value: Any) -> Any:
     """Return the RDF term a Python value binds to in a query.
 
     str → plain literal, bool/int/float → typed literal, datetime → xsd:dateTime,
-    Grain → its statement node; IRIs and literals are taken as they are.
+    Grain → its statement node; IRIs and literals are taken as they are, and a
+    blank node (as answers give them) is the node of the store it names.
 
     Raises:
         SchemaError: ERR_SCHEMA for a value of any other type.
     """
     if isinstance(value, NamedNode | Literal):
         return value
+    if isinstance(value, BlankNode):  # as the store keeps it: the answer's node
+        return skolem(value)
     if isinstance(value, Grain):
         return grain_iri(value.address)
     if isinstance(value, bool):
