@@ -46,6 +46,9 @@ def test_read_commands_open_a_held_store_read_only(tmp_path: Path) -> None:
                 address
                 in runner.invoke(cli, ["--store", str(db), "get", address]).stdout
             )
+            for reading in (["subject-report", "alice"], ["audit", "verify"]):
+                got = runner.invoke(cli, ["--store", str(db), *reading])
+                assert got.exit_code == 0 and "read-only" in got.stderr, got.output
             refused = runner.invoke(
                 cli, ["--store", str(db), "retract", address, "--reason", "x"]
             )

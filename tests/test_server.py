@@ -702,11 +702,14 @@ def test_cross_origin_pages_are_let_in_only_when_named() -> None:
 
 
 def test_a_token_file_that_cannot_be_read_is_err_schema(tmp_path: Path) -> None:
-    from oms_rdf.errors import SchemaError
+    from oms_rdf.errors import NotFoundError, SchemaError
     from oms_rdf.http.auth import load_tokens
 
-    with pytest.raises(SchemaError, match="cannot read the token file"):
+    with pytest.raises(NotFoundError, match="no token file"):
         load_tokens(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_bytes(b"\xff")
+    with pytest.raises(SchemaError, match="cannot read the token file"):
+        load_tokens(tmp_path / "bad.json")
     (tmp_path / "list.json").write_text("[]")
     with pytest.raises(SchemaError, match="expected a JSON object of tokens"):
         load_tokens(tmp_path / "list.json")

@@ -16,29 +16,73 @@ store, io, http), their public names only; nothing imports it.
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
+import sys
 from typing import Any
 
 import click
 
-from ..errors import ErrorCode, OmsError
+from ..errors import ErrorCode, OmsError, SchemaError
 from . import demo, files, grains, privacy, questions, serving, writes
 from .opening import Where, undo_new_store
+
+_ARGUMENTS = "oms_rdf.arguments"  # ctx.meta: the command line as given
 
 
 class OneLineErrors(click.Group):
     """Turns every OmsError, and every file the system cannot open or write, into one
     line ``error: …`` and exit 1."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGUMENTS] = list(args)  # checked in invoke, where errors are lines
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         """Invoke the command; print a refusal as one line (or its stack, --traceback)."""
         try:
+            refuse_undecodable(ctx.meta.get(_ARGUMENTS, []))
             return super().invoke(ctx)
         except (OmsError, OSError) as exc:
             undo_new_store(ctx)  # the command closed its store on the way out
+            if isinstance(exc, BrokenPipeError) and _reader_gone(exc):
+                ctx.exit(141)  # as a tool killed by SIGPIPE: `| head` read enough
             if ctx.params.get("traceback"):
                 raise
             click.echo(f"error: {said(exc)}", err=True)
             ctx.exit(1)
+
+
+def refuse_undecodable(args: list[str]) -> None:
+    """Refuse an argument that is not UTF-8 (Python keeps its bytes as lone
+    surrogates, which no grain, IRI or literal may hold) before anything runs.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the argument.
+    """
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape")
+            raise SchemaError(
+                f"expected UTF-8 text in every argument; found {shown!r} (set the "
+                "terminal or the script to UTF-8)"
+            ) from None
+
+
+def _reader_gone(exc: BrokenPipeError) -> bool:
+    """Whether the pipe that broke is standard output's, whose reader left (not a
+    file's, nor a server's socket): then nothing more is said."""
+    try:
+        piped = stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode)
+    except (OSError, ValueError):  # no stdout, or one without a descriptor
+        return False
+    if not piped or exc.filename is not None:
+        return False
+    # Python flushes stdout again at exit: point it at nothing first.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return True
 
 
 def said(exc: Exception) -> str:
@@ -121,7 +165,11 @@ def store_after_command(
 
 def accept_store_after(command: click.Command) -> None:
     """Let ``oms-rdf beliefs --store DIR`` mean ``oms-rdf --store DIR beliefs``
-    (a command that serves has a ``--store`` of its own already)."""
+    (a command that serves has a ``--store`` of its own already), and so for each
+    command of a group (``oms-rdf audit verify --store DIR``)."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_store_after(sub)
     if any("--store" in p.opts for p in command.params):
         return
     command.params.append(

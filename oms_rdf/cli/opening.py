@@ -17,7 +17,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import click
 
-from ..errors import NotFoundError, SchemaError, StoreError
+from ..errors import NotFoundError, OmsError, SchemaError, StoreError
 from ..store import GrainStore
 
 if TYPE_CHECKING:  # the server backends need the [remote] extra: imported when used
@@ -100,7 +100,8 @@ def on_disk(path: str, *, read: bool, **options: Any) -> GrainStore:
     try:
         return GrainStore(path, **options)
     except StoreError as exc:
-        if "lock" not in str(exc).lower():
+        busy = ("lock", "read-only file system")  # held, or on a read-only mount
+        if not any(why in str(exc).lower() for why in busy):
             raise
         if not read:
             raise StoreError(
@@ -167,9 +168,13 @@ def check_store_path(path: str, *, create: bool) -> bool:
 
 def undo_new_store(ctx: click.Context) -> None:
     """Remove the store a refused write made: where nothing was, nothing stays, and
-    a folder that was empty is left empty (a refused write changes nothing)."""
+    a folder that was empty is left empty (a refused write changes nothing).
+
+    A store that holds a write is kept: the command failed after its write
+    committed (its output could not be written: a full disk, a closed pipe).
+    """
     made: tuple[Path, bool] | None = ctx.meta.pop(NEW_STORE, None)
-    if made is None:
+    if made is None or _holds_a_write(made[0]):
         return
     folder, was_empty_folder = made
     if not was_empty_folder:
@@ -180,6 +185,19 @@ def undo_new_store(ctx: click.Context) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
+
+
+def _holds_a_write(folder: Path) -> bool:
+    """Whether the store in ``folder`` holds a committed write: every write
+    appends an audit event (the command closed its store before this)."""
+    try:
+        store = GrainStore(folder, read_only=True)
+    except OmsError:
+        return False  # no store was made, or not one that opens
+    try:
+        return store.verify_audit().events > 0
+    finally:
+        store.close()
 
 
 def closing(ctx: click.Context, store: GrainStore) -> GrainStore:

@@ -76,7 +76,7 @@ def server_options(port: int, host_help: str) -> Callable[[F], F]:
         return click.option(
             "--store",
             "store_path",
-            type=click.Path(file_okay=False),
+            type=click.Path(),  # a file there is refused as the global --store is
             help="Directory of the on-disk store (or the global --store).",
         )(fn)
 

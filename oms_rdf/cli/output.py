@@ -7,6 +7,7 @@ import csv
 import json
 import shutil
 import sys
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,10 +77,11 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
         [("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows
     ]
     widths = [
-        max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)
+        max([columns_of(c), *(columns_of(row[i]) for row in cells)])
+        for i, c in enumerate(columns)
     ]
     lines = [
-        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
+        "  ".join(pad(v, w) for v, w in zip(row, widths, strict=True))
         for row in [columns, *cells]
     ]
     return "\n".join(line.rstrip() for line in lines)
@@ -94,7 +96,8 @@ def fitted_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
         for r in rows
     ]
     widths = [
-        max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)
+        max([columns_of(c), *(columns_of(row[i]) for row in cells)])
+        for i, c in enumerate(columns)
     ]
     room = max(width - 2 * (len(columns) - 1), len(columns) * 4)
     while sum(widths) > room:
@@ -103,15 +106,41 @@ def fitted_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
             break
         widths[widest] -= 1
     lines = [
-        "  ".join(cut(v, w).ljust(w) for v, w in zip(row, widths, strict=True))
+        "  ".join(pad(cut(v, w), w) for v, w in zip(row, widths, strict=True))
         for row in [columns, *cells]
     ]
     return "\n".join(line.rstrip() for line in lines)
 
 
 def cut(text: str, width: int) -> str:
-    """``text`` if it fits ``width``, else its start and an ellipsis."""
-    return text if len(text) <= width else text[: width - 1] + ELLIPSIS
+    """``text`` if it fits ``width`` terminal columns, else its start and an
+    ellipsis."""
+    if columns_of(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += _width(char)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + ELLIPSIS
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` and spaces to fill ``width`` terminal columns."""
+    return text + " " * (width - columns_of(text))
+
+
+def columns_of(text: str) -> int:
+    """The terminal columns ``text`` takes: two for a wide (East Asian) character,
+    none for a combining mark, one for the rest."""
+    return sum(_width(char) for char in text)
+
+
+def _width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
 
 
 def print_rows(result: Solutions, fmt: str) -> None:

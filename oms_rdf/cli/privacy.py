@@ -77,7 +77,9 @@ def subject_report_cmd(
 
         oms-rdf --store mem.db subject-report "Alice Smith" > alice.json
     """
-    report = open_store(ctx).subject_report(name, namespace=namespace, user_id=user_id)
+    report = open_store(ctx, read=True).subject_report(
+        name, namespace=namespace, user_id=user_id
+    )
     click.echo(report.to_json())
 
 
@@ -134,7 +136,7 @@ def audit_verify_cmd(ctx: click.Context) -> None:
 
         oms-rdf --store mem.db audit verify
     """
-    report = open_store(ctx).verify_audit()
+    report = open_store(ctx, read=True).verify_audit()
     if not report.ok:
         raise IntegrityError(
             f"the audit log fails its hash chain: {report.problem}",

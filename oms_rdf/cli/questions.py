@@ -281,10 +281,10 @@ def is_update(text: str) -> bool:
     from rdflib.plugins.sparql.parser import parseUpdate
 
     try:
-        parseUpdate(text)
+        parsed = parseUpdate(text)
     except (ParseException, ValueError, TypeError):
         return False
-    return True
+    return "request" in parsed  # an empty text parses, as no operation
 
 
 COMMANDS = [get_cmd, beliefs_cmd, search_cmd, history_cmd, diff_cmd, query_cmd]

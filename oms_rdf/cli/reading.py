@@ -63,6 +63,19 @@ def read_json(source: str) -> Any:
             code=ErrorCode.CORRUPT,
             path=source,
         ) from None
+    except ValueError:  # int("9" * 5000): Python's int-string limit
+        raise too_many_digits(source) from None
+
+
+def too_many_digits(where: str) -> DecodeError:
+    """The refusal of a JSON integer past Python's 4300-digit limit, as the JSON
+    Lines reader says it."""
+    return DecodeError(
+        "an integer with more digits than Python reads (4300); a grain's integers "
+        "fit in 64 bits",
+        code=ErrorCode.RANGE,
+        path=where,
+    )
 
 
 def read_blob(source: str) -> bytes:
@@ -152,6 +165,10 @@ def placed_grains(source: str) -> list[tuple[str, Any]]:
         return [
             (f"{source}:{n}", json_grain(line, f"{source}:{n}")) for n, line in lines
         ]
+    except OmsError:
+        raise  # an item of the array refused, named
+    except ValueError:  # after JSONDecodeError, one of them: Python's digit limit
+        raise too_many_digits(source) from None
     return [(source, json_grain(json.dumps(value), source))]
 
 
@@ -178,6 +195,8 @@ def array_grains(text: str, source: str) -> Iterator[tuple[str, Any]]:
             _, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
             raise DecodeError(f"not JSON: {exc.msg}", path=where) from None
+        except ValueError:
+            raise too_many_digits(where) from None
         yield where, json_grain(text[at:end], where)
         at, index = end, index + 1
 

@@ -33,7 +33,7 @@ LOOPBACK_OF = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
 )
 @click.option(
     "--token-file",
-    type=click.Path(dir_okay=False, exists=True),
+    type=click.Path(dir_okay=False),  # a missing one: ERR_NOT_FOUND, when read
     help='Bearer tokens: {"TOKEN": {"namespaces": [...] or "*", "write": true}}.',
 )
 @click.option(

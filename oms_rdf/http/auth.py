@@ -21,7 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import ErrorCode, SchemaError
+from ..errors import ErrorCode, NotFoundError, SchemaError
 from .responses import error_response
 
 __all__ = ["OPEN", "Authorize", "Token", "authorizer", "load_tokens"]
@@ -52,8 +52,11 @@ def load_tokens(path: str | Path) -> dict[str, Token]:
     ``"erase": true`` adds the erase scope.
 
     Raises:
+        NotFoundError: ERR_NOT_FOUND for no such file.
         SchemaError: ERR_SCHEMA for a file that is not such a JSON object.
     """
+    if not Path(path).is_file():
+        raise NotFoundError(f"no token file {path}")
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:

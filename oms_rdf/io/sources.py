@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io as _io
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -81,13 +82,24 @@ class _Unclosed(_io.RawIOBase):
 
 @contextmanager
 def open_output(dest: Source, mode: str) -> Iterator[IO[bytes]]:
-    """Open ``dest`` to write: a stream as it is, a path through a ``.partial``
-    file that replaces it only once it is whole."""
+    """Open ``dest`` to write: a stream as it is; a file (or none yet) through a
+    ``.partial`` file that replaces it only once it is whole, beside the file a
+    link names; anything else (a pipe, a device, ``/dev/stdout``) written as it is.
+    """
     if hasattr(dest, "write"):
         _binary(dest, "write to")
         yield dest  # type: ignore[misc]
         return
     path = Path(dest)
+    try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        kind = stat.S_IFREG  # nothing there yet (or a link to nothing): made whole
+    if not stat.S_ISREG(kind):
+        with open(path, mode) as out:  # a pipe's reader, a device: no file to swap
+            yield out
+        return
+    path = Path(os.path.realpath(path))  # a link keeps pointing at the new file
     tmp = path.with_name(path.name + ".partial")
     try:
         with open(tmp, mode) as out:

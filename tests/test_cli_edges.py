@@ -1,0 +1,148 @@
+"""The command line where its output or its input is unusual: a pipe that closes,
+a full disk, a link or a pipe to export to, text that is not UTF-8, wide text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from oms_rdf.cli.output import columns_of, cut, pad
+from tests.test_cli import refused, run
+
+
+def beliefs_file(tmp_path: Path, count: int, subject: str = "s") -> Path:
+    source = tmp_path / "many.jsonl"
+    lines = [json.dumps({"type": "belief", "subject": f"{subject}{i}", "relation": "r",
+                         "object": f"o{i}", "confidence": 0.5,
+                         "created_at": 1_700_000_000_000 + i}, ensure_ascii=False)
+             for i in range(count)]  # fmt: skip
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return source
+
+
+def oms_rdf(*args: str, stdout: int | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "oms_rdf", *args],
+                            stdout=stdout, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def test_a_pipe_closed_early_ends_quietly_and_keeps_what_was_written(
+    tmp_path: Path,
+) -> None:
+    """`oms-rdf --store new put many | head -1`: the put committed, then its
+    output could not be written. The new store stays, and no error is printed."""
+    db = tmp_path / "db"
+    read, write = os.pipe()
+    with oms_rdf("--store", str(db), "put", str(beliefs_file(tmp_path, 3000)),
+                 stdout=write) as put:  # fmt: skip
+        os.close(write)
+        with os.fdopen(read, "rb") as reader:
+            reader.readline()  # the first address, then the reader leaves
+        assert put.stderr is not None
+        said = put.stderr.read().decode()
+    assert put.returncode == 141 and "error" not in said, said
+    assert db.is_dir()
+    listed = run("--store", str(db), "beliefs", "--json")
+    assert len(json.loads(listed.stdout)) == 3000
+
+
+def test_a_full_disk_for_the_output_is_an_error_but_the_new_store_stays(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "db"
+    with open("/dev/full", "wb") as full:  # writes fail with ENOSPC
+        with oms_rdf("--store", str(db), "put", str(beliefs_file(tmp_path, 50)),
+                     stdout=full.fileno()) as put:  # fmt: skip
+            assert put.stderr is not None
+            said = put.stderr.read().decode()
+    assert put.returncode == 1 and said.startswith("error: ERR_STORE: No space"), said
+    assert len(json.loads(run("--store", str(db), "beliefs", "--json").stdout)) == 50
+
+
+def test_export_writes_through_a_link_and_into_a_pipe(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 2))).exit_code == 0
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.trig"
+    link.symlink_to(tmp_path / "real" / "backup.trig")
+    assert run("--store", str(db), "export", str(link)).exit_code == 0
+    assert link.is_symlink() and (tmp_path / "real" / "backup.trig").stat().st_size > 0
+    fifo = tmp_path / "pipe.nq"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert run("--store", str(db), "export", str(fifo)).exit_code == 0
+    reader.join(timeout=30)
+    assert fifo.is_fifo() and got and b"nih:sha-256;" in got[0]
+
+
+def test_a_json_integer_past_python_s_digits_is_one_line(tmp_path: Path) -> None:
+    grain = tmp_path / "big.json"
+    grain.write_text('{"type": "belief", "subject": "a", "relation": "b", "object": "c",'
+                     ' "confidence": 0.5, "created_at": 1, "n": ' + "9" * 5000 + "}")  # fmt: skip
+    (tmp_path / "big_array.json").write_text("[" + grain.read_text() + "]")
+    for args in (["encode", str(grain)], ["--store", str(tmp_path / "db"), "put",
+                                          str(tmp_path / "big_array.json")]):  # fmt: skip
+        refused(args, "ERR_RANGE", "4300")
+    assert not (tmp_path / "db").exists()
+
+
+def test_an_argument_that_is_not_utf8_is_refused_before_a_store_is_made(
+    tmp_path: Path,
+) -> None:
+    latin1 = b"caf\xe9".decode("utf-8", "surrogateescape")  # as Python gives argv
+    db = tmp_path / "db"
+    refused(["--store", str(db), "update", 'INSERT DATA { <urn:a> <urn:b> "c" }',
+             "--namespace", latin1], "ERR_SCHEMA", "UTF-8")  # fmt: skip
+    refused(["--store", str(db), "beliefs", "--subject", latin1], "ERR_SCHEMA")
+    assert not db.exists()
+
+
+def test_audit_verify_takes_the_store_after_the_command(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 1))).exit_code == 0
+    verified = run("audit", "verify", "--store", str(db))
+    assert verified.exit_code == 0 and "audit ok" in verified.stdout
+
+
+@pytest.mark.parametrize("text", ["", "# a comment", "PREFIX ex: <http://e/>"])
+def test_a_query_without_an_operation_is_no_update(tmp_path: Path, text: str) -> None:
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 1))).exit_code == 0
+    said = refused(["--store", str(db), "query", text], "ERR_QUERY", "not valid SPARQL")
+    assert "update" not in said
+
+
+def test_serve_refuses_a_file_as_its_store_as_every_command_does(
+    tmp_path: Path,
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    refused(["serve", "--store", str(afile), "--port", "1"], "ERR_NOT_FOUND")
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 1))).exit_code == 0
+    refused(["serve", "--store", str(db), "--port", "1", "--token-file",
+             str(tmp_path / "none.json")], "ERR_NOT_FOUND", "token file")  # fmt: skip
+
+
+def test_wide_text_is_measured_in_terminal_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert columns_of("東京") == 4 and columns_of("e\u0301") == 1
+    assert cut("東京都東京都", 5) == "東京…" and columns_of(cut("東京都東京都", 5)) == 5
+    assert columns_of(pad("東京", 6)) == 6
+    monkeypatch.setenv("COLUMNS", "80")
+    db = tmp_path / "db"
+    wide = beliefs_file(tmp_path, 3, subject="東京都" * 10)
+    assert run("--store", str(db), "put", str(wide)).exit_code == 0
+    lines = run("--store", str(db), "beliefs").stdout.splitlines()
+    assert len(lines) == 4 and all(columns_of(line) <= 80 for line in lines)
+    starts = {columns_of(line[: line.index(word)]) for line, word in
+              zip(lines, ["relation", "r", "r", "r"], strict=True)}  # fmt: skip
+    assert len(starts) == 1  # the relation column lines up under its header
