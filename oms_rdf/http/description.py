@@ -140,7 +140,8 @@ def with_base(asked: QueryRequest, base: str) -> QueryRequest:
     relative = any(not _SCHEME.match(m.group(1)) for m in _IRIREF.finditer(asked.text))
     if not relative or not _is_iri(base):
         return asked
-    return replace(asked, text=f"BASE <{base}> {asked.text}")
+    declared = f"BASE <{base}> "
+    return replace(asked, text=declared + asked.text, added=len(declared))
 
 
 def _is_iri(text: str) -> bool:

@@ -54,6 +54,7 @@ from .listing import Listing, Listings
 from .openapi import openapi_routes
 from .render import erasure_json, evidence_json, fact_json
 from .responses import busy, error_response
+from .results import negotiate
 from .scope import scoped_grain
 
 __all__ = ["PAGE", "FactsApi", "fact_routes"]
@@ -301,9 +302,13 @@ class FactsApi:
         """``GET /v1/facts/{id}``: one fact, as JSON or as its blob."""
         token = self.scope(request)
         grain = self.fact(token, request.path_params["id"])
-        if GRAIN_TYPE in request.headers.get("accept", ""):
-            return Response(grain.blob, media_type=GRAIN_TYPE)
-        return JSONResponse(fact_json(self.store, grain, token.covers))
+        # JSON unless the blob is preferred (an Accept no type meets gets JSON too,
+        # the default, rather than a 406 a browser would show).
+        accept = request.headers.get("accept", "*/*")
+        vary = {"Vary": "Accept"}
+        if negotiate(accept, ("application/json", GRAIN_TYPE)) == GRAIN_TYPE:
+            return Response(grain.blob, media_type=GRAIN_TYPE, headers=vary)
+        return JSONResponse(fact_json(self.store, grain, token.covers), headers=vary)
 
     def supersede(self, request: Request, raw: bytes) -> Response:
         """``PUT /v1/facts/{id}``: replace a fact by a new version."""

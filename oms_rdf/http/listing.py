@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -100,10 +103,12 @@ class Listing:
             path="cursor",
         )
         try:
-            fields = json.loads(
-                base64.urlsafe_b64decode(cursor.encode("ascii") + b"==")
-            )
-            listing = cls(**fields)
+            text, _, seal = cursor.partition(".")
+            data = base64.urlsafe_b64decode(text.encode("ascii") + b"==")
+            given = base64.urlsafe_b64decode(seal.encode("ascii") + b"==")
+            if not hmac.compare_digest(given, _sealed(data)):
+                raise refused  # not one this server gave: its fields are not read
+            listing = cls(**json.loads(data))
         except (ValueError, TypeError, UnicodeError, binascii.Error):
             raise refused from None
         texts = (listing.subject, listing.relation, listing.namespace, listing.status)
@@ -136,9 +141,22 @@ class Listing:
         return replace(self, offset=offset)
 
     def cursor(self) -> str:
-        """Return the opaque text that asks for this page."""
-        text = json.dumps(asdict(self), separators=(",", ":"))
-        return base64.urlsafe_b64encode(text.encode()).decode("ascii").rstrip("=")
+        """Return the opaque text that asks for this page, sealed by the server
+        (a cursor is its listing, and the seal that it was given)."""
+        data = json.dumps(asdict(self), separators=(",", ":")).encode()
+        return ".".join(
+            base64.urlsafe_b64encode(part).decode("ascii").rstrip("=")
+            for part in (data, _sealed(data))
+        )
+
+
+# The key of this process's cursor seals (its query workers are forks, which
+# share it): a cursor from another server, or from before a restart, is refused.
+_CURSOR_KEY = secrets.token_bytes(32)
+
+
+def _sealed(data: bytes) -> bytes:
+    return hmac.new(_CURSOR_KEY, data, hashlib.sha256).digest()[:16]
 
 
 V = TypeVar("V")

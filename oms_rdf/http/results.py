@@ -10,6 +10,7 @@ that made them and stopped between rows when their time runs out.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -164,10 +165,46 @@ def polled(
 
 
 def rdf_bytes(triples: Iterable[ox.Triple], media: str) -> bytes:
-    """Return ``triples`` serialized in the RDF media type ``media``."""
+    """Return ``triples`` serialized in the RDF media type ``media``.
+
+    Raises:
+        QueryError: ERR_QUERY (a 406) for RDF/XML of what XML cannot write.
+    """
     out = io.BytesIO()
-    ox.serialize(triples, out, format=RDF_FORMATS[media])
+    fmt = RDF_FORMATS[media]
+    ox.serialize(
+        map(_xml_safe, triples) if fmt == _RDF_XML else triples, out, format=fmt
+    )
     return out.getvalue()
+
+
+_RDF_XML = ox.RdfFormat.RDF_XML
+# RDF/XML writes a predicate as a qualified name: its IRI must end in an XML
+# name (a letter or _, then letters, digits, _, - and .), and its text must be
+# characters XML 1.0 carries.
+_XML_LOCAL_NAME = re.compile(r"[^\W\d][\w.\-]*\Z")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_safe(triple: ox.Triple) -> ox.Triple:
+    """A triple RDF/XML can write, checked: pyoxigraph writes the others as XML
+    that no parser reads, and says nothing.
+
+    Raises:
+        QueryError: ERR_QUERY naming what cannot be written, at path Accept.
+    """
+    predicate, obj = triple.predicate.value, triple.object
+    if _XML_LOCAL_NAME.search(predicate) is None:
+        why = f"the predicate <{predicate}> does not end in an XML name"
+    elif isinstance(obj, ox.Literal) and _NOT_XML.search(obj.value):
+        why = "a literal holds a control character that XML 1.0 cannot carry"
+    else:
+        return triple
+    raise QueryError(
+        f"RDF/XML cannot write this answer: {why}; ask for Turtle (text/turtle), "
+        "N-Triples or JSON-LD instead",
+        path="Accept",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +221,9 @@ class QueryRequest:
     named_graph_uris: list[str] | None = None
     limit: int | None = None  # the most rows (or triples) answered
     timeout: float | None = None  # seconds a server backend is given for it
+    # Characters the server put before the caller's text on its first line (a
+    # BASE): taken off the columns its syntax errors give.
+    added: int = 0
 
 
 def run_query(
@@ -202,12 +242,28 @@ def run_query(
     """
     check()
     with time_limit(asked.timeout):
-        result = store.query(
-            asked.text,
-            valid_at=asked.valid_at,
-            as_of=asked.as_of,
-            namespace=asked.namespaces,
-            default_graph_uris=asked.default_graph_uris,
-            named_graph_uris=asked.named_graph_uris,
-        )
+        try:
+            result = store.query(
+                asked.text,
+                valid_at=asked.valid_at,
+                as_of=asked.as_of,
+                namespace=asked.namespaces,
+                default_graph_uris=asked.default_graph_uris,
+                named_graph_uris=asked.named_graph_uris,
+            )
+        except QueryError as exc:
+            raise _in_callers_text(exc, asked.added) from None
     return serialize_results(result, asked.accept, check=check, limit=asked.limit)
+
+
+def _in_callers_text(exc: QueryError, added: int) -> QueryError:
+    """A syntax error with its column on line 1 counted in the caller's text."""
+    found = _FIRST_LINE_ERROR.search(exc.message)
+    if not added or found is None or int(found.group(1)) <= added:
+        return exc
+    column = int(found.group(1)) - added
+    message = _FIRST_LINE_ERROR.sub(f"error at 1:{column}:", exc.message, count=1)
+    return QueryError(message, code=exc.code, path=exc.path)
+
+
+_FIRST_LINE_ERROR = re.compile(r"error at 1:(\d+):")

@@ -66,7 +66,12 @@ def write_boolean(value: bool, media: str) -> bytes:
             '<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">'
             f"<head/><boolean>{'true' if value else 'false'}</boolean></sparql>\n"
         ).encode()
-    return f"_askResult\n{'true' if value else 'false'}\n".encode()
+    # No W3C form for ASK in CSV or TSV: one column, as Jena writes it, with each
+    # format's own header and line ends (TSV names a variable ?x; CSV ends in CRLF).
+    answer = "true" if value else "false"
+    if media.endswith("tab-separated-values"):
+        return f"?_askResult\n{answer}\n".encode()
+    return f"_askResult\r\n{answer}\r\n".encode()
 
 
 def write_solutions(
