@@ -23,6 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+import oms_rdf as oms
 from oms_rdf import GrainStore
 from oms_rdf.http.mcp import create_server
 from oms_rdf.store import Solutions
@@ -370,3 +371,56 @@ def test_an_empty_namespace_is_a_usage_error_before_the_store_opens(
     result = CliRunner().invoke(cli, ["mcp", "--store", str(store), "--namespace", " "])
     assert result.exit_code == 2, result.output
     assert "--namespace" in result.output and not store.exists()
+
+
+def test_a_literal_with_a_line_separator_is_one_triple_of_the_answer() -> None:
+    """N-Triples keeps U+2028, U+2029 and U+0085 as they are in a literal: the
+    answer was cut there, mid-literal, and said truncated."""
+    store = GrainStore()
+    store.put({"type": "belief", "subject": "alice", "relation": "note",
+               "object": "one\u2028two\u2029three\u0085four", "confidence": 0.9,
+               "created_at": 1})  # fmt: skip
+
+    async def script(client: Client) -> None:
+        graph = await call(client, "sparql", query="CONSTRUCT WHERE { ?s ?p ?o }",
+                           limit=1)  # fmt: skip
+        assert graph["truncated"] is False and graph["ntriples"].count(" .\n") == 1
+        assert "one\u2028two\u2029three\u0085four" in graph["ntriples"]
+
+    session(store, script)
+
+
+def test_revise_takes_a_fact_and_keeps_the_terms_an_adopted_belief_names() -> None:
+    """ "fact" is the spec's other name for a belief; and a kept subject or
+    relation of adopted RDF stays the IRI it was, not a minted entity."""
+    store = GrainStore()
+    fact = store.put({"type": "fact", "subject": "user", "relation": "prefers",
+                      "object": "dark mode", "confidence": 0.9, "created_at": 1})  # fmt: skip
+    store.update(
+        'INSERT DATA { <http://example.org/cafe\u0301> <http://example.org/likes> "tea" }'
+    )
+    [adopted] = store.beliefs("http://example.org/cafe\u0301")
+    subject_of = "SELECT ?s WHERE { ?s <http://example.org/likes> ?o }"
+    before = [row["s"] for row in store.query(subject_of)]
+
+    async def script(client: Client) -> None:
+        await call(client, "revise", address=fact, object="light mode")
+        await call(client, "revise", address=adopted.address, object="coffee")
+
+    session(store, script)
+    assert [g["object"] for g in store.beliefs("user")] == ["light mode"]
+    assert [row["s"] for row in store.query(subject_of)] == before
+    assert [str(row["o"].value) for row in store.query(
+        "SELECT ?o WHERE { ?s <http://example.org/likes> ?o }")] == ["coffee"]  # fmt: skip
+
+
+def test_the_tool_schemas_refuse_what_the_tools_refuse() -> None:
+    async def script(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        assert tools and all(
+            t.input_schema.get("additionalProperties") is False for t in tools
+        )
+
+    session(GrainStore(), script)
+    with pytest.raises(oms.SchemaError):
+        create_server(GrainStore(), namespaces="work")

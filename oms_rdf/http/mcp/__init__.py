@@ -49,7 +49,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
 from ...errors import ErrorCode, OmsError, SchemaError
@@ -81,6 +81,18 @@ class _MemoryServer(MCPServer[Any]):
     # Each tool's argument names: one the tool does not take is refused, never
     # ignored (an agent would believe it had said something it had not).
     arguments_of: dict[str, frozenset[str]]
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools, each schema saying what :meth:`call_tool` holds to: no
+        argument beyond those listed."""
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": {**tool.input_schema, "additionalProperties": False}
+                }
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self,
@@ -125,6 +137,11 @@ def create_server(
     Raises:
         SchemaError: ERR_SCHEMA for an empty namespace list or an empty name.
     """
+    if isinstance(namespaces, str):  # a name is no list of names: not 'w', 'o', ...
+        raise SchemaError(
+            f"namespaces: expected a list of names, found the text {namespaces!r}",
+            path="namespaces",
+        )
     scope = None if namespaces is None else tuple(dict.fromkeys(namespaces))
     if scope is not None and (not scope or not all(scope)):
         raise SchemaError(

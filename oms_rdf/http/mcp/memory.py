@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field, Strict
 
 from ...codec.grain import Grain, system_from
+from ...codec.schema import BELIEF
 from ...errors import (
     ErrorCode,
     NotFoundError,
@@ -29,6 +30,7 @@ from ...errors import (
     SchemaError,
 )
 from ...rdf.limits import check_query
+from ...rdf.terms import GRAPH, PREDICATE_KIND, SUBJECT_KIND
 from ...store import GrainStore
 from ...times import to_millis
 from ..federation import is_federated
@@ -326,7 +328,7 @@ class Memory:
         context: dict[str, Any] | None,
     ) -> tuple[Grain, dict[str, Any]]:
         old = self.fact(address)
-        if old.type != "belief":
+        if old.type_byte != BELIEF.byte:  # "fact" is a belief too (spec §4)
             raise SchemaError(
                 f"{address} is a {old.type}, not a belief", path="$.address"
             )
@@ -341,7 +343,7 @@ class Memory:
                 source_type=source_type,
                 valid_from=_when(valid_from, "valid_from"),
                 valid_to=_when(valid_to, "valid_to"),
-                context=context,
+                context=_kept_context(old, context, subject, relation),
                 derived_from=[old.address],
             )
         )
@@ -475,11 +477,33 @@ def _when(text: str | None, name: str) -> int | None:
     return None if text is None else to_millis(text, name)
 
 
+def _kept_context(
+    old: Grain,
+    context: dict[str, Any] | None,
+    subject: str | None,
+    relation: str | None,
+) -> dict[str, Any] | None:
+    """The context of a new version: the caller's, with what the old belief
+    records of the terms it keeps (an adopted subject or relation written as
+    N-Triples, its named graph), so they name the same terms; the caller's win."""
+    before = old.get("context")
+    kept: dict[str, Any] = {}
+    if isinstance(before, dict):
+        for key, keeps in ((SUBJECT_KIND, subject is None),
+                           (PREDICATE_KIND, relation is None), (GRAPH, True)):  # fmt: skip
+            if keeps and key in before:
+                kept[key] = before[key]
+    merged = {**kept, **(context or {})}
+    return merged or None
+
+
 def _answer(body: bytes, media: str, limit: int) -> dict[str, Any]:
     """A query's answer (serialised, at most ``limit + 1`` rows) as the tool's
     JSON, at most ``limit`` rows, and whether there were more."""
     if media == _NTRIPLES:  # one triple a line
-        lines = body.decode().splitlines(keepends=True)
+        # Lines end in "\n" only: str.splitlines would also cut at U+2028,
+        # U+2029 and U+0085, which N-Triples leaves as they are in a literal.
+        lines = [line + "\n" for line in body.decode().split("\n") if line]
         kept = "".join(lines[:limit])
         return {"form": "graph", "ntriples": kept, "truncated": len(lines) > limit}
     answer = json.loads(body)
