@@ -63,6 +63,11 @@ BAD_URLS = [
     ["--store", "http://127.0.0.1:0"],
     ["--store", "http://[::1"],
     ["--store", "http://:7878"],
+    [
+        "--store",
+        "http://exa mple:99",
+    ],  # a space: no host name, caught before connecting
+    ["--query-url", "http://exa{mple/query"],
     ["--query-url", "http://127.0.0.1:x/query"],
     ["--query-url", "http://127.0.0.1:7878/query", "--update-url", "http://h:-1/u"],
     ["--query-url", "ftp://127.0.0.1/query"],

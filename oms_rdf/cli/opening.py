@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the server backends need the [remote] extra: imported when 
     from ..backends.protocol import SparqlBackend
     from ..backends.virtuoso import VirtuosoBackend
 
+_NOT_IN_HOSTS = frozenset('<>"{}|\\^`')
 NEW_STORE = "oms_rdf.new_store"  # ctx.meta: the store this command made, if any
 KEPT_STORE = "oms_rdf.kept_store"  # ctx.meta: the same, kept whatever happens
 ENDPOINTS = ("--query-url", "--update-url", "--store-url")
@@ -219,8 +220,12 @@ def server_url(option: str, url: str) -> SplitResult:
         port = parts.port  # ValueError for a port that is no number, or out of range
     except ValueError as exc:
         raise SchemaError(f"{expected}; found {url!r} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host or port == 0:
         raise SchemaError(f"{expected}; found {url!r}")
+    if any(c.isspace() or c in _NOT_IN_HOSTS for c in host):  # RFC 3986 reg-name
+        why = f"the host {host!r} holds a character no host name may"
+        raise SchemaError(f"{expected}; found {url!r} ({why})")
     return parts
 
 
