@@ -270,7 +270,8 @@ def test_namespaces_bound_reads_and_writes() -> None:
         ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": "0.5"},
          "ERR_SCHEMA", "$.confidence"),
         ("recall", {"query": "x", "limit": "5"}, "ERR_SCHEMA", "$.limit"),
-        ("beliefs_at", {"limit": 2.0}, "ERR_SCHEMA", "$.limit"),
+        ("beliefs_at", {"limit": 2.5}, "ERR_SCHEMA", "$.limit"),
+        ("beliefs_at", {"limit": True}, "ERR_SCHEMA", "$.limit"),
         ("evidence", {"address": "0" * 12, "strength": "0.9"}, "ERR_SCHEMA", "$.strength"),
         # An argument a tool does not take is refused, never ignored.
         ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": 1,
@@ -422,5 +423,13 @@ def test_the_tool_schemas_refuse_what_the_tools_refuse() -> None:
         )
 
     session(GrainStore(), script)
+
+    async def whole(client: Client) -> None:  # JSON Schema's "integer" takes 5.0
+        for tool, arguments in (("recall", {"query": "tea", "limit": 5.0}),
+                                ("beliefs_at", {"limit": 2.0}),
+                                ("sparql", {"query": "ASK {}", "limit": 10.0})):  # fmt: skip
+            await call(client, tool, **arguments)
+
+    session(GrainStore(), whole)
     with pytest.raises(oms.SchemaError):
         create_server(GrainStore(), namespaces="work")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, Strict, ValidationError
+from pydantic import BeforeValidator, Field, Strict, ValidationError
 
 from ...errors import ErrorCode
 from ...rdf.limits import MAX_QUERY_CHARS
@@ -60,6 +60,20 @@ When = Annotated[
 # Numbers are strict: a bool, or a number written as text, is refused, not
 # converted (the schema says number; what is sent is what is meant).
 Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def _whole(value: object) -> object:
+    """A JSON number with no fraction (``5.0``) is the integer JSON Schema's
+    "integer" says it is; any other value goes on to the strict check."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# Before a strict int (a limit): 5 and 5.0 are taken, "5", 5.5 and true are not.
+WHOLE = BeforeValidator(_whole)
+
+
 Scalar = str | bool | int | float | None
 Object = Annotated[
     Annotated[str, Field(min_length=1, max_length=MAX_OBJECT)]

@@ -41,6 +41,7 @@ from ..results import QueryRequest, run_query
 from ..scope import scoped_grain
 from .arguments import (
     MAX_ROWS,
+    WHOLE,
     Address,
     Confidence,
     ContextMap,
@@ -202,7 +203,7 @@ class Memory:
     def recall(
         self,
         query: Text,
-        limit: Annotated[int, Strict(), Field(ge=1, le=100)] = 10,
+        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=100)] = 10,
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
@@ -230,7 +231,7 @@ class Memory:
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, Strict(), Field(ge=1, le=1000)] = 100,
+        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         """List the beliefs true at valid_at as known at as_of (both default to now).
 
@@ -384,7 +385,7 @@ class Memory:
         query: Query,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, Strict(), Field(ge=1, le=MAX_ROWS)] = 1000,
+        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=MAX_ROWS)] = 1000,
     ) -> dict[str, Any]:
         """Run a read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE).
 
