@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
 from ..codec.signing import is_envelope, verify_signature
-from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError, TimeRangeError
+from ..errors import ErrorCode, PolicyError, SchemaError, SignatureError
 from ..times import MAX_MS, MIN_MS, iso
 from .policy import MAX_HOPS, is_protected
 from .protectors import protectors
@@ -74,13 +74,14 @@ def check_axes(grain: Grain) -> None:
     keeps such a grain; time-travel questions could not compare it).
 
     Raises:
-        TimeRangeError: ERR_RANGE naming the field.
+        SchemaError: ERR_RANGE naming the field (a field out of range, as the
+            codec's: the caller's mistake, not a refusal by a rule of the store).
     """
     for name in _AXES:
         value = grain.get(name)
         if type(value) is int and not MIN_MS <= value <= MAX_MS:
             edge = iso(MIN_MS if value < MIN_MS else MAX_MS)
-            raise TimeRangeError(
+            raise SchemaError(
                 f"{name} {value} ms is outside years 1-9999 (the store's time axes are "
                 f"xsd:dateTime; the nearest it can hold is {edge})",
                 code=ErrorCode.RANGE,
