@@ -139,6 +139,35 @@ def test_one_story_gives_the_same_answers_on_every_backend(make_store: Any) -> N
     assert store.verify_audit().ok
 
 
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_a_superseded_belief_is_retracted_alike_on_every_backend(
+    make_store: Any, in_transaction: bool
+) -> None:
+    """Taking back the past of a superseded belief ("Acme was never true"): the
+    embedded store did it, a server refused it as lost to another writer."""
+    now = [T0]
+    store = make_store(clock=lambda: now[0])
+    acme = store.put(job("Acme", T0))
+    now[0] = T0 + 10 * DAY
+    store.supersede(acme, job("Initech", T0 + 10 * DAY, valid_from=T0 + 10 * DAY))
+    now[0] = T0 + 20 * DAY
+    if in_transaction:
+        with store.transaction() as tx:
+            tx.retract(acme, reason="never true")
+    else:
+        store.retract(acme, reason="never true")
+    state = store.status(acme)
+    assert state.status == "retracted" and state.voided_at == T0 + 20 * DAY
+    assert store.beliefs("alice", valid_at=T0 + DAY) == []  # its past is taken back
+    then = store.beliefs("alice", valid_at=T0 + DAY, as_of=T0 + 15 * DAY)
+    assert [g["object"] for g in then] == ["Acme"]  # as it was known before
+    assert [g["object"] for g in store.beliefs("alice")] == ["Initech"]
+    with pytest.raises(oms.PolicyError) as again:
+        store.contradict(acme)
+    assert again.value.code == "ERR_CONFLICT"
+    assert store.verify_audit().ok
+
+
 @pytest.mark.parametrize("kind", SERVERS)
 def test_a_triple_another_belief_asserts_stays_after_a_lookup_and_a_retraction(
     kind: str, two_clients: Any

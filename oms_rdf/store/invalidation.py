@@ -61,12 +61,13 @@ class _Authority:
 
 @dataclass(slots=True, kw_only=True)
 class Change:
-    """One write, checked and not yet made: what it deletes and inserts, and the
-    grains it takes out of the knowledge (which must still be current)."""
+    """One write, checked and not yet made: what it deletes and inserts, the grains
+    it takes out of the knowledge (still current: re-checked) and all it changes."""
 
     delete: list[Quad | Row] = field(default_factory=list)
     insert: list[Quad | Row] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
 
 
 class Invalidation:
@@ -428,7 +429,9 @@ class Invalidation:
             change = self.plan_void(
                 addresses, operation, reason=reason, justification=reason, by=by, at=at
             )
-            if change.current:
+            if self.core.pending is not None:  # a superseded one changes too
+                self.core.pending.touch(sorted(set(change.targets) - {*change.current}))
+            if change.targets:  # none asked: nothing to write, not even an event
                 self.core.write(change.delete, change.insert, current=change.current)
 
     def plan_void(
@@ -464,9 +467,9 @@ class Invalidation:
         leaving = frozenset(targets)
         # One write: one system time, and one audit event that lists every grain.
         when = millis_or_now(at, self.core.clock, "at")
-        change, review = Change(current=targets), []
+        change, review = Change(targets=targets), []
         for address in targets:
-            removed, added, notes = self._void_change(
+            removed, added, notes, held = self._void_change(
                 address,
                 operation,
                 when=when,
@@ -478,6 +481,7 @@ class Invalidation:
             change.delete += removed
             change.insert += added
             review += notes
+            change.current += [address] if held else []  # the write re-checks them
         change.insert += self.core.audit_rows(
             operation,
             targets=targets,
@@ -498,9 +502,10 @@ class Invalidation:
         justification: str | None,
         by: str | None,
         leaving: frozenset[str],
-    ) -> tuple[list[Quad | Row], list[Quad | Row], list[str]]:
+    ) -> tuple[list[Quad | Row], list[Quad | Row], list[str], bool]:
         """Check a retraction or contradiction at ``when``; return the quads to
-        delete and insert, and the policies' notes for review."""
+        delete and insert, the policies' notes for review, and whether the grain
+        is current (held in the knowledge), as the write must find it."""
         grain = self.core.get(address)
         state = self.core.status(address)
         if state.voided_at is not None:
@@ -524,7 +529,7 @@ class Invalidation:
             # _current_removal), and a copy with it added per grain made a batch
             # of N retractions cost N copies of an N-set.
             delete += self._current_removal(grain, leaving)
-        return delete, [*added], review
+        return delete, [*added], review, state.is_current
 
     def set_verification(
         self,
