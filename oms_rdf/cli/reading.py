@@ -26,7 +26,7 @@ from ..errors import (
     SignatureError,
     StoreError,
 )
-from ..io import loads_json_grain
+from ..io import loads_json_grain, too_many_digits
 from ..rdf.mapping import TIME_FIELDS
 from ..times import iso_fields
 
@@ -65,17 +65,6 @@ def read_json(source: str) -> Any:
         ) from None
     except ValueError:  # int("9" * 5000): Python's int-string limit
         raise too_many_digits(source) from None
-
-
-def too_many_digits(where: str) -> DecodeError:
-    """The refusal of a JSON integer past Python's 4300-digit limit, as the JSON
-    Lines reader says it."""
-    return DecodeError(
-        "an integer with more digits than Python reads (4300); a grain's integers "
-        "fit in 64 bits",
-        code=ErrorCode.RANGE,
-        path=where,
-    )
 
 
 def read_blob(source: str) -> bytes:

@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 import pyoxigraph as ox
 
 from ..errors import QueryError
-from ..rdf.results import SOLUTION_TYPES, write_boolean, write_solutions
+from ..rdf.results import NOT_XML, SOLUTION_TYPES, write_boolean, write_solutions
 from ..store import GrainStore, Solutions, Triples, time_limit
 
 __all__ = [
@@ -183,7 +183,6 @@ _RDF_XML = ox.RdfFormat.RDF_XML
 # name (a letter or _, then letters, digits, _, - and .), and its text must be
 # characters XML 1.0 carries.
 _XML_LOCAL_NAME = re.compile(r"[^\W\d][\w.\-]*\Z")
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _xml_safe(triple: ox.Triple) -> ox.Triple:
@@ -196,7 +195,7 @@ def _xml_safe(triple: ox.Triple) -> ox.Triple:
     predicate, obj = triple.predicate.value, triple.object
     if _XML_LOCAL_NAME.search(predicate) is None:
         why = f"the predicate <{predicate}> does not end in an XML name"
-    elif isinstance(obj, ox.Literal) and _NOT_XML.search(obj.value):
+    elif isinstance(obj, ox.Literal) and NOT_XML.search(obj.value):
         why = "a literal holds a control character that XML 1.0 cannot carry"
     else:
         return triple

@@ -40,7 +40,7 @@ from .bridge import from_rdflib, to_rdflib
 from .export import PLAIN_FORMATS, dumps_turtle, export
 from .formats import FORMATS, format_for
 from .importing import import_
-from .jsonl import dumps_jsonl, loads_json_grain
+from .jsonl import dumps_jsonl, loads_json_grain, too_many_digits
 from .records import ImportReport
 
 __all__ = [
@@ -55,4 +55,5 @@ __all__ = [
     "import_",
     "loads_json_grain",
     "to_rdflib",
+    "too_many_digits",
 ]

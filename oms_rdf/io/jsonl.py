@@ -61,11 +61,7 @@ def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
     except ValueError as exc:  # int("9" * 5000): Python's int-string limit
         if "integer string conversion" not in str(exc):
             raise DecodeError(f"not JSON: {exc}") from None
-        raise DecodeError(
-            "an integer with more digits than Python reads (4300); a grain's "
-            "integers fit in 64 bits",
-            code=ErrorCode.RANGE,
-        ) from None
+        raise too_many_digits() from None
     if not isinstance(value, dict):
         return value, None
     if ERASED_KEY in value:
@@ -127,6 +123,17 @@ def dumps_tombstone(address: str, erased_at: int) -> str:
 
 
 TOMBSTONE_MARK = b'"$erased"'  # in every tombstone line; a grain line may hold it too
+
+
+def too_many_digits(path: str | None = None) -> DecodeError:
+    """The refusal of a JSON integer past Python's 4300-digit limit (ERR_RANGE),
+    for every reader of grains as JSON."""
+    return DecodeError(
+        "an integer with more digits than Python reads (4300); a grain's integers "
+        "fit in 64 bits",
+        code=ErrorCode.RANGE,
+        path=path,
+    )
 
 
 def loads_tombstone(text: str) -> tuple[str, int] | None:

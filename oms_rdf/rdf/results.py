@@ -25,6 +25,7 @@ import pyoxigraph as ox
 from ..errors import QueryError
 
 __all__ = [
+    "NOT_XML",
     "SOLUTION_TYPES",
     "media_type",
     "term_text",
@@ -124,8 +125,8 @@ def term_text(term: Any) -> str:
     return str(term.value) if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
 
 
-# Characters XML 1.0 cannot carry, even as references.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# Characters XML 1.0 cannot carry, even as references (SPARQL XML and RDF/XML).
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _text(value: str) -> str:
@@ -135,7 +136,7 @@ def _text(value: str) -> str:
     Raises:
         QueryError: ERR_QUERY for a control character XML 1.0 cannot carry.
     """
-    if _NOT_XML.search(value):
+    if NOT_XML.search(value):
         raise QueryError(
             "the answer holds a control character that XML 1.0 cannot carry; ask "
             "for SPARQL JSON (application/sparql-results+json) instead",
