@@ -143,6 +143,27 @@ def test_listing_pages_by_an_opaque_cursor(
     assert bad.status_code == 422 and bad.json()["path"] == "cursor"
 
 
+def test_a_listing_asked_again_after_a_write_is_read_again(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    client, store = served
+    first = store.put(oms.Belief("ann", "works_at", "acme", 0.9, created_at=T0 - 10,
+                                 namespace="crm"))  # fmt: skip
+
+    def listed(**params: str) -> list[str]:
+        got = client.get("/v1/facts", params=params, headers=bearer(ADMIN))
+        return [f["id"] for f in got.json()["facts"]]
+
+    # A status listing has no time, and these times are given: neither moves.
+    asked = [{"status": "active"}, {"subject": "ann", "as_of": "2100-01-01"}]
+    assert [listed(**q) for q in asked] == [[first], [first]]
+    later = store.supersede(first, oms.Belief("ann", "works_at", "initech", 0.9,
+                                              created_at=T0 - 5, namespace="crm"))  # fmt: skip
+    assert [listed(**q) for q in asked] == [[later], [later]]
+    store.retract(later, reason="wrong")
+    assert [listed(**q) for q in asked] == [[], []]
+
+
 @pytest.mark.soak
 def test_a_later_page_costs_its_rows_at_20k_beliefs() -> None:
     store = GrainStore(clock=lambda: T0)

@@ -257,7 +257,7 @@ class FactsApi:
         limit = whole_number(q.get("limit"), PAGE)
         cursor = q.get("cursor")
         if cursor is None:
-            asked = Listing.of(q, self.store.clock())
+            asked = Listing.of(q, self.store.clock(), self.listings.written())
         else:
             asked = Listing.read(cursor)
         if asked.namespace is not None and not token.covers(asked.namespace):

@@ -37,6 +37,7 @@ from ..errors import SchemaError
 from ..rdf.mapping import address_of, grain_iri, relation_pattern
 from ..rdf.vocab import OMS
 from ..store import GrainStore
+from ..store.audit import current_head
 from ..store.lookup import in_force
 from ..times import to_millis
 from .auth import Token
@@ -64,11 +65,14 @@ class Listing:
     after: str | None = None  # the last fact given (a listing read as paged)
     upcoming: str | None = None  # the first fact of the next page
     position: int = 0  # how many candidates the pages have passed
+    written: str = ""  # the store's last write when the first page was read
 
     @classmethod
-    def of(cls, q: Mapping[str, str], now: int) -> Listing:
+    def of(cls, q: Mapping[str, str], now: int, written: str = "") -> Listing:
         """Return the listing a first page's query parameters ask, pinned at ``now``
-        when they name no time (a status listing has no time).
+        when they name no time (a status listing has no time), and at the store's
+        last write (``written``): a kept order answers the pages of one listing,
+        never a listing asked again after a write.
 
         Raises:
             SchemaError: ERR_SCHEMA for a time that is not one.
@@ -89,6 +93,7 @@ class Listing:
             status,
             pinned if valid_at is None else to_millis(valid_at, "valid_at"),
             pinned if as_of is None else to_millis(as_of, "as_of"),
+            written=written,
         )
 
     @classmethod
@@ -119,6 +124,7 @@ class Listing:
                 t is None or isinstance(t, str)
                 for t in (*texts, listing.after, listing.upcoming)
             )
+            or not isinstance(listing.written, str)
             or not all(t is None or type(t) is int for t in times)
             or not all(type(n) is int and n >= 0 for n in counts)
         ):
@@ -134,6 +140,7 @@ class Listing:
             self.status,
             self.valid_at,
             self.as_of,
+            self.written,
         )
 
     def at(self, offset: int) -> Listing:
@@ -198,6 +205,12 @@ class Listings:
         self.store, self.kept, self.streamed = store, kept, streamed
         self._orders: Recent[list[str]] = Recent(kept)
         self._scans: Recent[tuple[list[str], dict[str, int]]] = Recent(kept)
+
+    def written(self) -> str:
+        """What names the store's writes so far: its audit chain's head (every
+        write is audited), for :meth:`Listing.of`."""
+        head = current_head(self.store.backend)
+        return "" if head is None else f"{head.sequence}.{head.hash}"
 
     def page(
         self, token: Token, asked: Listing, limit: int
