@@ -175,4 +175,12 @@ def test_a_publication_is_one_transaction(
         assert store.verify_audit().ok
         assert store.beliefs(EX + "di")[0]["object"] == EX + "acme"
         # the successor, and the pieces before and after its portion
-        assert len(store.derived(ids["ann"])) == 3
+        parts = sorted(g.address for g in store.derived(ids["ann"]))
+        assert len(parts) == 3
+    # ... each in the fact's split, each with the fact before it
+    got = httpx.get(running.base + f"/v1/facts/{ids['ann']}", headers=bearer(A_WRITER))
+    assert sorted(got.json()["split_into"]) == parts
+    for part in parts:
+        before = httpx.get(running.base + f"/v1/facts/{part}/ancestors",
+                           headers=bearer(A_WRITER)).json()  # fmt: skip
+        assert [f["id"] for f in before["facts"]] == [ids["ann"]]

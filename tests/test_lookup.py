@@ -161,6 +161,15 @@ def random_history(seed: int) -> None:
                    "valid_from": rng.choice(times)}  # fmt: skip
             new.pop("derived_from", None)
             new.pop("valid_to", None)
+            if rng.random() < 0.5:  # over a portion of its valid time
+                start, end = old.get("valid_from", clock[0]), old.get("valid_to")
+                if end is None or end - start > 86_400_000:
+                    start += 86_400_000
+                new.pop("valid_from")
+                stop = start + rng.randrange(1, 4) * 86_400_000 * 30
+                made = store.supersede(old, new, valid_from=start, valid_to=stop)
+                current += store.status(old).split_into or [made]
+                continue
             current.append(store.supersede(old, new))
         elif action < 0.8:
             store.retract(current.pop(rng.randrange(len(current))), reason="wrong")

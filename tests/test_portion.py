@@ -3,6 +3,7 @@ reference interval model."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -77,20 +78,33 @@ def test_a_change_over_a_portion_matches_the_interval_model(
                                 **portion)  # fmt: skip
         assert caught.value.code == "ERR_RANGE"
         return
+    made: list[str] = []
     if retract:
         store.retract(first, reason="wrong", at=change, **portion)
     else:
         new = {k: v for k, v in fields(new_value or "", start=0, end=None, at=change).items()
                if k not in ("valid_from", "valid_to")}  # fmt: skip
-        store.supersede(first, new, justification="corrected", **portion)
+        made.append(store.supersede(first, new, justification="corrected", **portion))
     after = T0 + 60 * DAY
     for day in range(-1, 45):
         assert objects(store, day, after) == model(day, old, cut, new_value), day
         # What was believed before the change is as it was.
         assert objects(store, day, T0 + DAY) == model(day, old, (10**9, None), None)
     # Every piece is a grain of its own, derived from the old one.
+    kept = [g.address for g in store.derived(first) if g.address not in made]
     for grain in store.derived(first):
         assert grain["derived_from"] == [first]
+    # The old grain's history holds every grain written in its place, and each
+    # of them has the old grain before it.
+    parts = sorted([*made, *kept]) if kept else []
+    assert list(store.status(first).split_into) == parts
+    chain = {g.address for g in store.history(first)}
+    assert chain == {first, *made, *kept}
+    starts = [g["valid_from"] for g in store.history(first)[1:]]  # one system time
+    assert starts == sorted(starts)  # so the one valid first comes first
+    for part in [*made, *kept]:
+        assert {g.address for g in store.history(part)} == chain
+        assert [g.address for g in store.ancestors(part)] == [first]
 
 
 def test_the_pieces_carry_the_old_policy_and_a_soft_lock_needs_a_justification() -> (
@@ -142,3 +156,50 @@ def test_a_retraction_over_a_portion_ends_the_grain_when_its_pieces_begin() -> N
     assert objects(store, 1, state.voided_at) == ["Acme"]
     assert objects(store, 1, state.voided_at - 1) == ["Acme"]
     assert objects(store, 3, state.voided_at) == []
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl", "trig", "nquads", "jsonld"])
+def test_the_split_travels_with_every_export(fmt: str) -> None:
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    first = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
+    store.supersede(
+        first,
+        {k: v for k, v in fields("http://example.org/initech", start=0, end=None,
+                                 at=T0 + DAY).items() if not k.startswith("valid")},
+        valid_from=T0 + 10 * DAY,
+        valid_to=T0 + 20 * DAY,
+    )  # fmt: skip
+    parts = [store.get(a) for a in store.status(first).split_into]
+    later = next(g for g in parts if g["valid_from"] == T0 + 20 * DAY).address
+    store.retract(later, reason="wrong", at=T0 + 2 * DAY, valid_from=T0 + 30 * DAY,
+                  valid_to=T0 + 40 * DAY)  # fmt: skip
+    out = io.BytesIO()
+    store.export(out, format=fmt)
+    copy = oms.GrainStore(clock=store.clock)
+    copy.import_(io.BytesIO(out.getvalue()), format=fmt)
+    for grain in store.history(first):
+        assert copy.status(grain.address) == store.status(grain.address)
+        assert copy.history(grain.address) == store.history(grain.address)
+    assert len(store.history(first)) == 6  # the first, its 3 parts, 2 more of one
+
+
+def test_an_import_refuses_a_split_into_no_grain_here() -> None:
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    first = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
+    store.retract(first, reason="wrong", at=T0 + DAY, valid_from=T0 + 3 * DAY)
+    out = io.BytesIO()
+    store.export(out, format="nquads")
+    piece = store.status(first).split_into[0]
+    for wrong in ('"text"', f"<nih:sha-256;{'0' * 64}>", f"<nih:sha-256;{first}>"):
+        text = (
+            out.getvalue()
+            .decode()
+            .replace(
+                f"<nih:sha-256;{piece}> <https://w3id.org/oms-rdf/ns#index>",
+                f"{wrong} <https://w3id.org/oms-rdf/ns#index>",
+            )
+        )
+        assert text != out.getvalue().decode()
+        with pytest.raises(oms.OmsError) as caught:
+            oms.GrainStore().import_(io.BytesIO(text.encode()), format="nquads")
+        assert "split into" in str(caught.value)

@@ -4,8 +4,8 @@ with Mneva's evidence and revise.
 ``{id}`` is a content address, or a unique prefix of at least 8 hex characters. A
 fact is JSON (:func:`oms_rdf.http.render.fact_json`): ``id``, ``fields`` (full
 names; bytes as ``{"$base64": ...}``), ``status``, ``verification``,
-``superseded_by``, ``effective_confidence`` and ISO times. Grains also go in and
-out as raw blobs (``application/vnd.oms.grain``). Errors are JSON ``{"code",
+``superseded_by``, ``split_into``, ``effective_confidence`` and ISO times. Grains
+also go in and out as raw blobs (``application/vnd.oms.grain``). Errors are JSON ``{"code",
 "message", "path"}``: 404 not found, 409 conflict or policy refusal, 422 a grain,
 body or argument the schema refuses (a body that is not UTF-8, or nests too
 deeply, is ERR_CORRUPT), 403 a token that may not (a write whose grain is in a

@@ -262,6 +262,7 @@ OPENAPI: dict[str, Any] = {
                     "status": {"enum": ["active", "superseded", "retracted"]},
                     "verification": {"type": "string"},
                     "superseded_by": {"type": ["string", "null"]},
+                    "split_into": {"type": "array", "items": {"type": "string"}},
                     "effective_confidence": {"type": ["number", "null"]},
                     "valid_from": {"type": ["string", "null"]},
                     "valid_to": {"type": ["string", "null"]},

@@ -28,12 +28,20 @@ def fact_json(
 ) -> dict[str, Any]:
     """Return a fact as JSON: its fields, index state and times. ``covers``: the
     namespaces the caller may see (None: all); a successor outside them is not
-    named (the fact says it was superseded, not by what)."""
+    named (the fact says it was superseded, not by what), nor is a grain a
+    change over a portion of valid time split it into."""
     state = store.status(grain.address)
+
+    def shown(address: str) -> bool:
+        return (
+            covers is None
+            or address not in store
+            or covers(store.get(address).namespace)
+        )
+
     successor = state.superseded_by
-    if successor is not None and covers is not None and successor in store:
-        if not covers(store.get(successor).namespace):
-            successor = None
+    if successor is not None and not shown(successor):
+        successor = None
     fields = json.loads(
         dumps_jsonl(grain)
     )  # full names; {"$blob"} when only bytes keep it
@@ -46,6 +54,7 @@ def fact_json(
         "status": state.status,
         "verification": state.verification,
         "superseded_by": successor,
+        "split_into": [a for a in state.split_into if shown(a)],
         "effective_confidence": (
             state.effective_confidence
             if state.effective_confidence is not None

@@ -4,7 +4,8 @@ One home for the entry's shape, both ways: :func:`manifest_entry` makes a stored
 grain's entry for an export, :func:`state_from_manifest` the index rows an import
 writes from one. Besides the spec's keys (``sb``, ``svt``, ``vstatus``, ``itype``,
 ``ireason``, ``iinit``), an entry carries local ``oms_rdf:`` fields for what the
-store has learnt: evidence, disputes, erasure marks, when a grain was voided.
+store has learnt: evidence, disputes, erasure marks, when a grain was voided, and
+what a change over a portion of its valid time split it into.
 """
 
 from __future__ import annotations
@@ -164,9 +165,13 @@ def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
         quads.append(
             ox.Quad(node, OMS.sprtEntered, ox.Literal(_one_of(status, _SPRT)), idx)
         )
-    for rival in field("oms_rdf:conflicts", list) or ():
-        rival = check_address(rival if isinstance(rival, str) else repr(rival))
-        quads.append(ox.Quad(node, OMS.conflictsWith, grain_iri(rival), idx))
+    for key, prop in (
+        ("oms_rdf:conflicts", OMS.conflictsWith),
+        ("oms_rdf:split", OMS.splitInto),
+    ):
+        for other in field(key, list) or ():
+            other = check_address(other if isinstance(other, str) else repr(other))
+            quads.append(ox.Quad(node, prop, grain_iri(other), idx))
     if (marked := field("oms_rdf:pe", int)) is not None:
         quads.append(ox.Quad(node, OMS.pendingErasure, millis_literal(marked), idx))
     for event in field("oms_rdf:evidence", list) or ():
@@ -243,7 +248,8 @@ def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
 
 
 def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
-    """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure marks.
+    """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure
+    marks, splits.
 
     Spec §11.3 lets an exporter add local fields; these keep what the store has
     learnt about a grain when it travels as ``.mg`` or JSON Lines.
@@ -259,6 +265,8 @@ def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
         entry["oms_rdf:ec"] = state.effective_confidence
     if state.conflicts_with:
         entry["oms_rdf:conflicts"] = list(state.conflicts_with)
+    if state.split_into:
+        entry["oms_rdf:split"] = list(state.split_into)
     if state.pending_erasure is not None:
         entry["oms_rdf:pe"] = state.pending_erasure
     events = []

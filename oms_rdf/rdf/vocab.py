@@ -97,7 +97,7 @@ RELATED_PROPERTIES = {
 # Index layer, audit log and store settings. erasedAt marks a tombstone: it is in
 # oms:index, so a flattened grain layer puts it back there.
 INDEX_PROPERTIES = names("""
-    status verificationStatus supersededBy systemTo voidedAt invalidationType
+    status verificationStatus supersededBy splitInto systemTo voidedAt invalidationType
     invalidationReason invalidationInitiator needsReview operation at actor target
     result reason count baseIri entityRelation forwardOnly blob envelope signedBy pendingErasure
     evidenceFor evidenceKind strength note logRatio sprtStatus sprtEntered

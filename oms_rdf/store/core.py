@@ -21,7 +21,6 @@ from ..errors import ErrorCode, IntegrityError, NotFoundError, SchemaError, Stor
 from ..rdf.mapping import (
     NIH_PREFIX,
     Row,
-    address_of,
     grain_iri,
     grain_rows,
     knowledge_row,
@@ -251,14 +250,10 @@ class Core:
         """
         address = self.resolve(address)
         values: dict[str, Any] = {}
-        rivals: list[str] = []
-        entered: set[str] = set()
+        every: dict[str, list[str]] = {}  # of the predicates a grain has several of
         for q in self.backend.quads(grain_iri(address), None, None, OMS.index):
-            if q.predicate == OMS.sprtEntered:
-                entered.add(lexical_value(q.object))
-            if q.predicate == OMS.conflictsWith:
-                rivals.append(lexical_value(q.object).removeprefix(NIH_PREFIX))
             values[q.predicate.value] = q.object
+            every.setdefault(q.predicate.value, []).append(lexical_value(q.object))
 
         def text(p: NamedNode) -> str | None:
             term = values.get(p.value)
@@ -272,12 +267,17 @@ class Core:
             term = values.get(p.value)
             return None if term is None else literal_value(term)
 
-        superseded = values.get(OMS.supersededBy.value)
+        def addresses(p: NamedNode) -> tuple[str, ...]:
+            return tuple(
+                sorted(a.removeprefix(NIH_PREFIX) for a in every.get(p.value, ()))
+            )
+
         return IndexState(
             address=address,
             status=local(OMS.status, "active"),
             verification=local(OMS.verificationStatus, "unverified"),
-            superseded_by=None if superseded is None else address_of(superseded),
+            superseded_by=next(iter(addresses(OMS.supersededBy)), None),
+            split_into=addresses(OMS.splitInto),
             system_to=number(OMS.systemTo),
             voided_at=number(OMS.voidedAt),
             invalidation_type=text(OMS.invalidationType),
@@ -286,10 +286,10 @@ class Core:
             signed_by=text(OMS.signedBy),
             log_ratio=number(OMS.logRatio) or 0.0,
             sprt_status=text(OMS.sprtStatus) or "accumulating",
-            sprt_entered=frozenset(entered),
+            sprt_entered=frozenset(every.get(OMS.sprtEntered.value, ())),
             effective_confidence=number(OMS.effectiveConfidence),
             pending_erasure=number(OMS.pendingErasure),
-            conflicts_with=tuple(sorted(rivals)),
+            conflicts_with=addresses(OMS.conflictsWith),
         )
 
     def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:

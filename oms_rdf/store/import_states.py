@@ -11,7 +11,9 @@ import fills the reserved graphs only from an export "whose index agrees"):
 - a retraction or contradiction has its time; no end comes before the grain's
   own system start;
 - a successor is another grain, of the source or of the store, not older than
-  the grain it replaces, and successions never run in a circle;
+  the grain it replaces, and successions never run in a circle; so is each
+  grain a change over a portion of valid time split one into, entering as the
+  grain was closed;
 - a grain whose own policy nothing may override (``locked``, a ``hold``, a mode
   unknown here, which fails closed) is never closed. A ``timed`` lock, a
   signature mode or a goal's own transitions may have allowed what the index
@@ -48,7 +50,7 @@ _FIELDS = {
 }
 _RETRACTED, _CONTRADICTED = str(OMS.retracted), str(OMS.contradicted)
 _ACTIVE, _SUPERSEDED = str(OMS.active), str(OMS.superseded)
-_ERASED = str(OMS.erasedAt)
+_ERASED, _SPLIT_INTO = str(OMS.erasedAt), str(OMS.splitInto)
 
 
 class ImportStates:
@@ -61,6 +63,7 @@ class ImportStates:
         self.sealed: dict[str, str] = {}  # new grain -> the mode nothing overrides
         self.states: dict[str, dict[str, str]] = {}  # grain -> index field -> term
         self.erased: set[str] = set()  # grains the source marks erased
+        self.splits: dict[str, list[str]] = {}  # grain -> its oms:splitInto terms
 
     def see(self, grain: Grain) -> None:
         """Take one new grain."""
@@ -77,6 +80,8 @@ class ImportStates:
         """Take one index row of a grain (predicate and object as N-Triples)."""
         if predicate == _ERASED:
             self.erased.add(address)
+        elif predicate == _SPLIT_INTO:
+            self.splits.setdefault(address, []).append(term)
         elif (name := _FIELDS.get(predicate)) is not None:
             self.states.setdefault(address, {})[name] = term
 
@@ -84,12 +89,14 @@ class ImportStates:
         """The new grains whose state the store's operations never write, each
         with the reason, once."""
         refused: dict[str, OmsError] = {}
-        for address, state in self.states.items():
+        for address in self.states.keys() | self.splits.keys():
             if address in self.starts:
+                state = self.states.get(address, {})
                 error = (
                     self._alone(address, state)
                     or _statuses(state)
                     or self._successor(address, state)
+                    or self._split(address, state)
                 )
                 if error is not None:
                     refused[address] = error
@@ -167,6 +174,35 @@ class ImportStates:
                 "grain when its successor enters, so both would be held",
                 code=ErrorCode.RANGE,
             )
+        return None
+
+    def _split(self, address: str, state: dict[str, str]) -> OmsError | None:
+        """What a grain's ``oms:splitInto`` parts must be: other grains, here,
+        entering when a change over a portion of its valid time closed it."""
+        end = _millis(state.get("end", ""))
+        for term in self.splits.get(address, ()):
+            part = _address(term)
+            if part is None or part == address:
+                return DecodeError(
+                    f"it is split into {term[:80]}, which is no other grain"
+                )
+            start = self.starts.get(part)
+            if start is None and part in self.store:
+                start = system_from(self.store.get(part))
+            if (
+                start is None
+                and part not in self.erased
+                and not self._erased_here(part)
+            ):
+                return DecodeError(f"it is split into {part[:12]}…, which neither "
+                                   "the source nor the store holds")  # fmt: skip
+            if start is not None and start != end:
+                return TimeRangeError(
+                    f"it is split into {part[:12]}…, which enters at {start} ms, "
+                    f"not when it was closed ({end} ms): a change over a portion "
+                    "writes its parts as it closes the grain",
+                    code=ErrorCode.RANGE,
+                )
         return None
 
     def _erased_here(self, address: str) -> bool:

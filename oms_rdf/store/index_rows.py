@@ -15,9 +15,10 @@ from ..rdf.sparql import ACTIVE, G_INDEX, P_STATUS
 from ..rdf.vocab import OMS
 from .state import IndexState
 
-__all__ = ["superseded_rows", "voided_rows"]
+__all__ = ["split_rows", "superseded_rows", "voided_rows"]
 
 _P_SUPERSEDED_BY, _P_SYSTEM_TO = str(OMS.supersededBy), str(OMS.systemTo)
+_P_SPLIT_INTO = str(OMS.splitInto)
 _P_INVALIDATION_TYPE = str(OMS.invalidationType)
 _P_INITIATOR, _P_REASON = str(OMS.invalidationInitiator), str(OMS.invalidationReason)
 _P_VOIDED_AT, _P_VERIFICATION = str(OMS.voidedAt), str(OMS.verificationStatus)
@@ -42,6 +43,14 @@ def superseded_rows(
         (node, _P_INVALIDATION_TYPE, nt_literal("superseded"), idx),
     ]
     return [(node, P_STATUS, ACTIVE, idx)], insert + _why(node, by, reason)
+
+
+def split_rows(node: str, parts: list[str]) -> list[Row]:
+    """The index rows of a grain ``node`` that a change over a portion of its
+    valid time replaced by ``parts`` (nodes): the new grain for the portion,
+    and the pieces kept outside it. History follows them; which part is in
+    force where, the one ``oms:supersededBy`` names decides (the one valid first)."""
+    return [(node, _P_SPLIT_INTO, part, G_INDEX) for part in parts]
 
 
 def voided_rows(

@@ -20,17 +20,16 @@ from ..rdf.mapping import (
 from ..rdf.vocab import OMS
 from .admission import accept, check_new
 from .core import Core
-from .index_rows import superseded_rows, voided_rows
+from .index_rows import split_rows, superseded_rows, voided_rows
 from .lookup import believers
 from .policy import check
 from .portion import (
-    Portion,
     check_portion,
     over_portion,
     pieces,
     portion_of,
+    rest_of,
     valid_interval,
-    within,
 )
 from .protectors import cosigners, protectors, transition
 from .questions import Questions
@@ -165,7 +164,9 @@ class Invalidation:
             reason = new_grain.get("supersession_justification") or justification
             authority = _Authority(new_grain, signature, by, reason)
             review = self._authorized(old_grain, authority)
-            rest = _rest(old_grain, new_grain, portion, at, reason)
+            rest = [
+                accept(p)[0] for p in rest_of(old_grain, new_grain, portion, at, reason)
+            ]
             if new_grain.address not in self.core:
                 # A merge names other current grains of the claim too: those the
                 # caller may supersede as well are no supersession in disguise.
@@ -296,7 +297,7 @@ class Invalidation:
         insert: list[Quad | Row] = []
         if new_grain.address not in self.core:  # checked by supersede
             insert += self.core.rows_for(new_grain, signature)
-        insert += self._pieces_rows(old_address, rest, by, reason)
+        insert += self._pieces_rows(old_address, rest, by, reason, new_grain)
         # The successor the index names is the one valid first: the old grain then
         # describes no valid time after it is closed (its pieces do), as beliefs.rq
         # reads a successor valid from the old grain's start or earlier.
@@ -368,11 +369,19 @@ class Invalidation:
             )
 
     def _pieces_rows(
-        self, address: str, rest: Sequence[Grain], by: str | None, reason: str | None
+        self,
+        address: str,
+        rest: Sequence[Grain],
+        by: str | None,
+        reason: str | None,
+        new: Grain | None = None,
     ) -> list[Quad | Row]:
         """The rows of the pieces a change over a portion of valid time keeps of a
-        grain, each checked as put checks a new grain, and audited."""
-        rows: list[Quad | Row] = []
+        grain, each checked as put checks a new grain, and audited; and, when
+        there are pieces, the grain's links to them and to the ``new`` grain."""
+        parts = [*rest, new] if rest and new is not None else list(rest)
+        nodes = dict.fromkeys(str(grain_iri(g.address)) for g in parts)
+        rows: list[Quad | Row] = [*split_rows(str(grain_iri(address)), list(nodes))]
         for piece in rest:
             if piece.address in self.core:
                 continue
@@ -578,23 +587,3 @@ class Invalidation:
             if self.core.pending is not None:  # a transaction's: one change a grain
                 self.core.pending.touch([address])
             self.core.write(delete, insert)
-
-
-def _rest(
-    old: Grain, new: Grain, portion: Portion | None, at: int, reason: str | None
-) -> list[Grain]:
-    """The pieces of ``old`` that stay when ``new`` replaces it for a portion of
-    valid time only (none for all of it); ``new`` must be valid over the portion.
-
-    Raises:
-        SchemaError: ERR_SCHEMA when ``new`` is valid over another interval.
-    """
-    if portion is None:
-        return []
-    if valid_interval(new) not in (portion, within(portion, old)):
-        raise SchemaError(
-            f"the new grain is valid over {valid_interval(new)}, not "
-            f"the portion {within(portion, old)} it replaces the old one for",
-            code=ErrorCode.SCHEMA,
-        )
-    return [accept(p)[0] for p in pieces(old, *portion, at=at, reason=reason)]

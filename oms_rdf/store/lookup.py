@@ -34,6 +34,7 @@ from .grain_facts import GrainFacts
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
 _INDEX, _BLOBS, _BLOB = OMS.index, OMS.blobs, OMS.blob  # looked up once, not per quad
+_VERSION_LINKS = (OMS.supersededBy, OMS.splitInto)  # what history follows
 
 
 class Solution(NamedTuple):
@@ -289,22 +290,33 @@ def _graph_of(backend: Backend, node: NamedNode) -> Any:
     return OMS.current if named is None else named.object
 
 
+def earlier_versions(backend: Backend, node: Any) -> Iterator[Any]:
+    """The grains a grain node replaced: those it superseded, and those a change
+    over a portion of valid time split into it (``oms:splitInto``)."""
+    for link in _VERSION_LINKS:
+        yield from (q.subject for q in backend.quads(None, link, node, OMS.index))
+
+
+def later_versions(backend: Backend, node: Any) -> Iterator[Any]:
+    """The grains that replaced a grain node, as :func:`earlier_versions`."""
+    for link in _VERSION_LINKS:
+        yield from (q.object for q in backend.quads(node, link, None, OMS.index))
+
+
 def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]]:
     """Return the ``(?g, ?sf, ?blob)`` solutions of ``history.rq`` for ``target``.
 
-    The first versions are the grains no other supersedes that ``target`` descends
-    from; the chain is every grain they lead to (forks included). Under a cycle
+    The first versions are the grains that ``target`` descends from and that no
+    other replaced (:func:`earlier_versions`); the chain is every grain they lead
+    to (forks and portions included). Under a cycle
     in imported index state there is no first version, and no chain.
     """
-    index = OMS.index
     roots: list[Any] = []
     seen: set[Any] = {target}
     todo: list[Any] = [target]
     while todo:
         node = todo.pop()
-        earlier = [
-            q.subject for q in backend.quads(None, OMS.supersededBy, node, index)
-        ]
+        earlier = list(earlier_versions(backend, node))
         if not earlier:
             roots.append(node)
         for grain in earlier:
@@ -314,10 +326,10 @@ def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]
     chain: set[Any] = set(roots)
     todo = list(roots)
     while todo:
-        for quad in backend.quads(todo.pop(), OMS.supersededBy, None, index):
-            if quad.object not in chain:
-                chain.add(quad.object)
-                todo.append(quad.object)
+        for later in later_versions(backend, todo.pop()):
+            if later not in chain:
+                chain.add(later)
+                todo.append(later)
     rows: list[tuple[Any, Any, Any]] = []
     for grain in chain:
         starts: list[Any] = [

@@ -30,6 +30,7 @@ __all__ = [
     "over_portion",
     "pieces",
     "portion_of",
+    "rest_of",
     "valid_interval",
     "within",
 ]
@@ -135,6 +136,26 @@ def pieces(
             piece["valid_to"] = high
         out.append(piece)
     return out
+
+
+def rest_of(
+    old: Grain, new: Grain, portion: Portion | None, at: int, reason: str | None
+) -> list[dict[str, Any]]:
+    """The fields of the pieces of ``old`` that stay when ``new`` replaces it
+    for a portion of valid time only (none for all of it), at system time ``at``.
+
+    Raises:
+        SchemaError: ERR_SCHEMA when ``new`` is not valid over the portion.
+    """
+    if portion is None:
+        return []
+    if valid_interval(new) not in (portion, within(portion, old)):
+        raise SchemaError(
+            f"the new grain is valid over {valid_interval(new)}, not "
+            f"the portion {within(portion, old)} it replaces the old one for",
+            code=ErrorCode.SCHEMA,
+        )
+    return pieces(old, *portion, at=at, reason=reason)
 
 
 def _end(end: int | None) -> str:

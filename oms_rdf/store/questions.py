@@ -39,7 +39,8 @@ from ..rdf.terms import unskolem
 from ..rdf.vocab import OMS, RDF
 from .audit import current_head
 from .core import Core
-from .lookup import chain_rows, count_held, subject_rows
+from .lookup import chain_rows, count_held, earlier_versions, subject_rows
+from .portion import valid_interval
 from .state import STATUSES, TimeLike, check_texts, millis_or_now
 
 
@@ -316,10 +317,11 @@ class Questions:
         """Return the versions before a grain, oldest first (not the grain itself).
 
         Every predecessor is followed: a grain that superseded two (a merge) has
-        both lines before it, each back to its first version.
+        both lines before it, each back to its first version; a grain written by
+        a change over a portion of valid time has the grain it replaced.
         """
         address = self.core.resolve(address)
-        # Breadth first over oms:supersededBy, backwards; ``depth`` (hops from the
+        # Breadth first over the links, backwards; ``depth`` (hops from the
         # grain) orders versions with the same system time, the farther first.
         depth: dict[str, int] = {}
         frontier, seen = [address], {address}
@@ -328,10 +330,8 @@ class Questions:
                 earlier = []
                 for later in frontier:
                     node = grain_iri(later)
-                    for quad in list(
-                        self.core.backend.quads(None, OMS.supersededBy, node, OMS.index)
-                    ):
-                        found = address_of(quad.subject)  # type: ignore[arg-type]
+                    for older in list(earlier_versions(self.core.backend, node)):
+                        found = address_of(older)
                         if found not in seen:  # a diamond, or a cycle imported
                             seen.add(found)
                             depth[found] = depth.get(later, 0) + 1
@@ -350,17 +350,17 @@ class Questions:
         return self._chronological(_triples(solutions))
 
     def _chronological(self, rows: Iterable[tuple[Any, Any, Any]]) -> GrainList:
-        """The grains of ``(?g, ?sf, ?blob)`` rows, oldest system time first."""
+        """The grains of ``(?g, ?sf, ?blob)`` rows, oldest system time first;
+        at one system time (the parts of a change over a portion of valid time),
+        the one valid first first."""
         # Compare times as values: lexical forms differ ("…00Z" vs "…00.5Z").
-        ordered = sorted(
-            (literal_value(start), address_of(node), blob)
+        found = [
+            (literal_value(start), self.core.grain_of(address_of(node), blob))
             for node, start, blob in rows
             if start is not None  # an erased grain: only its address is left
-        )
-        return GrainList(
-            (self.core.grain_of(address, blob) for _, address, blob in ordered),
-            self.core.status,
-        )
+        ]
+        found.sort(key=lambda f: (f[0], valid_interval(f[1])[0], f[1].address))
+        return GrainList((grain for _, grain in found), self.core.status)
 
     def grains_of(self, solutions: QuerySolutions) -> GrainList:
         """The grains of query solutions; a projected ``?blob`` spares a lookup."""

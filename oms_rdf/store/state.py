@@ -38,6 +38,7 @@ class IndexState:
     status: str  # active | superseded | retracted
     verification: str  # unverified | verified | disputed | contradicted
     superseded_by: str | None = None
+    split_into: tuple[str, ...] = ()  # written in its place over portions of valid time
     system_to: int | None = None  # epoch ms the grain stopped being current
     voided_at: int | None = None  # epoch ms of a retraction or contradiction
     invalidation_type: str | None = None
