@@ -203,3 +203,26 @@ def test_an_import_refuses_a_split_into_no_grain_here() -> None:
         with pytest.raises(oms.OmsError) as caught:
             oms.GrainStore().import_(io.BytesIO(text.encode()), format="nquads")
         assert "split into" in str(caught.value)
+
+
+def test_cutting_a_piece_again_and_again_keeps_a_subtree_protection() -> None:
+    """Each piece derives from the grain it was cut from: counted as derivation
+    hops, seventeen cuts (each needing only a reason) took the grain past the
+    16 hops a subtree policy reaches, and then nothing protected it."""
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    boss = store.put(fields("http://example.org/boss", start=T0, end=None, at=T0,
+                            relation="http://example.org/reportsTo",
+                            invalidation_policy={"mode": "soft_locked",
+                                                 "scope": "subtree"}))  # fmt: skip
+    current = store.put(fields("http://example.org/acme", start=T0, end=T0 + 40 * DAY,
+                               at=T0, derived_from=[boss]))  # fmt: skip
+    for cut in range(17):
+        end = T0 + (39 - cut) * DAY
+        store.retract(current, reason=f"trim {cut}", at=T0 + DAY + cut, valid_from=end)
+        [current] = [g.address for g in store.derived(current)]
+    evil = fields(
+        "http://example.org/evil", start=T0, end=T0 + 5 * DAY, at=T0 + DAY * 2
+    )
+    with pytest.raises(oms.PolicyError) as caught:
+        store.supersede(current, evil)
+    assert caught.value.code == "ERR_INVALIDATION_DENIED"

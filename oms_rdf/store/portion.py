@@ -27,6 +27,7 @@ from .state import GrainLike
 __all__ = [
     "Portion",
     "check_portion",
+    "is_piece",
     "over_portion",
     "pieces",
     "portion_of",
@@ -136,6 +137,20 @@ def pieces(
             piece["valid_to"] = high
         out.append(piece)
     return out
+
+
+def is_piece(grain: Grain, parent: Grain) -> bool:
+    """Whether ``grain`` is a piece of ``parent`` (:func:`pieces`): derived from
+    it alone, saying what it says, over its own valid time."""
+    if grain.get("derived_from") != [parent.address]:
+        return False
+    if grain.type_byte != parent.type_byte:
+        return False
+    said = [
+        {k: v for k, v in g.fields.items() if k not in _NOT_CARRIED}
+        for g in (grain, parent)
+    ]
+    return said[0] == said[1]
 
 
 def rest_of(

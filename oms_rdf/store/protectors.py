@@ -3,6 +3,7 @@ co-signers of a supersession (spec §8)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..rdf.mapping import address_of, grain_iri
 from ..rdf.vocab import OMS
 from .core import Core
 from .policy import MAX_HOPS, Protector
+from .portion import is_piece
 from .questions import Questions
 from .state import same_claim
 
@@ -31,28 +33,7 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
     if (policy := own_policy(grain)) is not None:
         out.append(_protector(grain, policy, "own"))
     out += _goals_superseded(core, grain)
-    # subtree: policies of derivation ancestors within MAX_HOPS (spec §8.4, §8.5).
-    frontier, seen = [grain], {address}
-    for _ in range(MAX_HOPS):
-        next_frontier = []
-        for g in frontier:
-            for parent in g.get("derived_from", ()):
-                if parent in seen or parent not in core:
-                    continue
-                seen.add(parent)
-                ancestor = core.get(parent)
-                policy = ancestor.get("invalidation_policy")
-                if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
-                    out.append(
-                        Protector(
-                            parent,
-                            policy,
-                            "subtree ancestor",
-                            ancestor.get("author_did"),
-                        )
-                    )
-                next_frontier.append(ancestor)
-        frontier = next_frontier
+    out += _subtree(core, grain)
     # lineage: policies anywhere in the supersession chain.
     for member in _lineage(core, questions, address).values():
         policy = member.get("invalidation_policy")
@@ -62,6 +43,33 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
             and policy.get("scope") == "lineage"
         ):
             out.append(_protector(member, policy, "lineage"))
+    return out
+
+
+def _subtree(core: Core, grain: Grain) -> list[Protector]:
+    """The policies of a grain's derivation ancestors with ``scope: subtree``,
+    within MAX_HOPS (spec §8.4, §8.5). A piece cut from a grain over a portion
+    of valid time restates it (:func:`.portion.is_piece`): that step is no hop,
+    or cutting a grain again and again would wear its protection away."""
+    out: list[Protector] = []
+    hops, todo = {grain.address: 0}, deque([grain])
+    while todo:  # breadth first, a step of no hop taken before the others
+        child = todo.popleft()
+        for parent in child.get("derived_from", ()):
+            if parent not in core:
+                continue
+            ancestor = core.get(parent)
+            step = 0 if is_piece(child, ancestor) else 1
+            far = hops[child.address] + step
+            if far > MAX_HOPS or hops.get(parent, MAX_HOPS + 1) <= far:
+                continue
+            if parent not in hops:
+                policy = ancestor.get("invalidation_policy")
+                if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
+                    out.append(Protector(parent, policy, "subtree ancestor",
+                                         ancestor.get("author_did")))  # fmt: skip
+            hops[parent] = far
+            (todo.appendleft if step == 0 else todo.append)(ancestor)
     return out
 
 
