@@ -239,3 +239,35 @@ def test_paging_by_cursor_visits_every_fact_exactly_once(
     assert len(seen) == len(set(seen))
     assert set(seen) == expected
     assert pages >= len(expected) // 7
+
+
+def test_put_and_delete_take_a_portion_of_valid_time(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    """A portion given to PUT or DELETE was ignored: the whole fact went."""
+    client, store = served
+    day = 86_400_000
+    ann = store.put(oms.Belief("ann", "works_at", "acme", 0.9, created_at=T0 - 10,
+                               namespace="crm", valid_from=T0 - 10 * day))  # fmt: skip
+    bob = store.put(oms.Belief("bob", "works_at", "acme", 0.9, created_at=T0 - 10,
+                               namespace="crm", valid_from=T0 - 10 * day))  # fmt: skip
+    new = {"type": "belief", "subject": "ann", "relation": "works_at",
+           "object": "initech", "confidence": 0.9, "namespace": "crm"}  # fmt: skip
+    portion = {
+        "valid_from": "ms:" + str(T0 - 6 * day),
+        "valid_to": "ms:" + str(T0 - 4 * day),
+    }
+    got = client.put(
+        f"/v1/facts/{ann}", json=new, params=portion, headers=bearer(WRITER)
+    )
+    assert got.status_code == 200, got.text
+    gone = client.delete(f"/v1/facts/{bob}", params={"reason": "wrong", **portion},
+                         headers=bearer(WRITER))  # fmt: skip
+    assert gone.status_code == 200, gone.text
+    assert len(gone.json()["split_into"]) == 2  # the pieces before and after
+
+    def said(subject: str, days: int) -> list[str]:
+        return [g["object"] for g in store.beliefs(subject, valid_at=T0 - days * day)]
+
+    assert [said("ann", d) for d in (7, 5, 3)] == [["acme"], ["initech"], ["acme"]]
+    assert [said("bob", d) for d in (7, 5, 3)] == [["acme"], [], ["acme"]]

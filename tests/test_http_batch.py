@@ -129,6 +129,18 @@ def test_a_refusal_names_the_operation_and_its_field_once(
         response = post(running, A_WRITER, [{"op": "put", "fact": made}, second])
         assert response.status_code == status, response.text
         assert (response.json()["code"], response.json()["path"]) == (code, path)
+    # a supersede makes its fact derived from the old one, valid over its portion
+    given = fact("ann", "initech", created_at=T0 + 1)
+    portion = {"valid_from": T0 + 2 * DAY, "valid_to": T0 + 4 * DAY}
+    really = GrainStore().accept({**given, **portion, "derived_from": [ids["ann"]]})[0]
+    first = {"op": "supersede", "id": ids["ann"], "fact": given, **portion}
+    for named, status, code in (
+        (really.address, 409, "ERR_CONFLICT"),
+        (GrainStore().accept(given)[0].address, 404, "ERR_NOT_FOUND"),  # never made
+    ):
+        response = post(running, A_WRITER, [first, {"op": "retract", "id": named,
+                                                    "reason": "x"}])  # fmt: skip
+        assert (response.status_code, response.json()["code"]) == (status, code)
     too_long = b'{"operations": [{"op": "put", "fact": {"confidence": ' + b"9" * 5000
     response = httpx.post(running.base + "/v1/transactions", content=too_long + b"}}]}",
                           headers=bearer(A_WRITER), timeout=30)  # fmt: skip
@@ -165,6 +177,8 @@ def test_a_publication_is_one_transaction(
     assert response.status_code == 201, response.text
     done = response.json()["operations"]
     assert [d["op"] for d in done] == ["supersede", "retract", "put"]
+    assert len(done[0]["split_into"]) == 3 and done[0]["id"] in done[0]["split_into"]
+    assert "split_into" not in done[1]
     assert done[1]["id"] == ids["bo"]
     # FOR PORTION OF: Umbrella over [day 2, day 4), Acme before and after
     assert objects_at(running, "ann", 1) == [EX + "acme"]

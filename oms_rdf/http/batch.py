@@ -17,7 +17,9 @@ all run in one :meth:`~oms_rdf.GrainStore.transaction`: one atomic write, one
 system time, one audit event, or nothing. A refused operation is answered as the
 facts API answers it (``{"code", "message", "path"}``, ``path`` naming the
 operation: ``$.operations[2]``) and the store is unchanged. The answer (201) lists
-the address each operation made or targeted.
+the address each operation made or targeted, and for one over a portion of valid
+time, the grains written in its target's place (``split_into``: the new grain
+and the pieces kept).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from starlette.routing import Route
 from ..codec.grain import Grain
 from ..errors import ErrorCode, OmsError, SchemaError
 from ..store import GrainStore
+from ..store.admission import successor_fields
+from ..store.portion import over_portion, portion_of
 from ..store.transaction import refuse_made
 from .auth import Authorize, Token
 from .bodies import json_body
@@ -69,6 +73,9 @@ def _transaction(api: FactsApi, request: Request, raw: bytes) -> Response:
                 done.append({"op": op["op"], "id": _apply(tx, op, target, item)})
             except OmsError as exc:
                 raise _at(exc, i) from None
+    for answer, (op, target, _item) in zip(done, checked, strict=True):
+        if target is not None and op.get("valid_from") is not None:
+            answer["split_into"] = list(api.store.status(target.address).split_into)
     return JSONResponse({"operations": done}, status_code=201)
 
 
@@ -96,6 +103,8 @@ def _checked(
                 item, grain = api.writable(token, op["fact"])
             except Refused as refused:
                 raise refused.within(f"{where}.fact", f"operation {i}") from None
+            if target is not None:  # what supersede makes of the fact
+                grain = _successor(api.store, op, target, item) or grain
             made.add(grain.address)
         elif not isinstance(op.get("reason", ""), str) or (
             op["op"] == "retract" and not op.get("reason")
@@ -104,6 +113,19 @@ def _checked(
     except OmsError as exc:
         raise _at(exc, i) from None
     return op, target, item
+
+
+def _successor(
+    store: GrainStore, op: dict[str, Any], target: Grain, item: Any
+) -> Grain | None:
+    """The grain a supersede makes of a fact given as fields: in the spec's
+    shape, valid over its portion (None for a blob, which is as it is)."""
+    if not isinstance(item, dict):
+        return None
+    portion = portion_of(op.get("valid_from"), op.get("valid_to"))
+    given: Any = item if portion is None else over_portion(item, portion, target)
+    fields = successor_fields(target.address, given, op.get("justification"))
+    return store.accept(fields)[0]
 
 
 def _portion_where_taken(op: dict[str, Any]) -> None:

@@ -311,7 +311,8 @@ class FactsApi:
         return JSONResponse(fact_json(self.store, grain, token.covers), headers=vary)
 
     def supersede(self, request: Request, raw: bytes) -> Response:
-        """``PUT /v1/facts/{id}``: replace a fact by a new version."""
+        """``PUT /v1/facts/{id}``: replace a fact by a new version; with
+        ``?valid_from=`` (and ``valid_to``), for that portion of its valid time only."""
         token = self.scope(request, write=True)
         old = self.fact(token, request.path_params["id"])
         item = grain_body(request.headers.get("content-type", ""), raw)
@@ -322,19 +323,34 @@ class FactsApi:
         if not isinstance(justification, str | None):
             raise SchemaError("$justification must be text", path="$justification")
         body, _ = self.writable(token, body)
-        new = self.store.supersede(old, body, justification=justification)
+        q = request.query_params
+        new = self.store.supersede(
+            old,
+            body,
+            justification=justification,
+            valid_from=q.get("valid_from"),
+            valid_to=q.get("valid_to"),
+        )
         return JSONResponse(fact_json(self.store, self.store.get(new), token.covers))
 
     def retract(self, request: Request, raw: bytes) -> Response:
-        """``DELETE /v1/facts/{id}?reason=``: withdraw a fact, saying why."""
+        """``DELETE /v1/facts/{id}?reason=``: withdraw a fact, saying why; with
+        ``valid_from`` (and ``valid_to``), that portion of its valid time only."""
         token = self.scope(request, write=True)
         grain = self.fact(token, request.path_params["id"])
-        reason = request.query_params.get("reason")
+        q = request.query_params
+        reason = q.get("reason")
         if not reason:
             raise SchemaError(
                 "say why in ?reason= (a retraction is audited)", path="reason"
             )
-        self.store.retract(grain, reason=reason, by=request.query_params.get("by"))
+        self.store.retract(
+            grain,
+            reason=reason,
+            by=q.get("by"),
+            valid_from=q.get("valid_from"),
+            valid_to=q.get("valid_to"),
+        )
         return JSONResponse(fact_json(self.store, grain, token.covers))
 
     def erase(self, request: Request, raw: bytes) -> Response:

@@ -320,15 +320,18 @@ OPENAPI: dict[str, Any] = {
             "parameters": [_ID],
             "get": {"summary": "One fact (JSON, or the raw blob)", "responses": _FACT},
             "put": {
-                "summary": "Supersede it",
+                "summary": "Supersede it, or for a portion of its valid time",
+                "parameters": [_param("valid_from"), _param("valid_to")],
                 "requestBody": _GRAIN_BODY,
                 "responses": _FACT,
             },
             "delete": {
-                "summary": "Retract it",
+                "summary": "Retract it, or a portion of its valid time",
                 "parameters": [
                     _param("reason", required=True),
                     _param("by"),
+                    _param("valid_from"),
+                    _param("valid_to"),
                 ],
                 "responses": _FACT,
             },

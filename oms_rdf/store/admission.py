@@ -6,8 +6,8 @@ grain through :func:`accept` and :func:`check_new` before its rows are written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..codec.grain import Grain
 from ..codec.schema import BELIEF
@@ -194,3 +194,24 @@ def _ancestry(
         for parent_grain in parents:
             yield hops, parent_grain
         frontier = parents
+
+
+def successor_fields(
+    old: str,
+    new: Mapping[str, Any],
+    justification: str | None,
+    auth: Sequence[bytes] = (),
+) -> dict[str, Any]:
+    """The fields of a mapping ``new`` superseding the grain ``old``, in the
+    spec's shape: ``derived_from: [old]``, ``justification`` and ``auth`` as its
+    ``supersession_justification`` and ``supersession_auth``, where it says none."""
+    fields = dict(new)
+    defaults = {
+        "derived_from": [old],
+        "supersession_justification": justification,
+        "supersession_auth": list(auth) or None,
+    }
+    for name, value in defaults.items():
+        if fields.get(name) is None and value is not None:
+            fields[name] = value
+    return fields

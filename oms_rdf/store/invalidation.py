@@ -18,7 +18,7 @@ from ..rdf.mapping import (
     truthy_triple,
 )
 from ..rdf.vocab import OMS
-from .admission import accept, check_new
+from .admission import accept, check_new, successor_fields
 from .core import Core
 from .index_rows import split_rows, superseded_rows, voided_rows
 from .lookup import believers
@@ -251,15 +251,7 @@ class Invalidation:
     ) -> tuple[Grain, Signature | None]:
         """The superseding grain in the spec's shape, signed when a signer is given."""
         if isinstance(new, Mapping):
-            fields = dict(new)
-            defaults = {
-                "derived_from": [old_address],
-                "supersession_justification": justification,
-                "supersession_auth": list(auth) or None,
-            }
-            for name, value in defaults.items():
-                if fields.get(name) is None and value is not None:
-                    fields[name] = value
+            fields = successor_fields(old_address, new, justification, auth)
             grain = Grain.from_dict(fields, signed=signer is not None)
         elif auth:
             raise SchemaError(
