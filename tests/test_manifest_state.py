@@ -40,6 +40,11 @@ def learnt() -> tuple[oms.GrainStore, str, str]:
         {"type": "belief", "subject": "carol", "relation": "owns", "object": "a key",
          "confidence": 0.9, "created_at": 3}, signed=True)  # fmt: skip
     store.put(sign(signed.blob, key))
+    # Marked, then retracted: the spec's vstatus holds only "retracted".
+    for mark in ("verified", "disputed"):
+        marked = store.put(oms.Belief("dan", "saw", mark, 0.5, created_at=4))
+        store.set_verification(marked, mark, at=NOW - 10)
+        store.retract(marked, reason="withdrawn", at=NOW - 5)
     return store, tea, signed.address
 
 
@@ -99,6 +104,7 @@ def test_a_signed_flag_grain_without_its_envelope_is_refused_from_mg() -> None:
     [
         {"oms_rdf:lr": "1 ; DROP"},
         {"oms_rdf:sprt": "winning"},
+        {"vstatus": "retracted", "oms_rdf:verification": "sure"},
         {"oms_rdf:conflicts": ["> <urn:x> <urn:y> ."]},
         {
             "oms_rdf:evidence": [

@@ -45,6 +45,7 @@ VERIFICATION_IN = {
 VOIDED_KEY = (
     "oms_rdf:voided"  # our extension: when a grain was retracted or contradicted
 )
+_MARKED_KEY = "oms_rdf:verification"  # ours: how a retracted grain was marked
 
 # The index terms of the states an entry names; the defaults (active,
 # unverified) are the absence of index rows, as the store writes them.
@@ -86,10 +87,17 @@ def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
             f"of {sorted(VERIFICATION_IN)}",
             path=f"manifest {address[:12]}… vstatus",
         )
-    if vstatus == "retracted":
+    if vstatus == "retracted":  # one spec value: the verification is ours
         status = "retracted"
+        marked = entry.get(_MARKED_KEY, "unverified")
+        if marked not in ("verified", "disputed", "unverified"):
+            raise DecodeError(
+                f"{_MARKED_KEY} of {address[:12]}… is {marked!r}; expected "
+                "verified or disputed",
+                path=f"manifest {address[:12]}… {_MARKED_KEY}",
+            )
         contradicted = entry.get("oms_rdf:contradicted")
-        verification = "contradicted" if contradicted else "unverified"
+        verification = "contradicted" if contradicted else marked
     else:
         status = "superseded" if "sb" in entry else "active"
         verification = VERIFICATION_IN.get(str(vstatus), "unverified")
@@ -230,6 +238,8 @@ def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
         entry["svt"] = state.system_to
     if state.status == "retracted":
         entry["vstatus"] = "retracted"
+        if state.verification in ("verified", "disputed"):
+            entry[_MARKED_KEY] = state.verification  # vstatus holds one of the two
     elif state.verification != "unverified":
         entry["vstatus"] = VERIFICATION_OUT[state.verification]
     if state.voided_at is not None:
