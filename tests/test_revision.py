@@ -606,3 +606,22 @@ def test_revise_takes_a_grain_to_sign_as_supersede_does(how: str) -> None:
     assert store.status(old).superseded_by == address == new.address
     with pytest.raises(oms.SchemaError):
         getattr(store, how)(address, 123)
+
+
+def test_a_conflict_event_names_its_rivals_by_address() -> None:
+    """The order a backend read the rivals in set the audit event's text, so
+    the same writes made different events (and hashes) on a server."""
+    store = GrainStore(clock=lambda: 10_000_000, functional_relations=["lives_in"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConflictWarning)
+        for i, city in enumerate(["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Pune"]):
+            store.put(oms.Belief("bob", "lives_in", city, 0.7, created_at=1000 + i))
+    reason = ox.NamedNode("https://w3id.org/oms-rdf/ns#reason")
+    audit = ox.NamedNode("https://w3id.org/oms-rdf/ns#audit")
+    named = [
+        q.object.value.removeprefix("conflicts with ").split(", ")
+        for q in store.backend.quads(None, reason, None, audit)
+        if q.object.value.startswith("conflicts with")
+    ]
+    assert [len(n) for n in sorted(named, key=len)] == [1, 2, 3, 4, 5]
+    assert all(n == sorted(n) for n in named)

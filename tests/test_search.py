@@ -76,6 +76,18 @@ def test_search_sees_imports_and_rebuilds_from_the_graph() -> None:
     assert len(store.search("limiter")) == 2
 
 
+def test_tied_hits_come_by_address_whatever_order_they_were_indexed_in() -> None:
+    """The order used to follow the index's building, which a server's reads set."""
+    docs = [(f"{i:x}" * 8, ["same words"]) for i in range(10, 16)]
+    orders = []
+    for built in (docs, docs[::-1]):
+        index = SearchIndex()
+        for address, texts in built:
+            index.add(address, texts)
+        orders.append([address for address, _ in index.ranked("words")])
+    assert orders[0] == orders[1] == sorted(address for address, _ in docs)
+
+
 def test_limit_and_order() -> None:
     # The clock after every grain's system time: a grain from the future is not
     # believed now, so search would not find it.

@@ -127,5 +127,6 @@ class SearchIndex:
                 scores[doc] = get(doc, 0.0) + lift * count / (
                     count + base + slope * lengths[doc]
                 )
-        for doc, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
-            yield self._addresses[doc], score
+        # Ties by address: the same order whatever order the index was built in.
+        found = [(self._addresses[doc], score) for doc, score in scores.items()]
+        yield from sorted(found, key=lambda item: (-item[1], item[0]))

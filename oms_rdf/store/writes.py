@@ -267,6 +267,8 @@ class Writes:
         """
         if not rivals:
             return [], []
+        # By address: the audit event is the same whatever order a backend reads.
+        rivals = sorted(rivals, key=lambda r: r.address)
         idx, verification = OMS.index, OMS.verificationStatus
         node = grain_iri(grain.address)
         delete = [quad_row(Quad(node, verification, OMS.unverified, idx))]
