@@ -134,6 +134,25 @@ def test_prefixes_survive_reopening_and_the_grain_exports(tmp_path: Path) -> Non
     assert restored.prefixes() == recorded
 
 
+@pytest.mark.parametrize("fmt", ["trig12", "trig"])
+def test_an_import_read_quad_by_quad_keeps_the_sources_prefixes(
+    tmp_path: Path, fmt: str
+) -> None:
+    """TriG 1.2 (its reifiers), or a store already holding a grain, take an
+    import past the native restore; its recorded prefixes were dropped there."""
+    source = GrainStore()
+    source.import_(adopted(tmp_path, VOCAB))
+    source.export(tmp_path / f"backup.{fmt}", format=fmt)
+    target = GrainStore()
+    if fmt == "trig":
+        target.import_(
+            adopted(tmp_path, "<http://e/x> <http://e/p> <http://e/y> .\n", "b.nt")
+        )
+    target.import_(tmp_path / f"backup.{fmt}", format=fmt)
+    assert target.prefixes()["ex"] == "http://example.org/vocab#"
+    assert target.prefixes() == source.prefixes()
+
+
 def test_the_explorer_offers_the_adopted_prefixes(tmp_path: Path) -> None:
     store = GrainStore()
     store.import_(adopted(tmp_path, VOCAB))

@@ -34,7 +34,7 @@ from .plans import (
 )
 from .records import ImportReport, Item, fail_or_skip, row_of, term_text
 from .signatures import SignatureCheck
-from .sources import Progress, line_of, parse_source
+from .sources import PREFIX, Progress, line_of, parse_source, prefix_rows
 
 __all__ = ["plan_dataset"]
 
@@ -249,7 +249,9 @@ class _DatasetPlan:
 
     def rows(self) -> Iterator[Item]:
         """The quads to write, from a second read: the grain layer, blobs and
-        index of the new grains, and the index quads the store does not hold."""
+        index of the new grains, the index quads the store does not hold, and
+        the source's recorded prefixes for names the store has none for."""
+        declared: dict[str, str] = {}
         with self.reopen() as raw:
             for quad in _quads(raw, self.fmt, None):
                 s = quad.subject
@@ -262,10 +264,14 @@ class _DatasetPlan:
                     if self.known.get(s.value) or s.value in self.bad:
                         continue
                 elif s == OMS.settings or s == OMS.writer or str(quad) in self.present:
+                    if quad.predicate == PREFIX and isinstance(quad.object, ox.Literal):
+                        name, _, iri = quad.object.value.partition(" ")
+                        declared.setdefault(name, iri)
                     continue  # there before the import: never written, never removed
                 elif s in self.evidence.dropped:
                     continue  # the evidence of a grain left out
                 yield quad
+        yield from prefix_rows(self.store, declared)
 
 
 def _regraph(quad: ox.Quad) -> ox.Quad:
