@@ -208,6 +208,39 @@ def test_subject_versions_are_the_regions_of_the_bitemporal_timeline(
     assert missing.status_code == 400 and missing.json()["code"] == "ERR_SCHEMA"
 
 
+def test_a_transaction_is_one_mark_and_odd_chains_are_drawn() -> None:
+    """A transaction of three puts made three marks (one per target); a successor
+    valid from its system_valid_from ended its predecessor's past at its
+    created_at; an erased middle version made the subject a 500."""
+    store = GrainStore(clock=lambda: NOW)
+    with store.transaction() as tx:
+        for name in ("p1", "p2", "p3"):
+            tx.put({"type": "belief", "subject": EX + name, "relation": EX + "worksAt",
+                    "object": EX + "acme", "confidence": 0.9, "created_at": T0})  # fmt: skip
+    old = store.put({"type": "belief", "subject": EX + "bo", "relation": EX + "worksAt",
+                     "object": EX + "acme", "confidence": 0.9, "created_at": T0})  # fmt: skip
+    middle = store.supersede(old, {"type": "belief", "subject": EX + "bo",
+                                   "relation": EX + "worksAt", "object": EX + "initech",
+                                   "confidence": 0.9, "created_at": T0 + DAY,
+                                   "system_valid_from": T0 + 20 * DAY})  # fmt: skip
+    with running(create_app(store)) as base:
+        marks = httpx.get(base + "/explorer/history").json()["marks"]
+        assert [m["operation"] for m in marks].count("transaction") == 1
+        bo = httpx.get(base + "/explorer/subject", params={"subject": EX + "bo"}).json()
+        past = [
+            r["valid"] for r in bo["relations"][0]["regions"] if r["kind"] == "past"
+        ]
+        assert past == [[T0, T0 + 20 * DAY]]
+        store.supersede(middle, {"type": "belief", "subject": EX + "bo",
+                                 "relation": EX + "worksAt", "object": EX + "globex",
+                                 "confidence": 0.9, "created_at": T0 + 30 * DAY})  # fmt: skip
+        store.erase(middle, reason="asked to")
+        bo = httpx.get(base + "/explorer/subject", params={"subject": EX + "bo"})
+        assert bo.status_code == 200, bo.text
+        drawn = {(r["kind"], r["object"]) for r in bo.json()["relations"][0]["regions"]}
+        assert drawn == {("superseded", EX + "acme"), ("current", EX + "globex")}
+
+
 def test_changes_between_two_points_are_the_stores(local: str, tmp_path: Path) -> None:
     since, until = T0 + 30 * DAY, T0 + 60 * DAY
     got = httpx.get(local + "/explorer/changes",
@@ -218,6 +251,7 @@ def test_changes_between_two_points_are_the_stores(local: str, tmp_path: Path) -
     assert (got["since"], got["until"], got["axis"]) == (since, until, "both")
     bad = httpx.get(local + "/explorer/changes", params={"since": "last week"})
     assert bad.status_code == 400 and bad.json()["code"] == "ERR_SCHEMA"
+    assert bad.json()["path"] == "since"
     axis = httpx.get(local + "/explorer/changes",
                      params={"since": iso(since), "axis": "sideways"})  # fmt: skip
     assert axis.status_code == 400 and "axis" in axis.json()["message"]
@@ -552,6 +586,11 @@ def test_a_subjects_bitemporal_timeline_opens_from_its_iri(
     assert (
         page.js("document.querySelector('rect[data-kind]').dataset.kind") == "retracted"
     )
+    assert page.texts("#subject-charts .title")[0].endswith(": 1 version")
+    # Ticks five years apart fall on 2020 and 2025 (they skipped to one, 2024).
+    years = page.js("ticks(Date.UTC(2019, 9, 17), Date.UTC(2027, 1, 21), 7).values"
+                    ".map((t) => new Date(t).toISOString().slice(0, 10))")  # fmt: skip
+    assert years == ["2020-01-01", "2025-01-01"]
 
 
 @pytest.mark.servers("chromium")

@@ -89,6 +89,8 @@ def test_entity_graph_of_a_neighbourhood_stays_legible_at_fifty_nodes() -> None:
     assert chart.alt.startswith(
         "Entity graph around person-0: 50 nodes and 49 edges (of 74 nodes)."
     )
+    lines = chart.alt.splitlines()  # 40 edges one by one, then how many more
+    assert len(lines) == 42 and lines[-1] == "9 more edges drawn, not listed here."
 
 
 def test_entity_graph_of_a_query_result() -> None:
@@ -194,3 +196,65 @@ def test_timeline_titles_shorten_iris_with_prefixes() -> None:
     store.put(Belief("bob", "works_at", "Acme", 0.9, created_at=T0))
     plain = plot.timeline(store, "bob", "works_at").figure.axes[0].get_title()
     assert plain == "bob works_at: 1 version" and base not in plain
+
+
+def _kept(regions: list[plot._Region]) -> list[tuple[str, tuple[float, float | None]]]:
+    return [(r.grain["object"], r.valid) for r in regions if r.kind.startswith("past")]
+
+
+def test_the_kept_past_ends_where_the_successor_is_valid_from() -> None:
+    """A successor that gives only system_valid_from is valid from it, not from
+    its created_at; the picture left a gap there where beliefs() answers."""
+    store = GrainStore(clock=lambda: T0 + 1000 * DAY)
+    old = store.put(Belief("bo", "works_at", "Acme", 0.9, created_at=T0))
+    store.supersede(old, {"type": "belief", "subject": "bo", "relation": "works_at",
+                          "object": "Initech", "confidence": 0.9,
+                          "created_at": T0 + 100 * DAY,
+                          "system_valid_from": T0 + 200 * DAY})  # fmt: skip
+    regions = list(plot._regions(store, plot._versions(store, "bo", "works_at", None)))
+    assert _kept(regions) == [("Acme", (T0, T0 + 200 * DAY))]
+    assert [g["object"] for g in store.beliefs("bo", valid_at=T0 + 150 * DAY)] == [
+        "Acme"
+    ]
+
+
+def test_a_chain_whose_middle_was_erased_is_drawn() -> None:
+    """Its predecessor's successor is a tombstone: drawing it raised NotFoundError.
+    With the successor's valid time gone, the predecessor describes no past."""
+    store = GrainStore(clock=lambda: T0 + 1000 * DAY)
+    first = store.put(Belief("cy", "works_at", "Acme", 0.9, created_at=T0))
+    middle = store.supersede(first, Belief("cy", "works_at", "Initech", 0.9,
+                                           created_at=T0 + DAY))  # fmt: skip
+    store.supersede(
+        middle, Belief("cy", "works_at", "Globex", 0.9, created_at=T0 + 2 * DAY)
+    )
+    store.erase(middle, reason="asked to")
+    chart = plot.timeline(store, "cy", "works_at")
+    assert {"Acme", "Globex"} <= {t.get_text() for t in chart.figure.axes[0].texts}
+    regions = list(plot._regions(store, plot._versions(store, "cy", "works_at", None)))
+    assert _kept(regions) == []
+    assert store.beliefs("cy", valid_at=T0 + DAY // 2) == []  # as the picture says
+
+
+def test_an_entity_graph_is_the_same_under_every_hash_seed() -> None:
+    """networkx's subgraph orders nodes by a set: the alt text (and the picture)
+    changed from one run to the next."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from oms_rdf import Belief, GrainStore\n"
+        "from oms_rdf.notebook import plot\n"
+        "s = GrainStore()\n"
+        "s.put_many([Belief(f'p{i}', 'knows', f'p{(i * 7 + 3) % 200}', 0.9,"
+        " created_at=i + 1) for i in range(200)] + [Belief(f'p{i}', 'works_at',"
+        " f'o{i % 7}', 0.9, created_at=i + 1) for i in range(200)])\n"
+        "print(plot.entity_graph(s, 'p1', hops=4, limit=25, hub=4).alt)\n"
+    )
+    alts = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }  # fmt: skip
+    assert len(alts) == 1

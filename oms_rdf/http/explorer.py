@@ -34,6 +34,7 @@ from starlette.routing import Route
 from ..codec.grain import Grain, system_from
 from ..errors import ErrorCode, OmsError, SchemaError
 from ..store import COMMON_PREFIXES, PREFIXES, GrainStore, Solutions
+from ..store.lookup import kept_past_until
 from ..times import to_millis
 from .auth import Authorize, Token
 from .lanes import Runner
@@ -125,7 +126,11 @@ def _time(request: Request, name: str, *, required: bool = False) -> int | None:
         if required:
             raise SchemaError(f"the parameter {name} is needed", path=name)
         return None
-    return to_millis(value, name)
+    try:
+        return to_millis(value, name)
+    except SchemaError as exc:  # named, as the other parameters' errors are
+        code = exc.code if isinstance(exc.code, ErrorCode) else None
+        raise SchemaError(exc.message, code=code, path=name) from None
 
 
 def _namespaces(token: Token) -> list[str | None]:
@@ -215,33 +220,34 @@ class ExplorerData:
         return {to_millis(row["t"].value): int(row["n"].value) for row in rows}
 
     def _marks(self, token: Token) -> list[dict[str, Any]]:
-        """The audit log's imports, transactions and updates; a token narrowed to
-        namespaces sees only the events whose target is one of its grains."""
+        """The audit log's imports, transactions and updates, one mark an event; a
+        token narrowed to namespaces sees only the events that target one of its
+        grains."""
         operations = " ".join(_literal(op) for op in MARKED)
+        scope = ""
+        if token.namespaces is not None:
+            names = " ".join(_literal(n) for n in token.namespaces)
+            scope = (
+                f"FILTER EXISTS {{ VALUES ?ns {{ {names} }} "
+                "GRAPH oms:audit { ?e oms:target ?t } ?t oms:namespace ?ns }"
+            )
         rows = _select(
             self.store,
             f"""PREFIX oms: <{_OMS}>
-            SELECT ?at ?op ?count ?ns WHERE {{ VALUES ?op {{ {operations} }}
+            SELECT ?at ?op ?count WHERE {{ VALUES ?op {{ {operations} }}
               GRAPH oms:audit {{ ?e oms:operation ?op ; oms:at ?at .
                 OPTIONAL {{ ?e oms:count ?count }} }}
-              OPTIONAL {{ GRAPH oms:audit {{ ?e oms:target ?t }} ?t oms:namespace ?ns }} }}
+              {scope} }}
             ORDER BY DESC(?at) LIMIT {MAX_MARKS}""",
         )
-        marks = []
-        for row in rows:
-            namespace = row["ns"]
-            if token.namespaces is not None and (
-                namespace is None or not token.covers(namespace.value)
-            ):
-                continue
-            count = row["count"]
-            marks.append(
-                {
-                    "at": to_millis(row["at"].value),
-                    "operation": row["op"].value,
-                    "count": None if count is None else int(count.value),
-                }
-            )
+        marks = [
+            {
+                "at": to_millis(row["at"].value),
+                "operation": row["op"].value,
+                "count": None if row["count"] is None else int(row["count"].value),
+            }
+            for row in rows
+        ]
         return sorted(marks, key=lambda mark: mark["at"])
 
     def subject(self, token: Token, request: Request) -> dict[str, Any]:
@@ -287,10 +293,9 @@ class ExplorerData:
             "valid": [valid_from, valid_to],
             "known": [known_from, state.system_to],
         }
-        if state.superseded_by and state.voided_at is None and state.system_to:
-            successor = self.store.get(state.superseded_by)
-            end = successor.get("valid_from", successor.created_at)
-            end = end if valid_to is None else min(valid_to, end)
+        kept = kept_past_until(self.store.backend, grain.address)
+        if kept is not None and state.voided_at is None and state.system_to:
+            end = kept if valid_to is None else min(valid_to, kept)
             if end > valid_from:
                 yield region | {
                     "kind": "past",

@@ -21,6 +21,7 @@ __all__ = ["entity_graph"]
 
 
 Edge = tuple[str, str, str]  # subject, relation, object (as labels)
+ALT_EDGES = 40  # edges the alt text lists one by one
 
 
 def entity_graph(
@@ -39,17 +40,18 @@ def entity_graph(
     triples, a SELECT's rows (their first three variables are subject, relation and
     object), or a list of grains. At most ``limit`` nodes are drawn, nearest to
     ``subject`` first, with ``subject`` at the centre; a hub (any other node) shows
-    at most ``hub`` of the nodes it reaches, and one node, ``+N more``, for the rest,
-    so that one hub does not fill the picture. Relations are told apart by colour
-    (the Okabe-Ito palette, safe for colour-blind readers), and labels sit on
-    white so they stay legible.
+    at most ``hub`` of the nodes it is the first to reach, and one node, ``+N
+    more``, for the rest of those, so that one hub does not fill the picture.
+    Relations are told apart by colour (the Okabe-Ito palette, safe for
+    colour-blind readers), and labels sit on white so they stay legible.
     """
     import networkx as nx
 
-    graph = _relation_graph(_edges(source, subject, hops, namespace))
+    # Sorted: the same picture and alt text whatever order the edges came in.
+    graph = _relation_graph(sorted(_edges(source, subject, hops, namespace)))
     total = graph.number_of_nodes()
     shells, bundles = _shells(graph, subject, limit, hub)
-    graph = graph.subgraph([x for shell in shells for x in shell]).copy()
+    graph = _kept(graph, [x for shell in shells for x in shell])
     shells = _bundled(graph, shells, bundles)
     n = max(graph.number_of_nodes(), 1)
     side = min(14.0, 5.0 + n * 0.16)
@@ -78,16 +80,28 @@ def entity_graph(
         f"Entity graph{about}: {shown} nodes and {links} edges"
         f"{f' (of {total} nodes)' if shown < total else ''}."
     ]
-    alt += [
-        f"{s} {d['relation']} {o}."
-        for s, o, d in list(graph.edges(data=True))[:40]
-        if not d.get("bundle")
-    ]
+    drawn = [(s, o, d) for s, o, d in graph.edges(data=True) if not d.get("bundle")]
+    alt += [f"{s} {d['relation']} {o}." for s, o, d in drawn[:ALT_EDGES]]
+    if len(drawn) > ALT_EDGES:
+        alt.append(f"{len(drawn) - ALT_EDGES} more edges drawn, not listed here.")
     alt += [
         f"{node} {relation} {count} more, not drawn one by one."
         for node, (count, relation, _) in bundles.items()
     ]
     return Chart(figure, "\n".join(alt))
+
+
+def _kept(graph: Any, nodes: list[str]) -> Any:
+    """The graph of these nodes, in this order, and its edges in the graph's
+    order (networkx's subgraph orders them by a set: by the hash seed)."""
+    import networkx as nx
+
+    kept, chosen = nx.DiGraph(), set(nodes)
+    kept.add_nodes_from(nodes)
+    kept.add_edges_from(
+        (s, o, d) for s, o, d in graph.edges(data=True) if s in chosen and o in chosen
+    )
+    return kept
 
 
 def _bundled(

@@ -32,6 +32,7 @@ from ..codec.grain import Grain, system_from
 from ..errors import NotFoundError
 from ..rdf.tables import python_value
 from ..store import COMMON_PREFIXES, PREFIXES
+from ..store.lookup import kept_past_until
 from ..times import moment, to_millis
 from .chart import Chart, short
 from .chart import figure as new_figure
@@ -86,12 +87,11 @@ def _regions(store: GrainStore, grains: Sequence[Grain]) -> Iterator[_Region]:
         yield _Region(
             grain, kind, (valid_from, valid_to), (known_from, state.system_to)
         )
-        if state.superseded_by and state.voided_at is None:
+        kept = kept_past_until(store.backend, grain.address)
+        if kept is not None and state.voided_at is None:
             # After a supersession the old version still describes the past, up to
             # its successor's valid_from (design §5).
-            successor = store.get(state.superseded_by)
-            end = successor.get("valid_from", successor.created_at)
-            end = end if valid_to is None else min(valid_to, end)
+            end = kept if valid_to is None else min(valid_to, kept)
             if end > valid_from and state.system_to is not None:
                 past = "past (kept after supersession)"
                 yield _Region(grain, past, (valid_from, end), (state.system_to, None))

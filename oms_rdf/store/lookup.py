@@ -23,6 +23,7 @@ from ..backends.base import Backend
 from ..rdf.mapping import (
     MappingSettings,
     address_of,
+    grain_iri,
     literal_value,
     relation_pattern,
     subject_pattern,
@@ -288,6 +289,19 @@ def _graph_of(backend: Backend, node: NamedNode) -> Any:
     """The knowledge graph of a belief node: its ``oms:graph``, else ``oms:current``."""
     named = next(backend.quads(node, OMS.graph, None, _DEFAULT), None)
     return OMS.current if named is None else named.object
+
+
+def kept_past_until(backend: Backend, address: str) -> int | None:
+    """Up to when in valid time a superseded belief still describes the past, as
+    the in-force rule reads it (:func:`_system_ends`): its successors' latest
+    ``oms:validFrom``; None when it has no successor with one (an erased
+    successor's is gone with it, and the belief then describes none)."""
+    node, starts = grain_iri(address), []
+    for link in list(backend.quads(node, OMS.supersededBy, None, _INDEX)):
+        if isinstance(link.object, NamedNode):
+            found = backend.quads(link.object, OMS.validFrom, None, _DEFAULT)
+            starts += [millis_of(q.object) for q in found]
+    return max((s for s in starts if s is not None), default=None)
 
 
 def earlier_versions(backend: Backend, node: Any) -> Iterator[Any]:

@@ -673,9 +673,11 @@ function ticks(a, b, count) {
     return {values: out, step};
   }
   const months = {[30 * 864e5]: 1, [91 * 864e5]: 3, [365 * 864e5]: 12, [5 * 365 * 864e5]: 60}[step];
+  // Counted in months from year 0, so a step of five years falls on 2020, 2025, ...
   const first = new Date(a);
-  let year = first.getUTCFullYear(), month = Math.ceil(first.getUTCMonth() / months) * months;
-  for (let t = Date.UTC(year, month); t <= b; month += months, t = Date.UTC(year, month)) {
+  const at = (index) => Date.UTC(Math.floor(index / 12), index % 12);
+  let index = Math.ceil((first.getUTCFullYear() * 12 + first.getUTCMonth()) / months) * months;
+  for (let t = at(index); t <= b; index += months, t = at(index)) {
     if (t >= a) out.push(t);
   }
   return {values: out, step};
@@ -846,8 +848,9 @@ function subjectChart(data, relation, prefixes, blank) {
   const low = Math.min(...edges), high = Math.max(...edges, data.now);
   const x = timeScale(low, high, 70, width - 20);
   const yFlat = timeScale(low, high, height - 40, TOP);
+  const versions = relation.regions.filter((r) => r.kind !== "past").length;
   const title = `${shorten(data.subject, prefixes)} ${shorten(relation.relation, prefixes)}: ` +
-    `${relation.regions.filter((r) => r.kind !== "past").length} versions`;
+    `${versions} version${versions === 1 ? "" : "s"}`;
   label(chart, 70, 18, title, {"class": "title"});
   axes(chart, x, yFlat, width, height);
   for (const region of relation.regions) {
