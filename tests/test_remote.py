@@ -604,6 +604,17 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     assert store.verify_audit().ok
     embedded = oms.GrainStore()  # the same files are kept in process
     assert embedded.import_(io.BytesIO(turtle.encode()), format="turtle").added == 1
+    # NaN doubles: Virtuoso 7.2 wrote such a request in part, and every later
+    # write failed (its quad index broken); refused before it is sent.
+    nan = ('PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> INSERT DATA { '
+           '<http://example.org/a> <http://example.org/d> "1e0"^^xsd:double , '
+           '"NaN"^^xsd:double , "NaN"^^xsd:float }')  # fmt: skip
+    with pytest.raises(oms.StoreError) as info:
+        store.update(nan)
+    assert info.value.code == oms.ErrorCode.STORE and "NaN" in info.value.message
+    assert sorted(map(str, store.backend.quads())) == before
+    assert store.put(oms.Belief("later", "r", "o", 0.5, created_at=2))  # still writes
+    assert embedded.update(nan).added == 3
     store.close()
 
 
