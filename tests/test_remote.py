@@ -619,6 +619,27 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
 
 
 @VIRTUOSO
+def test_virtuoso_keeps_same_term_a_test_at_a_point(servers: Any) -> None:
+    """At a point the query is rewritten onto grain subqueries; Virtuoso took a
+    sameTerm against an IRI beside them for a binding (every triple matched)."""
+    store = oms.GrainStore(backend=backend_for("virtuoso", servers("virtuoso")),
+                           clock=lambda: 10_000)  # fmt: skip
+    store.update(
+        "INSERT DATA { <http://e/a> <http://e/p> 1 . <http://e/a> <http://e/q> 'x' }"
+    )
+    at = {"valid_at": 10_000}
+    assert (
+        store.query("ASK { ?s ?p ?o FILTER(sameTerm(?s, <http://e/zzz>)) }", **at)
+        is False
+    )
+    rows = store.query(
+        "SELECT ?p WHERE { ?s ?p ?o FILTER(sameTerm(?p, <http://e/q>)) }", **at
+    )
+    assert [str(row[0]) for row in rows] == ["<http://e/q>"]
+    store.close()
+
+
+@VIRTUOSO
 def test_virtuoso_reads_a_graph_larger_than_it_answers_at_once_in_shares(
     servers: Any,
 ) -> None:

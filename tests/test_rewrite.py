@@ -50,6 +50,9 @@ QUERIES = [
     "SELECT ?x ?w WHERE { ?x ex:worksAt ?w FILTER EXISTS { ?w ex:city ?c . ?x ex:livesIn ?c } }",
     "SELECT ?x ?y WHERE { ?x ex:worksAt ?w . BIND (STR(?w) AS ?y) }",
     "SELECT ?x WHERE { VALUES ?w { ex:acme ex:initech } ?x ex:worksAt ?w }",
+    # sameTerm against an IRI, which Virtuoso 7 took for a binding (written =)
+    "SELECT ?x ?w WHERE { ?x ex:worksAt ?w FILTER (sameTerm(?w, ex:acme)) }",
+    "SELECT ?p ?o WHERE { ?s ?p ?o FILTER sameTerm(<http://example.org/ann>, ?s) }",
     "SELECT ?w ?n WHERE { { SELECT ?w (COUNT(?x) AS ?n) WHERE { ?x ex:worksAt ?w } GROUP BY ?w } }",
     "SELECT * WHERE { ?x ex:worksAt [ ex:city ?c ] }",
     "SELECT * WHERE { _:who ex:worksAt ?w . _:who ex:livesIn ?c }",
@@ -251,6 +254,16 @@ def test_the_rewrite_keeps_the_rest_of_the_query_as_written() -> None:
     assert bare is not None and bare.startswith("SELECT ?s WHERE {")
     # Names the rewrite gives its own variables are left alone in a query.
     assert rewrite("SELECT ?_omsg { ?_omsg ?p ?o }", clause) is None
+
+
+def test_same_term_against_an_iri_is_written_as_equality() -> None:
+    """Both are true of the IRI alone; Virtuoso 7 kept only the second beside
+    the subqueries (the first bound ?w to the IRI, for every triple)."""
+    clause = grain_clause(None, None, [None])
+    text = rewrite("SELECT ?s WHERE { ?s ?p ?w FILTER(sameTerm(?w, <http://e/a>)) "
+                   "FILTER(sameTerm(?w, 'x')) }", clause)  # fmt: skip
+    assert text is not None and "FILTER((?w = <http://e/a>))" in text
+    assert "sameTerm(?w, 'x')" in text  # a literal: = would compare values
 
 
 def test_a_lateral_rewrite_joins_the_most_bound_triple_first() -> None:

@@ -151,6 +151,7 @@ class _Rewriter(PathReader):
         self.modifiers(None, to_end=True)
         if star is not None and self.fresh > before:
             self.edits.append((star.start, star.end, self.listed(scope)))
+        self.edits += _same_term_edits(self.tokens)
         return self.edited()
 
     def listed(self, scope: list[str]) -> str:
@@ -574,3 +575,20 @@ class _Rewriter(PathReader):
             if end[:1] not in ("?", "$") or (index < 2 and end in self.known):
                 return index
         return None
+
+
+def _same_term_edits(tokens: list[Token]) -> list[tuple[int, int, str]]:
+    """``sameTerm(?v, <iri>)`` written ``(?v = <iri>)``: the same test (an IRI
+    equals no term but itself), which Virtuoso 7 keeps beside the subqueries;
+    it took the sameTerm for a binding of ``?v`` there."""
+    edits = []
+    for i, token in enumerate(tokens[: len(tokens) - 5]):
+        if not token.is_word("SAMETERM"):
+            continue
+        opened, a, comma, b, closed = tokens[i + 1 : i + 6]
+        if (opened.text, comma.text, closed.text) != ("(", ",", ")"):
+            continue
+        kinds = sorted((a.kind, b.kind))
+        if kinds in (["iri", "var"], ["pname", "var"]):
+            edits.append((token.start, closed.end, f"({a.text} = {b.text})"))
+    return edits
