@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from pathlib import Path
@@ -86,3 +87,41 @@ def test_racing_supersessions_leave_one_successor_and_lose_no_put(
     assert (
         all(address in store for address in puts) and len(set(puts)) == rounds * threads
     )
+
+
+def test_a_transaction_is_its_own_threads_alone() -> None:
+    """Its writes and its frozen clock were the store's: another thread asking
+    about a grain the block made was told ERR_CONFLICT "of this transaction",
+    its import was refused as part of it, and its clock stood still."""
+    store = oms.GrainStore()
+    made = oms.Belief("bob", "likes", "tea", 0.9, created_at=1_700_000_000_001)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.transaction() as tx:
+            tx.put(made)
+            inside.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    inside.wait(10)
+    try:
+        with pytest.raises(oms.NotFoundError):  # not stored yet, for this thread
+            store.status(made.address)
+        assert store.core.pending is None
+        first = store.clock()
+        time.sleep(0.01)
+        assert store.clock() > first  # the wall clock, not the block's
+        imported: list[object] = []
+        importer = threading.Thread(target=lambda: imported.append(store.import_(
+            io.BytesIO(b"<http://e/a> <http://e/p> <http://e/b> .\n"), format="ntriples")))  # fmt: skip
+        importer.start()
+        time.sleep(0.05)
+        assert not imported  # it waits for the transaction: writes take turns
+    finally:
+        release.set()
+        holder.join(10)
+    importer.join(10)
+    assert len(imported) == 1 and len(store) == 2
+    assert store.status(made.address).status == "active"

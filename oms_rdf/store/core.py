@@ -24,7 +24,6 @@ from ..rdf.mapping import (
     grain_iri,
     grain_rows,
     knowledge_row,
-    literal_value,
     nt_literal,
     rows_to_nquads,
 )
@@ -45,6 +44,7 @@ from .audit import AuditReport, Head, bulk_head, current_head, event_rows, seal
 from .audit import verify as verify_chain
 from .clock import FORWARD_ONLY, SystemClock
 from .grain_facts import GrainFacts
+from .index_state import index_state
 from .intervals import Intervals
 from .journal import Journal, recover
 from .now import NowWatch
@@ -90,7 +90,7 @@ class Core:
     ) -> None:
         self.backend = backend
         self.read_only = read_only
-        self.clock = clock or now_ms
+        self._clock = clock or now_ms
         # Taken by every write, and by reads that make several lookups, so that a
         # reader sees the store before a write or after it, never between.
         self.lock = threading.RLock()
@@ -104,7 +104,9 @@ class Core:
         self.now_watch = NowWatch()
         self.intervals = Intervals()  # versions by extent, kept up as now_watch is
         self.facts = GrainFacts()  # what each grain node asserts, for lookups
-        self.pending: Pending | None = None  # an open transaction's writes
+        # An open transaction: its thread, writes and frozen clock (other
+        # threads wait on the lock for writes, and see neither).
+        self._open: tuple[int, Pending, Callable[[], int]] | None = None
         if not read_only:
             recover(self.backend)  # undo a large write that a crash interrupted
         relations = frozenset(entity_relations)
@@ -113,6 +115,18 @@ class Core:
         if self.system.unrecorded:  # asked for now: recorded, and audited
             self.write([], [FORWARD_ONLY, *self.audit_rows("forward_only")])
             self.system.unrecorded = False
+
+    @property
+    def pending(self) -> Pending | None:
+        """The writes of the transaction this thread has open, if any."""
+        open_ = self._open
+        return open_[1] if open_ and open_[0] == threading.get_ident() else None
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        """The store's clock; in a transaction, for its thread, frozen at its start."""
+        open_ = self._open
+        return open_[2] if open_ and open_[0] == threading.get_ident() else self._clock
 
     def __contains__(self, address: object) -> bool:
         if not isinstance(address, str) or len(address) != 64:
@@ -249,48 +263,8 @@ class Core:
             NotFoundError: ERR_NOT_FOUND when no such grain is stored.
         """
         address = self.resolve(address)
-        values: dict[str, Any] = {}
-        every: dict[str, list[str]] = {}  # of the predicates a grain has several of
-        for q in self.backend.quads(grain_iri(address), None, None, OMS.index):
-            values[q.predicate.value] = q.object
-            every.setdefault(q.predicate.value, []).append(lexical_value(q.object))
-
-        def text(p: NamedNode) -> str | None:
-            term = values.get(p.value)
-            return None if term is None else term.value
-
-        def local(p: NamedNode, default: str) -> str:
-            term = values.get(p.value)
-            return default if term is None else term.value.rsplit("#", 1)[1]
-
-        def number(p: NamedNode) -> Any:
-            term = values.get(p.value)
-            return None if term is None else literal_value(term)
-
-        def addresses(p: NamedNode) -> tuple[str, ...]:
-            return tuple(
-                sorted(a.removeprefix(NIH_PREFIX) for a in every.get(p.value, ()))
-            )
-
-        return IndexState(
-            address=address,
-            status=local(OMS.status, "active"),
-            verification=local(OMS.verificationStatus, "unverified"),
-            superseded_by=next(iter(addresses(OMS.supersededBy)), None),
-            split_into=addresses(OMS.splitInto),
-            system_to=number(OMS.systemTo),
-            voided_at=number(OMS.voidedAt),
-            invalidation_type=text(OMS.invalidationType),
-            reason=text(OMS.invalidationReason),
-            initiator=text(OMS.invalidationInitiator),
-            signed_by=text(OMS.signedBy),
-            log_ratio=number(OMS.logRatio) or 0.0,
-            sprt_status=text(OMS.sprtStatus) or "accumulating",
-            sprt_entered=frozenset(every.get(OMS.sprtEntered.value, ())),
-            effective_confidence=number(OMS.effectiveConfidence),
-            pending_erasure=number(OMS.pendingErasure),
-            conflicts_with=addresses(OMS.conflictsWith),
-        )
+        node = grain_iri(address)
+        return index_state(address, self.backend.quads(node, None, None, OMS.index))
 
     def rows_for(self, grain: Grain, signature: Signature | None = None) -> list[Row]:
         """The quads of a new grain, its signature and its knowledge triple."""
@@ -469,18 +443,17 @@ class Core:
             StoreError: ERR_CONFLICT for a transaction inside another.
         """
         with self.lock:
-            if self.pending is not None:
+            if self._open is not None:
                 raise StoreError(
                     "a transaction is open already: transactions do not nest",
                     code=ErrorCode.CONFLICT,
                 )
-            clock, at = self.clock, self.clock()
-            self.pending, self.clock = Pending(), lambda: at
+            at, pending = self._clock(), Pending()
+            self._open = (threading.get_ident(), pending, lambda: at)
             try:
                 yield
-                pending = self.pending
             finally:
-                self.pending, self.clock = None, clock
+                self._open = None
             if pending.operations or pending.insert or pending.delete:
                 rows = self.audit_rows(
                     event,
