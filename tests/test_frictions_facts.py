@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -271,3 +272,35 @@ def test_put_and_delete_take_a_portion_of_valid_time(
 
     assert [said("ann", d) for d in (7, 5, 3)] == [["acme"], ["initech"], ["acme"]]
     assert [said("bob", d) for d in (7, 5, 3)] == [["acme"], [], ["acme"]]
+
+
+def test_facts_without_created_at_take_the_clock_in_commit_order() -> None:
+    """The server stamped a fact before taking the store: on a forward_only store
+    a later-stamped write could commit first, and the earlier one was refused
+    (ERR_RANGE) though its client left the time to the store. A batch's facts
+    take the transaction's one time."""
+    store = GrainStore(forward_only=True)
+    tokens = {ADMIN: Token(namespaces=None, write=True)}
+    codes: list[int] = []
+    with running(create_app(store, tokens=tokens)) as base:
+
+        def post(worker: int) -> None:
+            with httpx.Client(base_url=base) as client:
+                for i in range(15):
+                    fact = {"type": "belief", "subject": f"w{worker}", "relation": "r",
+                            "object": f"o{i}", "confidence": 0.8}  # fmt: skip
+                    codes.append(client.post("/v1/facts", json=fact,
+                                             headers=bearer(ADMIN)).status_code)  # fmt: skip
+
+        workers = [threading.Thread(target=post, args=(w,)) for w in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        batch = [{"op": "put", "fact": {"type": "belief", "subject": f"b{i}",
+                                         "relation": "r", "object": "o",
+                                         "confidence": 0.8}} for i in range(50)]  # fmt: skip
+        done = httpx.post(base + "/v1/transactions", json={"operations": batch},
+                          headers=bearer(ADMIN)).json()["operations"]  # fmt: skip
+    assert codes == [201] * 120
+    assert len({store.get(d["id"])["created_at"] for d in done}) == 1

@@ -65,9 +65,10 @@ def _transaction(api: FactsApi, request: Request, raw: bytes) -> Response:
             path="$.operations",
         )
     made: set[str] = set()  # what earlier operations write: not stored yet
-    checked = [_checked(api, token, i, op, made) for i, op in enumerate(operations)]
     done: list[dict[str, Any]] = []
+    # Checked inside: a fact without created_at takes the transaction's one time.
     with api.store.transaction() as tx:
+        checked = [_checked(api, token, i, op, made) for i, op in enumerate(operations)]
         for i, (op, target, item) in enumerate(checked):
             try:
                 done.append({"op": op["op"], "id": _apply(tx, op, target, item)})

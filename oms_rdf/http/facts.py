@@ -224,7 +224,8 @@ class FactsApi:
     def prepared(self, item: Any) -> Any:
         """Return JSON fields as a grain takes them: ISO 8601 text in a time field
         read as epoch ms (JSON has no datetime), ``created_at`` now by the store's
-        clock when not given. A blob is as it is."""
+        clock when not given (the caller holds the store's writes, so no write
+        commits a later time first). A blob is as it is."""
         if not isinstance(item, dict):
             return item
         fields = iso_fields(item, TIME_FIELDS)
@@ -245,8 +246,9 @@ class FactsApi:
         """``POST /v1/facts``: store a grain."""
         token = self.scope(request, write=True)
         body = grain_body(request.headers.get("content-type", ""), raw)
-        item, grain = self.writable(token, body)
-        self.store.put(item)
+        with self.store.writes_held():  # stamped now, written before any later write
+            item, grain = self.writable(token, body)
+            self.store.put(item)
         return JSONResponse(fact_json(self.store, grain, token.covers), status_code=201)
 
     def listing(self, request: Request, raw: bytes) -> Response:
@@ -322,15 +324,16 @@ class FactsApi:
         )
         if not isinstance(justification, str | None):
             raise SchemaError("$justification must be text", path="$justification")
-        body, _ = self.writable(token, body)
         q = request.query_params
-        new = self.store.supersede(
-            old,
-            body,
-            justification=justification,
-            valid_from=q.get("valid_from"),
-            valid_to=q.get("valid_to"),
-        )
+        with self.store.writes_held():  # stamped now, written before any later write
+            body, _ = self.writable(token, body)
+            new = self.store.supersede(
+                old,
+                body,
+                justification=justification,
+                valid_from=q.get("valid_from"),
+                valid_to=q.get("valid_to"),
+            )
         return JSONResponse(fact_json(self.store, self.store.get(new), token.covers))
 
     def retract(self, request: Request, raw: bytes) -> Response:
@@ -448,10 +451,11 @@ class FactsApi:
                 '"justification": text}',
                 path="$",
             )
-        fields, _ = self.writable(token, fields)
-        new = self.store.revise(
-            old, fields, force=force, by=by, justification=justification
-        )
+        with self.store.writes_held():  # stamped now, written before any later write
+            fields, _ = self.writable(token, fields)
+            new = self.store.revise(
+                old, fields, force=force, by=by, justification=justification
+            )
         return JSONResponse(fact_json(self.store, self.store.get(new), token.covers))
 
 

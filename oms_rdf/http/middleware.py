@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -86,6 +87,8 @@ class BodyLimit:
         except _TooLargeError:
             if not started:
                 await self._refuse(send, seen)
+        except ClientDisconnect:
+            return  # gone before its body was read: nothing ran, no one to answer
 
     async def _refuse(self, send: Send, size: int) -> None:
         response = error_response(
