@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,6 +227,38 @@ def test_a_vacuum_interrupted_at_each_stage_leaves_old_or_new(
     ]
     assert bool(files) == (stage == "copying")  # the old store still has the bytes
     shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("stage", ["copying", "ready"])
+def test_a_second_opener_leaves_a_running_vacuum_alone(
+    tmp_path: Path, stage: str
+) -> None:
+    """Any process opening a store (a CLI read tries a writable open first) used
+    to finish a vacuum it found half made before RocksDB refused it: it deleted
+    the owner's copy, or swapped the folders under the owner, whose later writes
+    then left a store no one could open."""
+    path = tmp_path / "store"
+    kept, _secret = vacuum_source(path)
+    owner = oms.GrainStore(path)
+    staging = path.with_name("store.vacuum")  # the owner's vacuum, under way
+    copy = ox.Store(str(staging))
+    copy.bulk_extend(owner.backend.store)
+    copy.flush()
+    del copy
+    if stage == "ready":
+        path.with_name("store.vacuum-ready").write_bytes(b"")
+    other = subprocess.run(
+        [sys.executable, "-m", "oms_rdf", "--store", str(path), "beliefs", "--jsonl"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "another process holds this store" in other.stderr, other.stderr
+    assert staging.is_dir()  # untouched: the vacuum is the owner's
+    assert path.with_name("store.vacuum-ready").exists() == (stage == "ready")
+    added = owner.put(oms.Belief("t", "r", "late", 0.5, created_at=5000))
+    owner.close()
+    shutil.rmtree(staging)  # as the owner's vacuum would have had it, had it failed
+    path.with_name("store.vacuum-ready").unlink(missing_ok=True)
+    check_vacuumed_or_not(path, kept | {added})
 
 
 @pytest.mark.parametrize("kills", [3, pytest.param(8, marks=pytest.mark.soak)])

@@ -117,6 +117,25 @@ def test_erase_subject_can_vacuum_in_the_same_call(tmp_path: Path) -> None:
     assert files_mention(path, NAME) == []
 
 
+def test_a_call_asking_to_vacuum_again_finishes_one_that_was_stopped(
+    tmp_path: Path,
+) -> None:
+    """Killed during its vacuum, erase_subject(..., vacuum=True) had erased: the
+    same call again found nothing to erase and never vacuumed."""
+    path = tmp_path / "store"
+    clock = [NOW]
+    store = oms.GrainStore(path, clock=lambda: clock[0])
+    person_everywhere(store)
+    store.erase_subject(NAME, reason="request")  # as if stopped before its vacuum
+    clock[0] += 1000
+    again = store.erase_subject(NAME, reason="request", vacuum=True)
+    assert again.erased == [] and again.vacuumed
+    clock[0] += 1000
+    assert not store.erase_subject(NAME, reason="request", vacuum=True).vacuumed
+    store.close()
+    assert files_mention(path, NAME) == []
+
+
 def test_vacuum_waits_for_answers_still_being_read(tmp_path: Path) -> None:
     """An answer not read to its end holds the engine's store open: swapping the
     folder under it would let the old engine write into the new store."""

@@ -4,7 +4,10 @@ Every write is one atomic call (``add`` or ``update``), so a remote SPARQL 1.1
 server can serve as a backend later. The local backend is pyoxigraph: in memory,
 or on disk (RocksDB) with a path.
 
-A reader in another process opens an on-disk store read-only, as of the opening.
+One process writes an on-disk store: it holds a lock file beside the store's
+folder (:func:`_writer_lock`) before it touches anything, so that another
+opening never finishes a vacuum that is still running. A reader in another
+process opens an on-disk store read-only, as of the opening.
 A bulk write (an import, a bulk load) is not one transaction: RocksDB's bulk
 loader publishes it in pieces, which such a reader would see in part. So the
 writer marks the store first (:meth:`LocalBackend.bulk_writing`, a small file in the store's
@@ -15,12 +18,14 @@ refused with ERR_CONFLICT instead of showing part of the write.
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import os
 import shutil
 import socket
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -64,16 +69,21 @@ class LocalBackend:
         if read_only:
             self.intervals = False
         self._bulk_depth = 0  # nested bulk_writing() blocks of this process
-        if path is not None and not read_only:
-            finish_vacuum(Path(path))  # a swap a crash interrupted
+        self._release: Callable[[], None] = lambda: None  # the writer's lock
         try:
             if path is None:
                 self.store = ox.Store()
             elif read_only:
                 self.store = _open_read_only(Path(path))
             else:
+                # The writer's lock first: only then is a vacuum left half made
+                # this process's to finish (it may be another's, running).
+                held = _writer_lock(Path(path))
+                self._release = weakref.finalize(self, _writer_unlock, Path(path), held)
+                finish_vacuum(Path(path))  # a swap a crash interrupted
                 self.store = ox.Store(str(path))
         except (OSError, RuntimeError) as exc:
+            self._release()
             raise StoreError(
                 f"cannot open the store at {path}: {exc} (is another process using it?)",
                 code=ErrorCode.STORE,
@@ -291,6 +301,7 @@ class LocalBackend:
         if not self.read_only:
             self.flush()
         self.store = _Closed(self.path)  # type: ignore[assignment]
+        self._release()
 
     def __len__(self) -> int:
         return len(self.store)
@@ -346,6 +357,43 @@ def _vacuum_paths(path: Path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".vacuum"), path.with_name(
         path.name + ".vacuum-ready"
     )
+
+
+def _writer_lock(path: Path) -> int:
+    """Take the lock of the one process that writes the store at ``path``: a
+    file beside its folder (a vacuum swaps the folder, RocksDB's own lock with
+    it), held until :func:`_writer_unlock`; return its descriptor.
+
+    Raises:
+        OSError: when another process holds it, or the folder cannot be written.
+    """
+    lock = path.with_name(path.name + ".lock")
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OSError(
+                "LOCK: Resource temporarily unavailable: another process has it "
+                "open for writing"
+            ) from None
+        try:
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # a writer closing removed that file: take the one there now
+
+
+def _writer_unlock(path: Path, fd: int) -> None:
+    """Remove the lock file, then let it go (one opened meanwhile is seen to be
+    removed by :func:`_writer_lock`, which takes a new one)."""
+    try:
+        os.unlink(path.with_name(path.name + ".lock"))
+    except FileNotFoundError:
+        pass
+    os.close(fd)
 
 
 def finish_vacuum(path: Path) -> None:

@@ -306,6 +306,23 @@ def erased_addresses(backend: Backend) -> set[str]:
     }
 
 
+def erased_since_vacuum(backend: Backend) -> bool:
+    """Whether a grain was erased since the store's last vacuum (or there was
+    none): its text may still be in the store's files."""
+    erased = [
+        literal_value(q.object)  # type: ignore[arg-type]
+        for q in backend.quads(None, OMS.erasedAt, None, OMS.index)
+    ]
+    if not erased:
+        return False
+    vacuumed = [
+        literal_value(at.object)  # type: ignore[arg-type]
+        for event in backend.quads(None, OMS.operation, ox.Literal("vacuum"), OMS.audit)
+        for at in backend.quads(event.subject, OMS.at, None, OMS.audit)
+    ]
+    return bool(max(erased) >= max(vacuumed, default=max(erased)))
+
+
 def refuse_erased(backend: Backend, address: str) -> None:
     """Raise when a grain was erased: one-way means no way back in."""
     when = erased_at(backend, address)
