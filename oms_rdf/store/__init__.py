@@ -47,14 +47,7 @@ from .changes import Axis, Changes, changes
 from .clock import load_history
 from .core import Core
 from .delegate import Delegated
-from .erasure import (
-    ErasureReport,
-    SubjectReport,
-    check_found,
-    due,
-    erased_since_vacuum,
-    select,
-)
+from .erasure import ErasureReport, SubjectReport, check_found, due, select
 from .erasure import erase as erase_grains
 from .erasure import report as subject_report
 from .invalidation import Invalidation
@@ -523,12 +516,7 @@ class GrainStore:
         so the erased bytes leave its files.
         """
         selected = select(self, subject, namespace=namespace, user_id=user_id)
-        found = erase_grains(self, selected, reason=reason, by=by)
-        # Also when an earlier call erased them and was stopped before its vacuum.
-        if vacuum and (found.erased or erased_since_vacuum(self.backend)):
-            self.vacuum()
-            found.vacuumed = True
-        return found
+        return erase_grains(self, selected, reason=reason, by=by, vacuum=vacuum)
 
     def subject_report(
         self,

@@ -202,8 +202,21 @@ def erase(
     *,
     reason: str,
     by: str | None = None,
+    vacuum: bool = False,
 ) -> ErasureReport:
-    """Erase grains in one atomic update; held grains are kept and reported."""
+    """Erase grains in one atomic update; held grains are kept and reported.
+    With ``vacuum``, then rewrite the store, also when nothing is left to erase
+    but an earlier erasure was never vacuumed (a call stopped before it)."""
+    report = _erase(store, addresses, reason=reason, by=by)
+    if vacuum and (report.erased or erased_since_vacuum(store.backend)):
+        store.vacuum()
+        report.vacuumed = True
+    return report
+
+
+def _erase(
+    store: GrainStore, addresses: Iterable[str], *, reason: str, by: str | None
+) -> ErasureReport:
     check_texts(reason=reason, by=by)
     if not reason or not reason.strip():
         raise SchemaError(
