@@ -3,6 +3,7 @@ Turtle and TriG exports, offered by the explorer, kept when the store reopens.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -183,3 +184,38 @@ def test_schema_org_from_pyshacl_keeps_its_prefixes(tmp_path: Path) -> None:
     assert same_up_to_blank_labels(
         plain(again), plain(store)
     )  # blank nodes get new labels
+
+
+def test_only_prefixes_turtle_can_declare_are_recorded(tmp_path: Path) -> None:
+    """A JSON-LD context's term need not be a Turtle prefix name: "1x" was
+    recorded, and every plain Turtle export after it was unreadable."""
+    source = adopted(tmp_path, json.dumps({
+        "@context": {"1x": "http://example.org/x/", "end.": "http://example.org/e/",
+                     "ok": "http://example.org/ok/", "é-1": "http://example.org/u/"},
+        "@id": "1x:a", "ok:p": "v",
+    }), "terms.jsonld")  # fmt: skip
+    store = GrainStore()
+    store.import_(source)
+    recorded = {k for k, v in store.prefixes().items() if "example.org" in v}
+    assert recorded == {"ok", "é-1"}
+    out = tmp_path / "out.ttl"
+    store.export(out)
+    again = GrainStore()
+    again.import_(out)
+    assert plain(again) == plain(store)
+
+
+def test_a_triple_format_refuses_knowledge_in_named_graphs(tmp_path: Path) -> None:
+    """Turtle, N-Triples and RDF/XML hold one graph: the named graphs' triples
+    were left out, and the count returned said they were written."""
+    store = GrainStore()
+    store.import_(adopted(tmp_path, '@prefix ex: <http://example.org/> .\n'
+                  'ex:a ex:p "default" . ex:g { ex:a ex:p "named" . }\n', "g.trig"))  # fmt: skip
+    for fmt in ("turtle", "ntriples", "rdfxml"):
+        with pytest.raises(OmsError) as info:
+            store.export(tmp_path / f"out.{fmt}", format=fmt)
+        assert info.value.code == "ERR_SCHEMA" and "<http://example.org/g>" in str(
+            info.value
+        )
+        assert not (tmp_path / f"out.{fmt}").exists()
+    assert store.export(tmp_path / "out.trig", grains=False) == 2

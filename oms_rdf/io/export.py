@@ -57,6 +57,8 @@ def export(
                 code=ErrorCode.SCHEMA,
             )
         view = store.snapshot(valid_at=valid_at, as_of=as_of, namespace=namespace)
+        if not RDF_FORMATS[fmt].supports_datasets:
+            _refuse_named_graphs(view.quads, fmt)
         with _writing(dest) as out:
             # One namespace's view declares only the store's own prefixes: the
             # adopted sources' may name what other namespaces hold.
@@ -124,6 +126,31 @@ def _write_rdf(store: GrainStore, out: IO[bytes], fmt: str) -> None:
 
 
 PLAIN_FORMATS = ("turtle", "ntriples", "rdfxml")
+
+
+def _refuse_named_graphs(quads: list[ox.Quad], fmt: str) -> None:
+    """Refuse a triple format for knowledge that named graphs hold: it would
+    leave them out without a word.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the graphs, before anything is written.
+    """
+    named = sorted(
+        {
+            str(q.graph_name)
+            for q in quads
+            if not isinstance(q.graph_name, ox.DefaultGraph)
+        }
+    )
+    if named:
+        shown = ", ".join(named[:3]) + (
+            f" and {len(named) - 3} more" if named[3:] else ""
+        )
+        raise SchemaError(
+            f"{fmt} holds one graph, and this knowledge is in named graphs too "
+            f"({shown}); export it as trig, nquads or jsonld, which keep them",
+            code=ErrorCode.SCHEMA,
+        )
 
 
 def _plain(

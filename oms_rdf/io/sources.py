@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io as _io
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -204,9 +205,28 @@ def recorded_prefixes(store: GrainStore) -> dict[str, str]:
     )
     merged = dict(STORE_PREFIXES)
     for pair in pairs:
-        if len(pair) == 2:  # anything else is no record of ours
+        if len(pair) == 2 and declarable(*pair):  # else no record of ours
             merged.setdefault(pair[0], pair[1])
     return merged
+
+
+# Turtle's PN_PREFIX: a letter, then letters, digits, "_", "-", "." (not last).
+_PN_PREFIX = re.compile(
+    r"(?:[^\W\d_](?:[\w.\-\u00b7\u0300-\u036f\u203f\u2040]*"
+    r"[\w\-\u00b7\u0300-\u036f\u203f\u2040])?)?"
+)
+
+
+def declarable(name: str, iri: str) -> bool:
+    """Whether Turtle can declare this prefix: a PN_PREFIX name (a JSON-LD
+    context's terms need not be one) and an absolute IRI."""
+    if not _PN_PREFIX.fullmatch(name) or " " in iri:
+        return False
+    try:
+        ox.NamedNode(iri)
+    except ValueError:
+        return False
+    return ":" in iri
 
 
 def prefix_rows(store: GrainStore, declared: dict[str, str]) -> list[Row]:
@@ -221,7 +241,7 @@ def prefix_rows(store: GrainStore, declared: dict[str, str]) -> list[Row]:
             str(OMS.index),
         )
         for name, iri in sorted(declared.items())
-        if name not in known and " " not in name + iri
+        if name not in known and declarable(name, iri)
     ]
 
 
