@@ -353,3 +353,17 @@ def test_an_import_names_a_source_that_is_no_path_nor_file(src: object) -> None:
     assert (info.value.code, info.value.path) == ("ERR_SCHEMA", "src")
     assert "io.BytesIO" in str(info.value)
     assert store.is_empty()
+
+
+def test_a_refused_quad_is_named_briefly_where_no_line_holds_it() -> None:
+    """A prefixed Turtle quad is found on no line by its N-Triples text: the
+    refusal quoted it whole, a 1.2 MB literal twice (message and path)."""
+    turtle = (
+        b'@prefix ex: <http://example.org/> .\nex:a ex:p "'
+        + b"x" * 1_200_000
+        + b'" .\n'
+    )
+    with pytest.raises(oms.OmsError) as info:
+        oms.GrainStore().import_(io.BytesIO(turtle), format="turtle")
+    assert info.value.code == "ERR_RANGE"
+    assert len(str(info.value)) < 1000 and "<http://example.org/a>" in str(info.value)

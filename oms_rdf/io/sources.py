@@ -271,7 +271,8 @@ def line_of(reopen: Callable[[], IO[bytes]], quad: ox.Quad) -> str:
         for number, line in enumerate(raw, 1):
             if any(n in line for n in needles):
                 return f"line {number}"
-    return f"quad {quad}"
+    shown = str(quad)  # its literal may be a megabyte long: named, not quoted whole
+    return f"quad {shown[:200]}…" if len(shown) > 200 else f"quad {shown}"
 
 
 # A JSON Lines line: one grain of at most MAX_BLOB bytes, written with every byte
