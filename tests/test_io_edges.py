@@ -146,8 +146,8 @@ def test_local_manifest_fields_come_back_as_they_went() -> None:
     grain = oms.Belief("ann", "likes", "tea", 0.9, created_at=1)
     rival = oms.Belief("bo", "likes", "tea", 0.9, created_at=1)
     entry = {
-        "ireason": "wrong",
-        "itype": "contradiction",
+        "oms_rdf:ireason": "wrong",
+        "oms_rdf:itype": "contradiction",
         "oms_rdf:conflicts": [rival.address],
         "oms_rdf:contradicted": True,
         "oms_rdf:pe": NOW - 5,

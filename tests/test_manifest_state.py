@@ -142,3 +142,41 @@ def test_a_malformed_local_field_is_refused_and_nothing_is_written(
         target.import_(io.BytesIO(buffer.getvalue()), format="mg")
     assert info.value.code in (oms.ErrorCode.CORRUPT, oms.ErrorCode.HASH_LENGTH)
     assert {str(q) for q in target.backend.quads()} == before
+
+
+SPEC_KEYS = {"sb", "svt", "vstatus", "rstat", "ac", "laa"}  # spec §6, §11.3
+
+
+def test_an_export_keeps_to_the_specs_keys_and_values() -> None:
+    """Beside the spec's keys only oms_rdf: ones: a dispute was written as vstatus
+    "disputed" (no 1.6 value) and itype/ireason/iinit (fields of a superseding
+    grain's blob) without the prefix, which a strict reader refuses."""
+    store, _tea, _signed = learnt()
+    store.contradict(store.put(oms.Belief("eve", "likes", "tea", 0.5, created_at=5)),
+                     reason="no", at=NOW - 1)  # fmt: skip
+    buffer = io.BytesIO()
+    store.export(buffer, format="mg")
+    reader = read_mg(io.BytesIO(buffer.getvalue()))
+    list(reader.blobs())  # the manifest follows the grains
+    entries = [e for e in reader.manifest.values() if "oms_rdf:erased" not in e]
+    assert {e.get("vstatus") for e in entries} <= {
+        None,
+        "verified",
+        "contested",
+        "retracted",
+    }
+    assert all(k in SPEC_KEYS or k.startswith("oms_rdf:") for e in entries for k in e)
+    assert any(e.get("oms_rdf:verification") == "disputed" for e in entries)
+    assert any(e.get("oms_rdf:itype") == "contradiction" for e in entries)
+
+
+def test_an_older_entry_with_vstatus_disputed_and_bare_itype_is_read() -> None:
+    grain = oms.Belief("alice", "likes", "tea", 0.6, created_at=1)
+    entry = {"vstatus": "disputed", "itype": "note", "ireason": "as written once"}
+    buffer = io.BytesIO()
+    write_mg([grain.blob], buffer, manifest={grain.address: entry})
+    store = oms.GrainStore()
+    store.import_(io.BytesIO(buffer.getvalue()), format="mg")
+    state = store.status(grain.address)
+    assert (state.verification, state.invalidation_type, state.reason) == (
+        "disputed", "note", "as written once")  # fmt: skip

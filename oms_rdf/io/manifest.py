@@ -30,11 +30,9 @@ from ..rdf.vocab import OMS, RDF, XSD
 from ..store import GrainStore, IndexState
 from .records import row_of, term_text
 
-VERIFICATION_OUT = {
-    "verified": "verified",
-    "disputed": "disputed",
-    "contradicted": "contested",
-}
+# The spec's vstatus values (1.6); a dispute on a functional relation is ours
+# (_MARKED_KEY), read in vstatus too, as 1.2-era files wrote it.
+VERIFICATION_OUT = {"verified": "verified", "contradicted": "contested"}
 VERIFICATION_IN = {
     "verified": "verified",
     "disputed": "disputed",
@@ -45,7 +43,7 @@ VERIFICATION_IN = {
 VOIDED_KEY = (
     "oms_rdf:voided"  # our extension: when a grain was retracted or contradicted
 )
-_MARKED_KEY = "oms_rdf:verification"  # ours: how a retracted grain was marked
+_MARKED_KEY = "oms_rdf:verification"  # ours: a mark vstatus cannot hold
 
 # The index terms of the states an entry names; the defaults (active,
 # unverified) are the absence of index rows, as the store writes them.
@@ -87,20 +85,20 @@ def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
             f"of {sorted(VERIFICATION_IN)}",
             path=f"manifest {address[:12]}… vstatus",
         )
+    marked = entry.get(_MARKED_KEY, "unverified")
+    if marked not in ("verified", "disputed", "unverified"):
+        raise DecodeError(
+            f"{_MARKED_KEY} of {address[:12]}… is {marked!r}; expected "
+            "verified or disputed",
+            path=f"manifest {address[:12]}… {_MARKED_KEY}",
+        )
     if vstatus == "retracted":  # one spec value: the verification is ours
         status = "retracted"
-        marked = entry.get(_MARKED_KEY, "unverified")
-        if marked not in ("verified", "disputed", "unverified"):
-            raise DecodeError(
-                f"{_MARKED_KEY} of {address[:12]}… is {marked!r}; expected "
-                "verified or disputed",
-                path=f"manifest {address[:12]}… {_MARKED_KEY}",
-            )
         contradicted = entry.get("oms_rdf:contradicted")
         verification = "contradicted" if contradicted else marked
     else:
         status = "superseded" if "sb" in entry else "active"
-        verification = VERIFICATION_IN.get(str(vstatus), "unverified")
+        verification = VERIFICATION_IN.get(str(vstatus), marked)
     if status in _STATUS_TERMS:
         rows.append((node, str(OMS.status), str(_STATUS_TERMS[status]), idx))
     if verification in _VERIFICATION_TERMS:
@@ -119,15 +117,17 @@ def state_from_manifest(address: str, entry: Mapping[str, Any]) -> list[Row]:
     for key, prop in (("svt", OMS.systemTo), (voided, OMS.voidedAt)):
         if entry.get(key) is not None:
             rows.append((node, str(prop), str(millis_literal(entry[key])), idx))
-    for key, prop in _TEXT_KEYS:
-        if entry.get(key) is not None:
-            rows.append((node, str(prop), nt_literal(entry[key]), idx))
+    for key, prop in _TEXT_KEYS:  # ours since they are no index field of the spec's
+        text = entry.get(f"oms_rdf:{key}", entry.get(key))
+        if text is not None:
+            rows.append((node, str(prop), nt_literal(text), idx))
     return rows + _evidence_rows(address, entry)
 
 
 # The kinds of the spec's keys of an entry, and of the time this store adds.
-_KINDS = {"svt": int, VOIDED_KEY: int, "vstatus": str, "itype": str, "ireason": str,
-          "iinit": str}  # fmt: skip
+_KINDS = {"svt": int, VOIDED_KEY: int, "vstatus": str} | {
+    f"{ours}{key}": str for key, _ in _TEXT_KEYS for ours in ("", "oms_rdf:")
+}
 
 
 def _check_kind(address: str, entry: Mapping[str, Any], key: str, kind: type) -> None:
@@ -238,10 +238,12 @@ def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
         entry["svt"] = state.system_to
     if state.status == "retracted":
         entry["vstatus"] = "retracted"
-        if state.verification in ("verified", "disputed"):
-            entry[_MARKED_KEY] = state.verification  # vstatus holds one of the two
-    elif state.verification != "unverified":
+    elif state.verification in VERIFICATION_OUT:
         entry["vstatus"] = VERIFICATION_OUT[state.verification]
+    if state.verification in ("verified", "disputed") and (
+        entry.get("vstatus") != state.verification
+    ):
+        entry[_MARKED_KEY] = state.verification  # a mark vstatus cannot hold
     if state.voided_at is not None:
         entry[VOIDED_KEY] = state.voided_at
         if state.status == "retracted" and state.verification == "contradicted":
@@ -251,8 +253,8 @@ def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
         ("ireason", state.reason),
         ("iinit", state.initiator),
     ):
-        if value is not None:
-            entry[key] = value
+        if value is not None:  # the spec's keys of the superseding grain's blob
+            entry[f"oms_rdf:{key}"] = value
     entry.update(_evidence_entry(store, state))
     return entry
 
