@@ -209,6 +209,8 @@ def _text_ms(text: str, name: str) -> int:
     if stripped.startswith("@") and _NUMBER.fullmatch(stripped[1:]):
         # GNU date reads @N as epoch seconds: say which unit we mean instead.
         raise _refused(name, text, f"for epoch milliseconds write ms:{stripped[1:]}")
+    if not stripped.isprintable():  # fromisoformat stops at a NUL: the rest unread
+        raise _refused(name, text, "a time holds no control characters")
     month = _MONTH.fullmatch(stripped)
     if month:  # datetime.fromisoformat takes no YYYY-MM
         return _ms_of(_utc(name, text, int(month[1]), int(month[2])))

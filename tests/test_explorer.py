@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -518,6 +518,15 @@ def test_a_query_runs_and_the_time_pickers_change_its_answer(
     )
     assert "valid_at=" in page.js("location.search")  # the link carries the point
     page.screenshot(artifacts(tmp_path) / "explorer-query.png")
+    # A point the address gives is read by the server's rule, to the millisecond:
+    # the browser's reading dropped "ms:" forms (now) and milliseconds.
+    moved = T0 + 40 * DAY  # initech is valid from this millisecond on
+    for given, expected in ((f"ms:{moved - 1}", "acme"), (f"ms:{moved}", "initech"),
+                            (iso(moved - 1000) + ".999Z", "acme")):  # fmt: skip
+        page.open(served.base + f"/?query={quote(WORKS)}&valid_at={quote(given)}")
+        page.wait("!!document.querySelector('#results tbody td')")
+        assert answer(page) == [f"{EX}{expected}"], given
+        assert given in unquote(page.js("location.search"))  # kept as written
 
 
 @pytest.mark.servers("chromium")

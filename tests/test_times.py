@@ -73,6 +73,7 @@ REFUSED = [
     ("", "ISO 8601"),
     ("\uff12\uff10\uff12\uff12", "ISO 8601"),  # digits, but not ASCII ones
     ("0000", "ISO 8601"),
+    ("2022-06-01T12:00:00.123Z\x00junk", "control characters"),  # read to the NUL
 ]
 
 
@@ -164,6 +165,30 @@ def test_http_valid_at_takes_the_same_rule(tmp_path: Path) -> None:
             )
             assert bad.status_code == 400
             assert "ERR_SCHEMA" in bad.text and "'202206'" in bad.text
+    finally:
+        store.close()
+
+
+def test_every_route_refuses_a_time_given_twice_or_empty(tmp_path: Path) -> None:
+    """/sparql read the first of two valid_at, /v1/facts and the explorer the
+    last; the explorer took an empty time for now, where all else refuses it."""
+    store = oms.GrainStore(_store_with_a_2020_belief(tmp_path))
+    twice = [("valid_at", "2022"), ("valid_at", "2019")]
+    try:
+        with _serving(store) as base:
+            for path, more in (("/sparql", [("query", "ASK {}")]), ("/v1/facts", []),
+                               ("/explorer/changes", [("since", "2019")])):  # fmt: skip
+                got = httpx.get(base + path, params=more + twice,
+                                headers={"Accept": "application/sparql-results+json"})  # fmt: skip
+                assert got.status_code in (400, 422), (path, got.text)
+                assert (got.json()["code"], got.json()["path"]) == (
+                    "ERR_SCHEMA",
+                    "valid_at",
+                )
+            empty = httpx.get(
+                base + "/explorer/changes", params={"since": "2019", "until": ""}
+            )
+            assert empty.status_code == 400 and empty.json()["path"] == "until"
     finally:
         store.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import DecodeError, ErrorCode, SchemaError
@@ -18,14 +19,34 @@ from ..io import loads_json_grain
 
 __all__ = [
     "GRAIN_TYPE",
+    "TIME_PARAMETERS",
     "body_text",
     "finite_number",
     "grain_body",
     "json_body",
+    "times_given_once",
     "whole_number",
 ]
 
 GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
+
+# The query parameters that are times, on every route that takes them.
+TIME_PARAMETERS = ("valid_at", "as_of", "valid_from", "valid_to", "since", "until")
+
+
+def times_given_once(params: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a time parameter given twice: which one counts is nowhere written
+    down (one route read the first, another the last).
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the parameter.
+    """
+    for name in TIME_PARAMETERS:
+        given = params.get(name) or ()
+        if len(given) > 1:
+            raise SchemaError(
+                f"{name} is given {len(given)} times; give it once", path=name
+            )
 
 
 def body_text(raw: bytes) -> str:

@@ -37,6 +37,7 @@ from ..store import COMMON_PREFIXES, PREFIXES, GrainStore, Solutions
 from ..store.lookup import kept_past_until
 from ..times import to_millis
 from .auth import Authorize, Token
+from .bodies import TIME_PARAMETERS, times_given_once
 from .lanes import Runner
 from .responses import busy, error_response, refusal
 
@@ -86,6 +87,8 @@ def _guarded(work: Work, authorize: Authorize, run: Runner) -> Any:
 
     def answer(token: Token, request: Request) -> Response:
         try:
+            q = request.query_params
+            times_given_once({name: q.getlist(name) for name in TIME_PARAMETERS})
             return JSONResponse(work(token, request))
         except OmsError as exc:
             return refusal(exc)
@@ -121,8 +124,8 @@ def _time(request: Request, name: str, *, required: bool = False) -> int | None:
         SchemaError: ERR_SCHEMA for a missing required time or one not ISO 8601
             or epoch ms.
     """
-    value = request.query_params.get(name, "").strip()
-    if not value:
+    value = request.query_params.get(name)
+    if value is None:  # given empty, it is refused as everywhere else
         if required:
             raise SchemaError(f"the parameter {name} is needed", path=name)
         return None

@@ -44,9 +44,11 @@ from ..times import iso_fields, to_millis
 from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
+    TIME_PARAMETERS,
     finite_number,
     grain_body,
     json_body,
+    times_given_once,
     whole_number,
 )
 from .lanes import Runner
@@ -171,6 +173,8 @@ class FactsApi:
 
         def answer(request: Request, raw: bytes) -> Response:
             try:
+                q = request.query_params
+                times_given_once({name: q.getlist(name) for name in TIME_PARAMETERS})
                 return handler(self, request, raw)
             except Refused as refused:
                 return refused.response

@@ -53,8 +53,8 @@ PAGE = """<!doctype html>
 
 <section id="time" aria-label="The point in time">
 <div class="pickers">
-<label>valid at <input id="valid_at" type="datetime-local" step="1"></label>
-<label>as of <input id="as_of" type="datetime-local" step="1"></label>
+<label>valid at <input id="valid_at" type="datetime-local" step="0.001"></label>
+<label>as of <input id="as_of" type="datetime-local" step="0.001"></label>
 <span class="utc">UTC; empty is now</span>
 <button type="button" id="now">Now</button>
 <label>dragging the timeline moves <select id="drag-axis">
@@ -92,8 +92,8 @@ the wheel zooms, a double click shows it all. Marks on top are imports, transact
 placeholder="an IRI, or a belief's subject text"></label><button type="submit">Show its timeline</button></form>
 <div id="subject-charts"></div></section>
 <section id="view-changes" class="view" hidden>
-<form id="changes-form"><label>since <input id="since" type="datetime-local" step="1" required></label>
-<label>until <input id="until" type="datetime-local" step="1"></label>
+<form id="changes-form"><label>since <input id="since" type="datetime-local" step="0.001" required></label>
+<label>until <input id="until" type="datetime-local" step="0.001"></label>
 <label>axis <select id="axis"><option value="both">both (as believed then)</option>
 <option value="valid">valid (how the world changed)</option>
 <option value="system">system (what the store learnt)</option></select></label>

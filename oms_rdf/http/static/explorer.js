@@ -9,6 +9,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const TOKEN_KEY = "oms-rdf.token";
 const state = {
   prefixes: {}, declared: {}, history: null, last: null, busy: 0, renders: 0,
+  given: {},  // a point's time as the page's address gave it, until a picker moves
 };
 
 // --- the session's token and every request --------------------------------------
@@ -348,7 +349,13 @@ function pickerValue(id) {
 }
 
 function setPicker(id, ms) {
-  $(id).value = ms === null || ms === undefined ? "" : new Date(ms).toISOString().slice(0, 19);
+  delete state.given[id];
+  if (ms === null || ms === undefined) {
+    $(id).value = "";
+    return;
+  }
+  const iso = new Date(ms).toISOString();  // milliseconds kept when there are some
+  $(id).value = iso.slice(0, ms % 1000 ? 23 : 19);
 }
 
 function parseTime(text) {
@@ -362,9 +369,11 @@ function parseTime(text) {
 }
 
 function point() {
+  // A time the address gave goes to the server as it was written, read by the
+  // server's rule (the picker shows it as the browser reads it, to the second).
   const chosen = {};
   for (const name of ["valid_at", "as_of"]) {
-    const value = pickerValue(name);
+    const value = state.given[name] ?? pickerValue(name);
     if (value) chosen[name] = value;
   }
   return chosen;
@@ -974,7 +983,9 @@ function wire() {
   $("ask").addEventListener("submit", (event) => { event.preventDefault(); run(); });
   $("download").addEventListener("click", download);
   $("now").addEventListener("click", () => { setPicker("valid_at", null); setPicker("as_of", null); run(); });
-  for (const id of ["valid_at", "as_of"]) $(id).addEventListener("change", () => { drawTimeline(); run(); });
+  for (const id of ["valid_at", "as_of"]) {
+    $(id).addEventListener("change", () => { delete state.given[id]; drawTimeline(); run(); });
+  }
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const value = $("token").value.trim();
@@ -1017,7 +1028,10 @@ function begin() {
   const given = new URLSearchParams(location.search);
   if (given.has("query")) $("query").value = given.get("query");
   for (const name of ["valid_at", "as_of"]) {
-    if (given.has(name)) setPicker(name, parseTime(given.get(name)));
+    if (given.has(name)) {
+      setPicker(name, parseTime(given.get(name)));
+      state.given[name] = given.get(name);
+    }
   }
   highlight();
   showToken(false);
