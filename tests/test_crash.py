@@ -261,6 +261,31 @@ def test_a_second_opener_leaves_a_running_vacuum_alone(
     check_vacuumed_or_not(path, kept | {added})
 
 
+def test_a_forked_child_leaves_its_parents_writer_lock(tmp_path: Path) -> None:
+    """The child's copy of the store removed the lock file when it closed (or at
+    its exit): a second process could then take the lock, and finish a vacuum
+    of the parent's that was still running."""
+    path = tmp_path / "store"
+    store = oms.GrainStore(path)
+    store.put(oms.Belief("ann", "works_at", "Acme", 0.9, created_at=1))
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child only lets go of its copy
+        try:  # what its close() or its exit runs (a flush here would wait on
+            store.backend._release()  # a RocksDB mutex a parent thread held)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    assert path.with_name("store.lock").exists()
+    other = subprocess.run(
+        [sys.executable, "-c", f"import oms_rdf as oms; oms.GrainStore({str(path)!r})"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert other.returncode != 0 and "another process has it open" in other.stderr
+    store.put(oms.Belief("bo", "works_at", "Acme", 0.9, created_at=2))
+    store.close()
+    assert not path.with_name("store.lock").exists()
+
+
 @pytest.mark.parametrize("kills", [3, pytest.param(8, marks=pytest.mark.soak)])
 def test_sigkill_during_vacuum_leaves_old_or_new(tmp_path: Path, kills: int) -> None:
     import shutil

@@ -5,7 +5,7 @@ server can serve as a backend later. The local backend is pyoxigraph: in memory,
 or on disk (RocksDB) with a path.
 
 One process writes an on-disk store: it holds a lock file beside the store's
-folder (:func:`_writer_lock`) before it touches anything, so that another
+folder (:mod:`.writer_lock`) before it touches anything, so that another
 opening never finishes a vacuum that is still running. A reader in another
 process opens an on-disk store read-only, as of the opening.
 A bulk write (an import, a bulk load) is not one transaction: RocksDB's bulk
@@ -18,7 +18,6 @@ refused with ERR_CONFLICT instead of showing part of the write.
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import json
 import os
@@ -39,6 +38,7 @@ import pyoxigraph as ox
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.vocab import OMS, RDF
 from .base import grains_query
+from .writer_lock import writer_lock, writer_unlock
 
 __all__ = ["BULK_MARK", "LocalBackend", "finish_vacuum"]
 
@@ -78,8 +78,11 @@ class LocalBackend:
             else:
                 # The writer's lock first: only then is a vacuum left half made
                 # this process's to finish (it may be another's, running).
-                held = _writer_lock(Path(path))
-                self._release = weakref.finalize(self, _writer_unlock, Path(path), held)
+                held = writer_lock(Path(path))
+                if held is not None:
+                    self._release = weakref.finalize(
+                        self, writer_unlock, Path(path), held, os.getpid()
+                    )
                 finish_vacuum(Path(path))  # a swap a crash interrupted
                 self.store = ox.Store(str(path))
         except (OSError, RuntimeError) as exc:
@@ -357,43 +360,6 @@ def _vacuum_paths(path: Path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".vacuum"), path.with_name(
         path.name + ".vacuum-ready"
     )
-
-
-def _writer_lock(path: Path) -> int:
-    """Take the lock of the one process that writes the store at ``path``: a
-    file beside its folder (a vacuum swaps the folder, RocksDB's own lock with
-    it), held until :func:`_writer_unlock`; return its descriptor.
-
-    Raises:
-        OSError: when another process holds it, or the folder cannot be written.
-    """
-    lock = path.with_name(path.name + ".lock")
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise OSError(
-                "LOCK: Resource temporarily unavailable: another process has it "
-                "open for writing"
-            ) from None
-        try:
-            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # a writer closing removed that file: take the one there now
-
-
-def _writer_unlock(path: Path, fd: int) -> None:
-    """Remove the lock file, then let it go (one opened meanwhile is seen to be
-    removed by :func:`_writer_lock`, which takes a new one)."""
-    try:
-        os.unlink(path.with_name(path.name + ".lock"))
-    except FileNotFoundError:
-        pass
-    os.close(fd)
 
 
 def finish_vacuum(path: Path) -> None:
