@@ -191,7 +191,8 @@ def test_only_prefixes_turtle_can_declare_are_recorded(tmp_path: Path) -> None:
     recorded, and every plain Turtle export after it was unreadable."""
     source = adopted(tmp_path, json.dumps({
         "@context": {"1x": "http://example.org/x/", "end.": "http://example.org/e/",
-                     "ok": "http://example.org/ok/", "é-1": "http://example.org/u/"},
+                     "ok": "http://example.org/ok/", "é-1": "http://example.org/u/",
+                     "µ": "http://example.org/m/", "x²": "http://example.org/s/"},
         "@id": "1x:a", "ok:p": "v",
     }), "terms.jsonld")  # fmt: skip
     store = GrainStore()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io as _io
 import os
-import re
 import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -210,23 +210,19 @@ def recorded_prefixes(store: GrainStore) -> dict[str, str]:
     return merged
 
 
-# Turtle's PN_PREFIX: a letter, then letters, digits, "_", "-", "." (not last).
-_PN_PREFIX = re.compile(
-    r"(?:[^\W\d_](?:[\w.\-\u00b7\u0300-\u036f\u203f\u2040]*"
-    r"[\w\-\u00b7\u0300-\u036f\u203f\u2040])?)?"
-)
-
-
+@lru_cache(maxsize=1024)
 def declarable(name: str, iri: str) -> bool:
-    """Whether Turtle can declare this prefix: a PN_PREFIX name (a JSON-LD
-    context's terms need not be one) and an absolute IRI."""
-    if not _PN_PREFIX.fullmatch(name) or " " in iri:
+    """Whether Turtle can declare this prefix, as its parser reads it: a JSON-LD
+    context's terms need be no PN_PREFIX (``1x``, ``µ``), and a declaration
+    Turtle refuses would make every later plain Turtle export unreadable."""
+    if " " in name + iri or ":" not in iri:
         return False
+    declaration = f"@prefix {name}: <{iri}> .".encode()
     try:
-        ox.NamedNode(iri)
-    except ValueError:
+        list(ox.parse(declaration, format=ox.RdfFormat.TURTLE))
+    except (SyntaxError, ValueError):
         return False
-    return ":" in iri
+    return True
 
 
 def prefix_rows(store: GrainStore, declared: dict[str, str]) -> list[Row]:
