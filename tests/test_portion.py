@@ -226,3 +226,25 @@ def test_cutting_a_piece_again_and_again_keeps_a_subtree_protection() -> None:
     with pytest.raises(oms.PolicyError) as caught:
         store.supersede(current, evil)
     assert caught.value.code == "ERR_INVALIDATION_DENIED"
+
+
+def test_an_import_refuses_successions_and_splits_in_a_circle() -> None:
+    """Two grains, each said to be split into the other: the import took it,
+    and each then dropped out of its own history."""
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    a = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
+    b = store.put(fields("http://example.org/initech", start=T0, end=None, at=T0,
+                         relation="http://example.org/knows"))  # fmt: skip
+    store.retract(a, reason="x", at=T0)
+    store.retract(b, reason="x", at=T0)
+    out = io.BytesIO()
+    store.export(out, format="nquads")
+    index = " <https://w3id.org/oms-rdf/ns#index> .\n"
+    split = "<https://w3id.org/oms-rdf/ns#splitInto>"
+    text = out.getvalue().decode() + "".join(
+        f"<nih:sha-256;{x}> {split} <nih:sha-256;{y}>{index}"
+        for x, y in ((a, b), (b, a))
+    )
+    with pytest.raises(oms.OmsError) as caught:
+        oms.GrainStore().import_(io.BytesIO(text.encode()), format="nquads")
+    assert "circle" in str(caught.value)

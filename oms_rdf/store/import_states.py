@@ -103,7 +103,10 @@ class ImportStates:
         for address in self._circles():
             refused.setdefault(
                 address,
-                DecodeError("it is superseded by itself through others"),
+                DecodeError(
+                    "it is replaced by itself through others (successions "
+                    "and splits run in a circle)"
+                ),
             )
         yield from refused.items()
 
@@ -214,22 +217,32 @@ class ImportStates:
         return found is not None
 
     def _circles(self) -> Iterator[str]:
-        """The new grains on a circle of successions (each has one successor)."""
-        after = {
-            a: successor
-            for a, s in self.states.items()
-            if a in self.starts and (successor := _address(s.get("successor", "")))
-        }
+        """The new grains on a circle of successions and splits (a grain is
+        replaced by its successor and by each part it was split into)."""
+        after: dict[str, list[str]] = {}
+        for address in self.starts:
+            successor = _address(self.states.get(address, {}).get("successor", ""))
+            parts = [_address(t) for t in self.splits.get(address, ())]
+            found = [a for a in (successor, *parts) if a is not None]
+            if found:
+                after[address] = found
         done: set[str] = set()
         for first in after:
-            path: list[str] = []
-            node: str | None = first
-            while node is not None and node not in done and node not in path:
+            path: list[str] = []  # the grains being walked from ``first``, in order
+            todo: list[tuple[str, int]] = [(first, 0)]
+            seen: set[str] = set()
+            while todo:
+                node, depth = todo.pop()
+                del path[depth:]
+                if node in path:
+                    yield from path[path.index(node) :]
+                    continue
+                if node in done or node in seen:
+                    continue
+                seen.add(node)
                 path.append(node)
-                node = after.get(node)
-            if node is not None and node in path:
-                yield from path[path.index(node) :]
-            done.update(path)
+                todo += [(later, depth + 1) for later in after.get(node, ())]
+            done |= seen
 
 
 def _statuses(state: dict[str, str]) -> OmsError | None:
