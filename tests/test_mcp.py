@@ -433,3 +433,43 @@ def test_the_tool_schemas_refuse_what_the_tools_refuse() -> None:
     session(GrainStore(), whole)
     with pytest.raises(oms.SchemaError):
         create_server(GrainStore(), namespaces="work")
+
+
+def test_a_belief_is_stamped_with_the_store_held() -> None:
+    """The tools stamped created_at before taking the store: a call stamped later
+    could commit first (the SDK runs tools on threads), and on a forward_only
+    store the earlier one was refused with ERR_RANGE."""
+    from oms_rdf.http.mcp.memory import Memory
+
+    now = {"ms": 1_000}
+    stamped, overtaken = threading.Event(), threading.Event()
+
+    def clock() -> int:
+        now["ms"] += 1
+        at = now["ms"]
+        if threading.current_thread().name == "first" and not stamped.is_set():
+            stamped.set()
+            overtaken.wait(1)  # the other call would commit meanwhile
+        return at
+
+    store = GrainStore(clock=clock, forward_only=True)
+    memory = Memory(store, None, 5.0)
+    made: dict[str, str] = {}
+
+    def believe(name: str, subject: str) -> None:
+        try:
+            made[name] = memory.believe(subject, "works_at", "Acme", 0.9)["id"]
+        except oms.OmsError as exc:
+            made[name] = exc.code
+        if name == "second":
+            overtaken.set()
+
+    first = threading.Thread(target=believe, args=("first", "ann"), name="first")
+    first.start()
+    stamped.wait(5)
+    second = threading.Thread(target=believe, args=("second", "bo"), name="second")
+    second.start()
+    first.join(10)
+    second.join(10)
+    memory.close()
+    assert all(len(a) == 64 for a in made.values()) and len(made) == 2, made

@@ -11,8 +11,9 @@ import json
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from itertools import islice
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -180,24 +181,25 @@ class Memory:
         on). A belief that conflicts with a current one on a functional relation
         may need a justification. Returns the belief as stored, with its address.
         """
-        fields = self.writable(
-            _fields(
-                subject=subject,
-                relation=relation,
-                object=object,
-                confidence=confidence,
-                created_at=self.store.clock(),
-                namespace=self.namespace(namespace),
-                source_type=source_type,
-                valid_from=_when(valid_from, "valid_from"),
-                valid_to=_when(valid_to, "valid_to"),
-                context=context,
-                invalidation_policy=None
-                if invalidation_mode is None
-                else {"mode": invalidation_mode},
+        with self.store.writes_held():  # stamped now, written before any later
+            fields = self.writable(
+                _fields(
+                    subject=subject,
+                    relation=relation,
+                    object=object,
+                    confidence=confidence,
+                    created_at=self.store.clock(),
+                    namespace=self.namespace(namespace),
+                    source_type=source_type,
+                    valid_from=_when(valid_from, "valid_from"),
+                    valid_to=_when(valid_to, "valid_to"),
+                    context=context,
+                    invalidation_policy=None
+                    if invalidation_mode is None
+                    else {"mode": invalidation_mode},
+                )
             )
-        )
-        address = self.store.put(fields, justification=justification)
+            address = self.store.put(fields, justification=justification)
         return fact_json(self.store, self.store.get(address), self.covers)
 
     def recall(
@@ -270,7 +272,7 @@ class Memory:
         one (use supersede to override the tiers); a protected belief is refused
         by its policy (soft_locked needs a justification; locked never changes).
         """
-        old, fields = self.successor(
+        with self.successor(
             address,
             object,
             confidence,
@@ -280,8 +282,8 @@ class Memory:
             valid_to,
             source_type,
             context,
-        )
-        new = self.store.revise(old, fields, justification=justification)
+        ) as (old, fields):
+            new = self.store.revise(old, fields, justification=justification)
         return fact_json(self.store, self.store.get(new), self.covers)
 
     def supersede(
@@ -302,7 +304,7 @@ class Memory:
         As revise, but only the protection policies are asked: soft_locked needs a
         justification, locked and hold are refused (ERR_INVALIDATION_DENIED).
         """
-        old, fields = self.successor(
+        with self.successor(
             address,
             object,
             confidence,
@@ -312,10 +314,11 @@ class Memory:
             valid_to,
             source_type,
             context,
-        )
-        new = self.store.supersede(old, fields, justification=justification)
+        ) as (old, fields):
+            new = self.store.supersede(old, fields, justification=justification)
         return fact_json(self.store, self.store.get(new), self.covers)
 
+    @contextmanager
     def successor(
         self,
         address: str,
@@ -327,28 +330,34 @@ class Memory:
         valid_to: str | None,
         source_type: str,
         context: dict[str, Any] | None,
-    ) -> tuple[Grain, dict[str, Any]]:
-        old = self.fact(address)
-        if old.type_byte != BELIEF.byte:  # "fact" is a belief too (spec §4)
-            raise SchemaError(
-                f"{address} is a {old.type}, not a belief", path="$.address"
+    ) -> Iterator[tuple[Grain, dict[str, Any]]]:
+        """The belief at ``address`` and its new version's fields, stamped now,
+        with the store held until the block has written it (no later-stamped
+        write commits first)."""
+        with self.store.writes_held():
+            old = self.fact(address)
+            if old.type_byte != BELIEF.byte:  # "fact" is a belief too (spec §4)
+                raise SchemaError(
+                    f"{address} is a {old.type}, not a belief", path="$.address"
+                )
+            fields = self.writable(
+                _fields(
+                    subject=subject or old.get("subject"),
+                    relation=relation or old.get("relation"),
+                    object=object,
+                    confidence=old.get("confidence")
+                    if confidence is None
+                    else confidence,
+                    created_at=self.store.clock(),
+                    namespace=old.get("namespace"),
+                    source_type=source_type,
+                    valid_from=_when(valid_from, "valid_from"),
+                    valid_to=_when(valid_to, "valid_to"),
+                    context=_kept_context(old, context, subject, relation),
+                    derived_from=[old.address],
+                )
             )
-        fields = self.writable(
-            _fields(
-                subject=subject or old.get("subject"),
-                relation=relation or old.get("relation"),
-                object=object,
-                confidence=old.get("confidence") if confidence is None else confidence,
-                created_at=self.store.clock(),
-                namespace=old.get("namespace"),
-                source_type=source_type,
-                valid_from=_when(valid_from, "valid_from"),
-                valid_to=_when(valid_to, "valid_to"),
-                context=_kept_context(old, context, subject, relation),
-                derived_from=[old.address],
-            )
-        )
-        return old, fields
+            yield old, fields
 
     def retract(self, address: Address, reason: Text) -> dict[str, Any]:
         """Withdraw a belief without replacement, saying why (the reason is audited).
