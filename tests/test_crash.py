@@ -311,3 +311,15 @@ def test_sigkill_during_vacuum_leaves_old_or_new(tmp_path: Path, kills: int) -> 
         child.send_signal(signal.SIGKILL)
         child.communicate()
         check_vacuumed_or_not(path, kept)
+
+
+def test_a_second_store_object_in_the_same_process_is_told_so(tmp_path: Path) -> None:
+    """It was told that another process had the store open."""
+    path = tmp_path / "store"
+    first = oms.GrainStore(path)
+    with pytest.raises(oms.StoreError) as info:
+        oms.GrainStore(path)
+    assert "this process has it open" in str(info.value)
+    assert "another process" not in str(info.value)
+    first.close()
+    oms.GrainStore(path).close()  # once closed, it opens again

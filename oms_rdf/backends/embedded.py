@@ -87,9 +87,11 @@ class LocalBackend:
                 self.store = ox.Store(str(path))
         except (OSError, RuntimeError) as exc:
             self._release()
+            asked = (
+                "" if "has it open" in str(exc) else " (is another process using it?)"
+            )
             raise StoreError(
-                f"cannot open the store at {path}: {exc} (is another process using it?)",
-                code=ErrorCode.STORE,
+                f"cannot open the store at {path}: {exc}{asked}", code=ErrorCode.STORE
             ) from exc
         if path is not None and not read_only:
             # The writer holds RocksDB's lock now: a mark still set belongs to a

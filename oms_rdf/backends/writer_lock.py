@@ -41,10 +41,16 @@ def writer_lock(path: Path) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            inode = os.fstat(fd).st_ino
             os.close(fd)
+            mine = any(os.fstat(held).st_ino == inode for held in _HELD)
+            who = (
+                "this process has it open (another store object on it)"
+                if mine
+                else ("another process has it open")
+            )
             raise OSError(
-                "LOCK: Resource temporarily unavailable: another process has it "
-                "open for writing"
+                f"LOCK: Resource temporarily unavailable: {who} for writing"
             ) from None
         try:
             if os.stat(lock).st_ino == os.fstat(fd).st_ino:
