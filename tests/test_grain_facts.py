@@ -73,6 +73,36 @@ def test_what_is_learnt_from_a_grain_is_what_its_rows_write(
     want = truthy_triple(store.get(address), store.settings)
     assert facts.knowledge(nothing, node) == want
     assert read.knowledge(store.backend, node) == want
+    # So are the times and confidence the in-force rule compares (repr: NaN).
+    assert repr(facts.of(nothing, node)) == repr(read.of(store.backend, node))
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        {"valid_to": T0 + 1},
+        {"valid_to": 253_402_300_799_999},  # the last time the store holds
+        {"valid_from": -62_135_596_800_000},  # 0001-01-01, the first
+        {"valid_from": -1, "valid_to": 0},
+        {"system_valid_from": 253_402_300_799_999},
+    ],
+)
+def test_times_learnt_are_the_times_read_back(times: dict[str, int]) -> None:
+    store = oms.GrainStore(clock=lambda: T0)
+    fields = {"type": "belief", "subject": "ann", "relation": "likes",
+              "object": "tea", "confidence": 1, "created_at": T0, **times}  # fmt: skip
+    address = store.put(oms.Grain.from_dict(fields))
+    node = grain_iri(address)
+    learnt = GrainFacts()
+    learnt.learn(store.get(address), store.settings)
+    read = GrainFacts().of(store.backend, node)
+    assert learnt.of(LocalBackend(), node) == read
+    found = read.times
+    assert len(read.subjects) == 1 and found.confidences == (1.0,)
+    end = times.get("valid_to")
+    assert found.valid_tos == (
+        () if end is None else (end if end < 253_402_300_800_000 else None,)
+    )
 
 
 def test_a_node_without_a_grain_is_not_kept_and_is_read_again() -> None:
@@ -103,6 +133,22 @@ def test_the_oldest_go_past_the_limit_and_are_read_again() -> None:
     assert facts.has(store.backend, grain_iri(beliefs[0].address), likes)  # read again
     assert not facts.has(LocalBackend(), grain_iri(beliefs[1].address), likes)
     assert facts.has(LocalBackend(), grain_iri(beliefs[4].address), likes)
+
+
+def test_past_the_limit_the_oldest_eighth_goes_at_once() -> None:
+    store = oms.GrainStore(clock=lambda: T0)
+    beliefs = [
+        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=T0) for i in range(17)
+    ]
+    store.put_many(beliefs)
+    facts = GrainFacts(kept=16)
+    for belief in beliefs:
+        facts.learn(belief, store.settings)
+    assert len(facts) == 15  # 16 held, then two went for the seventeenth
+    likes = stored_facts(store, grain_iri(beliefs[0].address))
+    nothing = LocalBackend()  # only what is kept answers
+    kept = [facts.has(nothing, grain_iri(b.address), likes) for b in beliefs]
+    assert kept == [False, False] + [True] * 15
 
 
 def test_lookups_on_disk_answer_the_same_after_reopening(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "millis_literal",
     "nt_literal",
     "time_nt",
+    "time_read_back",
     "value_literal",
 ]
 
@@ -55,6 +56,15 @@ def time_nt(ms: int) -> str:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
         return f'"{stamp}.{milli:03d}Z"^^<{_XSD_DATETIME}>'
     return nt_literal(*_lexical_time(ms))
+
+
+def time_read_back(value: Any) -> int | None:
+    """A time field's value as a time comparison reads its literal back: the
+    same epoch ms where it is written as ``xsd:dateTime``, None where it is not
+    (outside years 1-9999, or no integer), and no time to compare."""
+    if type(value) is not int:
+        return None
+    return value if _lexical_time(value)[1] == _XSD_DATETIME else None
 
 
 def _lexical_time(ms: int) -> tuple[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from typing import Any
@@ -173,6 +173,11 @@ class Core:
         return self.remember(
             Grain.stored(base64.b64decode(lexical_value(quad.object)), address)
         )
+
+    def decoded(self) -> Container[str]:
+        """The addresses of the grains kept decoded, which :meth:`get` answers
+        without reading the store (none where other processes write too)."""
+        return () if self.backend.shared else self._cache.keys()
 
     def _made(self) -> Iterable[str]:
         """What the open transaction (if any) wrote so far: not stored yet."""

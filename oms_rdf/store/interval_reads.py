@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from ..backends.base import Backend
 from ..rdf.vocab import OMS, RDF
 from .belief_extents import Extent, Held
-from .lookup import millis_of
+from .grain_facts import time_of as millis_of
 
 __all__ = ["GrainRead", "Triple", "read", "read_text"]
 

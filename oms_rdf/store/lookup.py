@@ -24,18 +24,18 @@ from ..rdf.mapping import (
     MappingSettings,
     address_of,
     grain_iri,
-    literal_value,
     relation_pattern,
     subject_pattern,
 )
 from ..rdf.sparql import load_query
 from ..rdf.vocab import OMS, RDF
-from .grain_facts import GrainFacts
+from .grain_facts import GrainFacts, NodeFacts, Times, number, time_of
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
 _INDEX, _BLOBS, _BLOB = OMS.index, OMS.blobs, OMS.blob  # looked up once, not per quad
 _VERSION_LINKS = (OMS.supersededBy, OMS.splitInto)  # what history follows
+_UNBOUND = -1 << 64  # an OPTIONAL time the grain does not have (none is so early)
 
 
 class Solution(NamedTuple):
@@ -74,11 +74,14 @@ def subject_rows(
     valid_at: int,
     as_of: int,
     facts: GrainFacts | None = None,
+    known: Container[str] = (),
 ) -> list[Solution]:
     """Return the solutions of ``beliefs.rq`` for a bound subject, in its order.
 
     With ``facts`` (what grain nodes assert, kept in process), each grain's
-    relation and namespace are compared in Python, not read by a pattern call."""
+    relation, namespace, times and confidence are compared in Python, and only
+    its index layer is read; its blob too unless its address is ``known`` (the
+    grain is at hand: a solution then has no blob)."""
     rows: list[Solution] = []
     # The bound texts are checked first: most candidates fail them.
     wanted: list[tuple[NamedNode, Any]] = []
@@ -87,27 +90,19 @@ def subject_rows(
     if namespace is not None:
         wanted.append((OMS.namespace, Literal(namespace)))
     by, term = subject_pattern(subject)
+    match = None if facts is None else facts.matcher(wanted)
     for quad in backend.quads(None, by, term, _DEFAULT):
         node = quad.subject
-        if isinstance(node, NamedNode) and (
-            not wanted or _has_all(backend, node, wanted, facts)
-        ):
-            rows += _solutions(backend, node, valid_at, as_of)
+        if not isinstance(node, NamedNode):
+            continue
+        if match is None:
+            if all(_has(backend, node, p, value, _DEFAULT) for p, value in wanted):
+                rows += _solutions(backend, node, valid_at, as_of)
+        elif (found := match(backend, node)) is not None:
+            rows += _known_solutions(backend, node, found, valid_at, as_of, known)
     # ORDER BY DESC(?rank) DESC(?sf) ?g
     rows.sort(key=lambda r: (-r.rank, -r.system_from, r.node.value))
     return rows
-
-
-def _has_all(
-    backend: Backend,
-    node: NamedNode,
-    wanted: list[tuple[NamedNode, Any]],
-    facts: GrainFacts | None,
-) -> bool:
-    """Whether the node has each (predicate, value) of ``wanted``."""
-    if facts is not None:
-        return facts.has(backend, node, wanted)
-    return all(_has(backend, node, p, value, _DEFAULT) for p, value in wanted)
 
 
 def in_force(backend: Backend, node: NamedNode, *, valid_at: int, as_of: int) -> bool:
@@ -185,7 +180,7 @@ def _solutions(
     node: NamedNode,
     valid_at: int,
     as_of: int,
-) -> Iterator[Solution]:
+) -> list[Solution]:
     fields: dict[str, list[Any]] = {}
     index: dict[str, list[Any]] = {}
     blobs: list[Any] = []
@@ -197,17 +192,60 @@ def _solutions(
             index.setdefault(quad.predicate.value, []).append(quad.object)
         elif graph == _BLOBS and quad.predicate == _BLOB:
             blobs.append(quad.object)
-    if _voided(index, as_of):
-        return
+    times = Times(
+        tuple(map(number, fields.get(OMS.confidence.value, ()))),
+        tuple(map(time_of, fields.get(OMS.validFrom.value, ()))),
+        tuple(map(time_of, fields.get(OMS.systemFrom.value, ()))),
+        tuple(map(time_of, fields.get(OMS.validTo.value, ()))),
+    )
+    subjects = len(fields.get(RDF.subject.value, ()))
+    return _rows(backend, node, subjects, times, index, blobs, valid_at, as_of)
+
+
+def _known_solutions(
+    backend: Backend,
+    node: NamedNode,
+    facts: NodeFacts,
+    valid_at: int,
+    as_of: int,
+    known: Container[str],
+) -> list[Solution]:
+    """:func:`_solutions`, with what never changes of the grain taken from its
+    ``facts``: a pattern call for the index layer, and one for the blob unless
+    the grain is ``known``."""
+    subjects, times = len(facts.subjects), facts.times
+    if not subjects or not times.confidences:
+        return []
+    index: dict[str, list[Any]] = {}
+    for quad in backend.quads(node, None, None, _INDEX):
+        index.setdefault(quad.predicate.value, []).append(quad.object)
+    blobs: list[Any] = []
+    if address_of(node) not in known:
+        blobs = [q.object for q in backend.quads(node, _BLOB, None, _BLOBS)]
+    return _rows(backend, node, subjects, times, index, blobs, valid_at, as_of)
+
+
+def _rows(
+    backend: Backend,
+    node: NamedNode,
+    subjects: int,
+    times: Times,
+    index: dict[str, list[Any]],
+    blobs: list[Any],
+    valid_at: int,
+    as_of: int,
+) -> list[Solution]:
+    """The solutions of one grain node, from its values: ``subjects`` of them
+    (each makes a solution), its times, its index layer and its blobs."""
+    if not subjects or _voided(index, as_of):
+        return []
     ends = _system_ends(backend, index, valid_at, as_of)
     if not ends:
-        return
-    earned = index.get(OMS.effectiveConfidence.value) or [None]
+        return []
+    earned = [number(t) for t in index.get(OMS.effectiveConfidence.value, ())]
+    out = []
     for _entity, confidence, valid_from, system_from in product(
-        fields.get(RDF.subject.value, ()),
-        fields.get(OMS.confidence.value, ()),
-        map(millis_of, fields.get(OMS.validFrom.value, ())),
-        map(millis_of, fields.get(OMS.systemFrom.value, ())),
+        range(subjects), times.confidences, times.valid_froms, times.system_froms
     ):
         # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
         if (
@@ -216,13 +254,15 @@ def _solutions(
         ):
             continue
         # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
-        for valid_to in fields.get(OMS.validTo.value) or [None]:
-            if valid_to is not None and _lt(valid_at, millis_of(valid_to)) is not True:
+        for valid_to in times.valid_tos or [_UNBOUND]:
+            if valid_to != _UNBOUND and _lt(valid_at, valid_to) is not True:
                 continue
-            for _end, rank_term, blob in product(range(ends), earned, blobs or [None]):
-                # BIND (COALESCE(?earned, ?confidence) AS ?rank)
-                rank = _number(confidence if rank_term is None else rank_term)
-                yield Solution(rank, system_from, node, blob)
+            # BIND (COALESCE(?earned, ?confidence) AS ?rank)
+            for _end, rank, blob in product(
+                range(ends), earned or [confidence], blobs or [None]
+            ):
+                out.append(Solution(rank, system_from, node, blob))
+    return out
 
 
 def _system_ends(
@@ -360,22 +400,7 @@ def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]
     return rows
 
 
-def millis_of(term: Any) -> int | None:
-    """Epoch ms of an ``xsd:dateTime`` with a time zone; None (a type error) otherwise."""
-    if not isinstance(term, Literal) or term.datatype.value != _XSD_DATETIME:
-        return None
-    try:
-        millis: int = literal_value(term)
-    except (ValueError, TypeError):  # no time zone: not comparable here
-        return None
-    return millis
-
-
-def _number(term: Any) -> float:
-    try:
-        return float(term.value)
-    except (AttributeError, ValueError):
-        return float("nan")
+millis_of = time_of  # the name the rest of the lookups use
 
 
 # SPARQL's three-valued logic: None is an error, and only True keeps a row.

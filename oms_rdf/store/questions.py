@@ -148,6 +148,7 @@ class Questions:
                 # A copy holds only the quads the lookups read: not what facts
                 # are read from (a node's whole grain layer).
                 facts=None if copy else self.core.facts,
+                known=self.core.decoded(),
             )
             return GrainList(
                 [self.core.grain_of(address_of(r.node), r.blob) for r in rows],
