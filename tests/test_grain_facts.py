@@ -119,33 +119,35 @@ def test_a_node_without_a_grain_is_not_kept_and_is_read_again() -> None:
     assert facts.knowledge(store.backend, node) == truthy_triple(belief)
 
 
-def test_the_oldest_go_past_the_limit_and_are_read_again() -> None:
+def learnt_past_the_limit(
+    count: int, kept: int
+) -> tuple[
+    oms.GrainStore, list[oms.Belief], GrainFacts, list[tuple[NamedNode, object]]
+]:
+    """A store of ``count`` beliefs, all learnt by facts keeping ``kept``, and
+    what the first one's node says of its relation, object and namespace."""
     store = oms.GrainStore(clock=lambda: T0)
     beliefs = [
-        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=T0) for i in range(5)
+        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=T0) for i in range(count)
     ]
     store.put_many(beliefs)
-    facts = GrainFacts(kept=3)
+    facts = GrainFacts(kept=kept)
     for belief in beliefs:
         facts.learn(belief, store.settings)
+    return store, beliefs, facts, stored_facts(store, grain_iri(beliefs[0].address))
+
+
+def test_the_oldest_go_past_the_limit_and_are_read_again() -> None:
+    store, beliefs, facts, likes = learnt_past_the_limit(5, kept=3)
     assert len(facts) == 3
-    likes = stored_facts(store, grain_iri(beliefs[0].address))
     assert facts.has(store.backend, grain_iri(beliefs[0].address), likes)  # read again
     assert not facts.has(LocalBackend(), grain_iri(beliefs[1].address), likes)
     assert facts.has(LocalBackend(), grain_iri(beliefs[4].address), likes)
 
 
 def test_past_the_limit_the_oldest_eighth_goes_at_once() -> None:
-    store = oms.GrainStore(clock=lambda: T0)
-    beliefs = [
-        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=T0) for i in range(17)
-    ]
-    store.put_many(beliefs)
-    facts = GrainFacts(kept=16)
-    for belief in beliefs:
-        facts.learn(belief, store.settings)
+    _, beliefs, facts, likes = learnt_past_the_limit(17, kept=16)
     assert len(facts) == 15  # 16 held, then two went for the seventeenth
-    likes = stored_facts(store, grain_iri(beliefs[0].address))
     nothing = LocalBackend()  # only what is kept answers
     kept = [facts.has(nothing, grain_iri(b.address), likes) for b in beliefs]
     assert kept == [False, False] + [True] * 15
