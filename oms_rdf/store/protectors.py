@@ -11,7 +11,7 @@ from ..codec.grain import Grain, system_from
 from ..codec.schema import CONSENT, GOAL
 from ..codec.signing import supersession_draft, verify_supersession
 from ..errors import SignatureError
-from ..rdf.mapping import address_of, grain_iri
+from ..rdf.mapping import DEFAULT, address_of, grain_iri
 from ..rdf.vocab import OMS
 from .core import Core
 from .policy import MAX_HOPS, Protector
@@ -29,6 +29,11 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
     derivation ancestors with ``scope: subtree`` (within MAX_HOPS, spec §8.4,
     §8.5), and those with ``scope: lineage`` anywhere in its supersession chain."""
     grain = core.get(address)
+    if not _any_policy(core):
+        # What protects a grain is a stored grain's policy, its own or passed on:
+        # none here (its fields need not even be decoded), but a Consent's default.
+        consent = grain.type_byte == CONSENT.byte
+        return [_protector(grain, _CONSENT_DEFAULT, "own")] if consent else []
     out = []
     if (policy := own_policy(grain)) is not None:
         out.append(_protector(grain, policy, "own"))
@@ -44,6 +49,14 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
         ):
             out.append(_protector(member, policy, "lineage"))
     return out
+
+
+def _any_policy(core: Core) -> bool:
+    """Whether a stored grain has an ``invalidation_policy`` (one pattern call).
+    Every policy a grain inherits (subtree, lineage, a goal's) is the field of
+    another stored grain: in a store without one, the walks find nothing."""
+    found = core.backend.quads(None, OMS.invalidationPolicy, None, DEFAULT)
+    return next(found, None) is not None
 
 
 def _subtree(core: Core, grain: Grain) -> list[Protector]:
