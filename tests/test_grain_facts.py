@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from pyoxigraph import DefaultGraph, Literal, NamedNode
+from pyoxigraph import DefaultGraph, Literal, NamedNode, RdfFormat, parse
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.literals import time_nt, time_read_back
 from oms_rdf.rdf.mapping import grain_iri, truthy_triple
 from oms_rdf.rdf.vocab import OMS, RDF
-from oms_rdf.store.grain_facts import GrainFacts
+from oms_rdf.store.grain_facts import GrainFacts, time_of
 from tests.strategies import grains
 
 T0 = 1_737_000_000_000
@@ -232,3 +233,18 @@ def test_a_triple_held_by_another_belief_stays_whatever_was_kept(
     (left,) = store.beliefs("http://e/s")
     store.retract(left.address, reason="wrong")
     assert list(store.query(ON_S)) == []
+
+
+@pytest.mark.parametrize(
+    "ms",
+    [
+        -62_135_596_800_001,  # the day before 0001-01-01: written as an integer
+        -62_135_596_800_000,
+        0,
+        253_402_300_799_999,
+        253_402_300_800_000,  # year 10000: an integer again
+    ],
+)
+def test_a_time_read_back_is_what_its_literal_compares_as(ms: int) -> None:
+    (quad,) = parse(f"<urn:s> <urn:p> {time_nt(ms)} .", format=RdfFormat.N_TRIPLES)
+    assert time_read_back(ms) == time_of(quad.object)

@@ -40,6 +40,7 @@ __all__ = [
 
 _EPOCH_NAIVE = datetime(1970, 1, 1)
 _YEAR_10000_MS = 253_402_300_800_000
+_YEAR_1_MS = -62_135_596_800_000  # 0001-01-01: datetime's first day
 _XSD_STRING = XSD.string.value
 _XSD_BOOLEAN = XSD.boolean.value
 _XSD_INTEGER = XSD.integer.value
@@ -64,7 +65,7 @@ def time_read_back(value: Any) -> int | None:
     (outside years 1-9999, or no integer), and no time to compare."""
     if type(value) is not int:
         return None
-    return value if _lexical_time(value)[1] == _XSD_DATETIME else None
+    return value if _YEAR_1_MS <= value < _YEAR_10000_MS else None
 
 
 def _lexical_time(ms: int) -> tuple[str, str]:
