@@ -462,3 +462,27 @@ def test_a_mark_dated_before_its_grain_entered_is_refused(mark: Any) -> None:
     )
     assert sorted(str(q) for q in store.backend.quads()) == before
     mark(store, held, T0)  # at the very time it entered: taken
+
+
+@pytest.mark.parametrize("reopened", [False, True])
+def test_a_retraction_is_weighed_against_the_system_start_the_store_keeps(
+    tmp_path: Path, reopened: bool
+) -> None:
+    """The system start is the grain's system_valid_from when it names one, as
+    the store holds it (read back from disk after reopening, or kept from the
+    write), not its created_at."""
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: T0 + DAY)
+    fields = {"type": "belief", "subject": "ann", "relation": "likes",
+              "object": "tea", "confidence": 0.8, "created_at": T0,
+              "system_valid_from": T0 + 10}  # fmt: skip
+    held = store.put(oms.Grain.from_dict(fields))
+    if reopened:
+        store.close()
+        store = oms.GrainStore(path, clock=lambda: T0 + DAY)
+    with pytest.raises(oms.TimeRangeError, match="entered the system at"):
+        store.retract(held, reason="x", at=T0 + 5)
+    assert store.status(held).status == "active"
+    store.retract(held, reason="x", at=T0 + 10)
+    assert store.status(held).status == "retracted"
+    store.close()

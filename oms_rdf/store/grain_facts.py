@@ -235,6 +235,12 @@ class GrainFacts:
         knowledge: Any = facts.graphs[0] if facts.graphs else OMS.current
         return bool(knowledge == graph)
 
+    def system_start(self, backend: Backend, node: NamedNode) -> int | None:
+        """When the node's grain entered the system (epoch ms); None where its
+        facts hold no single time (not stored)."""
+        starts = self.of(backend, node).times.system_froms
+        return starts[0] if len(starts) == 1 else None
+
     def knowledge(self, backend: Backend, node: NamedNode) -> Quad | None:
         """The knowledge quad a belief node asserts: its subject, relation and
         object, in its first ``oms:graph``, else ``oms:current``; None when the

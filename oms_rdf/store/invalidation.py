@@ -514,7 +514,11 @@ class Invalidation:
                 f"{address[:12]}… is already {'retracted' if state.status == 'retracted' else 'contradicted'}",
                 code=ErrorCode.CONFLICT,
             )
-        check_not_before(when, grain, operation)
+        # Its system start as its node's facts keep it: no decoding of its fields.
+        since = self.core.facts.system_start(self.core.backend, grain_iri(address))
+        check_not_before(
+            when, system_from(grain) if since is None else since, operation
+        )
         review = check(
             operation,
             protectors(self.core, self.questions, address),
@@ -562,7 +566,8 @@ class Invalidation:
         when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)
-            check_not_before(when, self.core.get(address), "set_verification")
+            since = system_from(self.core.get(address))
+            check_not_before(when, since, "set_verification")
             state = self.core.status(address)
             if state.verification == "contradicted":
                 raise PolicyError(

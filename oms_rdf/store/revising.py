@@ -10,7 +10,7 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from ..codec.grain import Grain
+from ..codec.grain import Grain, system_from
 from ..codec.signing import SigningKey, is_envelope
 from ..errors import ErrorCode, PolicyError, SchemaError
 from ..rdf.mapping import grain_iri, literal_value, millis_literal
@@ -241,7 +241,7 @@ class Revision:
         with self.core.lock:
             address = self.core.resolve(address)
             grain = self.core.get(address)
-            check_not_before(when, grain, "record evidence")
+            check_not_before(when, system_from(grain), "record evidence")
             state = self.core.status(address)
             if not state.is_current:
                 raise PolicyError(

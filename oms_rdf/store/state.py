@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import times
-from ..codec.grain import Grain, namespace_of, system_from
+from ..codec.grain import Grain, namespace_of
 from ..codec.signing import SigningKey
 from ..errors import ErrorCode, QueryError, SchemaError, TimeRangeError
 
@@ -178,14 +178,13 @@ def check_signing(signer: object, auth: object) -> None:
             )
 
 
-def check_not_before(when: int, grain: Grain, doing: str) -> None:
-    """Refuse a change dated before its grain entered the system: the store
-    did not hold it then, so no past answer may say it changed.
+def check_not_before(when: int, since: int, doing: str) -> None:
+    """Refuse a change dated before its grain entered the system (at ``since``):
+    the store did not hold it then, so no past answer may say it changed.
 
     Raises:
         TimeRangeError: ERR_RANGE.
     """
-    since = system_from(grain)
     if when < since:
         raise TimeRangeError(
             f"cannot {doing} at {when}, before the grain entered the system at {since}",
