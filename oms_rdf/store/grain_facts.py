@@ -123,16 +123,19 @@ def _times(fields: Any) -> Times:
     return Times(
         # Shared where they can be: a confidence many grains have, and the
         # system time that is the valid start too (the default).
-        _NONE if confidence is None else _shared(_number_text(lexical(confidence)[0])),
+        _NONE if confidence is None else _shared(_rank(confidence)),
         system if start == since else (time_read_back(start),),
         system,
         _NONE if end is None else (time_read_back(end),),
     )
 
 
-def _number_text(text: str) -> float:
+def _rank(value: Any) -> float:
+    """A confidence as :func:`number` reads its literal back."""
+    if type(value) is float:  # its literal is its repr, read back as itself
+        return value
     try:
-        return float(text)
+        return float(lexical(value)[0])
     except ValueError:
         return float("nan")
 
