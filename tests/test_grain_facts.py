@@ -98,7 +98,7 @@ def test_times_learnt_are_the_times_read_back(times: dict[str, int]) -> None:
     learnt.learn(store.get(address), store.settings)
     read = GrainFacts().of(store.backend, node)
     assert learnt.of(LocalBackend(), node) == read
-    found = read.times
+    found = read
     assert len(read.subjects) == 1 and found.confidences == (1.0,)
     end = times.get("valid_to")
     assert found.valid_tos == (

@@ -11,7 +11,7 @@ as it is written (:meth:`GrainFacts.learn`), or read from the store the first
 time a lookup meets the node. The tests are then comparisons in Python, of
 terms in the form the store keeps them (:func:`stored_form`). So are its
 ``oms:confidence``, ``oms:validFrom``, ``oms:systemFrom`` and ``oms:validTo``,
-as the in-force rule compares them (:class:`Times`): a lookup then reads only
+as the in-force rule compares them (:class:`NodeFacts`): a lookup then reads only
 the node's index layer, which does change and is always read from the store.
 
 An erased grain's node no longer comes up among a subject's grains, so nothing
@@ -40,38 +40,32 @@ __all__ = [
     "KEPT",
     "GrainFacts",
     "NodeFacts",
-    "Times",
     "number",
     "stored_form",
     "time_of",
 ]
 
-KEPT = 65_536  # nodes: 18.5 MB of Python objects when full, and the terms they hold
+KEPT = 65_536  # nodes: 29 MB of Python objects when full, and the terms they hold
 _DEFAULT = DefaultGraph()
 _NONE: tuple[Any, ...] = ()
 
 
-class Times(NamedTuple):
-    """A node's ``oms:confidence`` values as numbers (NaN: none), and its
-    ``oms:validFrom``, ``oms:systemFrom`` and ``oms:validTo`` values as epoch ms
-    (None: no ``xsd:dateTime`` with a zone, so no comparison holds)."""
-
-    confidences: tuple[float, ...]
-    valid_froms: tuple[int | None, ...]
-    system_froms: tuple[int | None, ...]
-    valid_tos: tuple[int | None, ...]
-
-
 class NodeFacts(NamedTuple):
-    """The values a node has of each predicate (a tuple each, almost always one),
-    the terms as the store keeps them."""
+    """The values a node has of each predicate (a tuple each, almost always
+    one): the terms as the store keeps them; its ``oms:confidence`` values as
+    numbers (NaN: none); its ``oms:validFrom``, ``oms:systemFrom`` and
+    ``oms:validTo`` values as epoch ms (None: no ``xsd:dateTime`` with a zone,
+    so no comparison holds)."""
 
     subjects: tuple[Any, ...]
     relations: tuple[Any, ...]
     objects: tuple[Any, ...]
     graphs: tuple[Any, ...]
     namespaces: tuple[Any, ...]
-    times: Times
+    confidences: tuple[float, ...]
+    valid_froms: tuple[int | None, ...]
+    system_froms: tuple[int | None, ...]
+    valid_tos: tuple[int | None, ...]
 
 
 _FIELD = {
@@ -112,7 +106,11 @@ _NAMES = (*_FIELD.values(), *_TIME.values())
 _XSD_DATETIME = XSD.dateTime.value
 
 
-def _times(fields: Any) -> Times:
+_Times = tuple[tuple[float, ...], tuple[int | None, ...], tuple[int | None, ...],
+               tuple[int | None, ...]]  # fmt: skip
+
+
+def _times(fields: Any) -> _Times:
     """What a grain's rows will say of its times and confidence (grain_rows
     writes the effective start times, and a valid_to or confidence when given)."""
     since = system_from(fields)
@@ -120,7 +118,7 @@ def _times(fields: Any) -> Times:
     end = fields.get("valid_to")
     start = fields.get("valid_from", since)
     system = (time_read_back(since),)
-    return Times(
+    return (
         # Shared where they can be: a confidence many grains have, and the
         # system time that is the valid start too (the default).
         _NONE if confidence is None else _shared(_rank(confidence)),
@@ -194,12 +192,12 @@ class GrainFacts:
         namespace = _namespace(namespace_of(fields))
         times = _times(fields)
         if grain.type_byte != BELIEF.byte:
-            facts = NodeFacts(_NONE, _NONE, _NONE, _NONE, namespace, times)
+            facts = NodeFacts(_NONE, _NONE, _NONE, _NONE, namespace, *times)
         else:
             s, p, o, g = grain_belief_terms(grain, settings)
             graphs = _NONE if g is None else _shared(g)
             facts = NodeFacts(
-                (s,), _shared(p), (stored_form(o),), graphs, namespace, times
+                (s,), _shared(p), (stored_form(o),), graphs, namespace, *times
             )
         self._keep(f"nih:sha-256;{grain.address}", facts)
 
@@ -241,7 +239,7 @@ class GrainFacts:
     def system_start(self, backend: Backend, node: NamedNode) -> int | None:
         """When the node's grain entered the system (epoch ms); None where its
         facts hold no single time (not stored)."""
-        starts = self.of(backend, node).times.system_froms
+        starts = self.of(backend, node).system_froms
         return starts[0] if len(starts) == 1 else None
 
     def knowledge(self, backend: Backend, node: NamedNode) -> Quad | None:
@@ -266,19 +264,25 @@ class GrainFacts:
             name = _FIELD.get(quad.predicate) or _TIME.get(quad.predicate)
             if name is not None:
                 found[name].append(quad.object)
-        times = Times(
-            tuple(map(number, found["confidences"])),
-            *(tuple(map(time_of, found[name])) for name in Times._fields[1:]),
-        )
         subjects, relations, objects, graphs, namespaces = (
             tuple(found[name]) for name in _FIELD.values()
         )
-        facts = NodeFacts(subjects, relations, objects, graphs, namespaces, times)
+        facts = NodeFacts(
+            subjects,
+            relations,
+            objects,
+            graphs,
+            namespaces,
+            tuple(map(number, found["confidences"])),
+            tuple(map(time_of, found["valid_froms"])),
+            tuple(map(time_of, found["system_froms"])),
+            tuple(map(time_of, found["valid_tos"])),
+        )
         # Kept only when whole: every grain has a namespace and its start times
         # (without them, no grain is there), and a belief a subject, a relation
         # and an object.
         belief = (bool(facts.subjects), bool(facts.relations), bool(facts.objects))
-        whole = facts.namespaces and times.valid_froms and times.system_froms
+        whole = facts.namespaces and facts.valid_froms and facts.system_froms
         if whole and len(set(belief)) == 1:
             self._keep(node.value, facts)
         return facts

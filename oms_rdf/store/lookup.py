@@ -29,7 +29,7 @@ from ..rdf.mapping import (
 )
 from ..rdf.sparql import load_query
 from ..rdf.vocab import OMS, RDF
-from .grain_facts import GrainFacts, NodeFacts, Times, number, time_of
+from .grain_facts import GrainFacts, NodeFacts, number, time_of
 
 _XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
@@ -192,14 +192,22 @@ def _solutions(
             index.setdefault(quad.predicate.value, []).append(quad.object)
         elif graph == _BLOBS and quad.predicate == _BLOB:
             blobs.append(quad.object)
-    times = Times(
-        tuple(map(number, fields.get(OMS.confidence.value, ()))),
-        tuple(map(time_of, fields.get(OMS.validFrom.value, ()))),
-        tuple(map(time_of, fields.get(OMS.systemFrom.value, ()))),
-        tuple(map(time_of, fields.get(OMS.validTo.value, ()))),
+
+    def values(p: NamedNode) -> list[Any]:
+        return fields.get(p.value, [])
+
+    facts = NodeFacts(
+        tuple(values(RDF.subject)),
+        (),  # what the rows need of the node: not its relation, object, ...
+        (),
+        (),
+        (),
+        tuple(map(number, values(OMS.confidence))),
+        tuple(map(time_of, values(OMS.validFrom))),
+        tuple(map(time_of, values(OMS.systemFrom))),
+        tuple(map(time_of, values(OMS.validTo))),
     )
-    subjects = len(fields.get(RDF.subject.value, ()))
-    return _rows(backend, node, subjects, times, index, blobs, valid_at, as_of)
+    return _rows(backend, node, facts, index, blobs, valid_at, as_of)
 
 
 def _known_solutions(
@@ -213,8 +221,7 @@ def _known_solutions(
     """:func:`_solutions`, with what never changes of the grain taken from its
     ``facts``: a pattern call for the index layer, and one for the blob unless
     the grain is ``known``."""
-    subjects, times = len(facts.subjects), facts.times
-    if not subjects or not times.confidences:
+    if not facts.subjects or not facts.confidences:
         return []
     index: dict[str, list[Any]] = {}
     for quad in backend.quads(node, None, None, _INDEX):
@@ -222,22 +229,21 @@ def _known_solutions(
     blobs: list[Any] = []
     if address_of(node) not in known:
         blobs = [q.object for q in backend.quads(node, _BLOB, None, _BLOBS)]
-    return _rows(backend, node, subjects, times, index, blobs, valid_at, as_of)
+    return _rows(backend, node, facts, index, blobs, valid_at, as_of)
 
 
 def _rows(
     backend: Backend,
     node: NamedNode,
-    subjects: int,
-    times: Times,
+    facts: NodeFacts,
     index: dict[str, list[Any]],
     blobs: list[Any],
     valid_at: int,
     as_of: int,
 ) -> list[Solution]:
-    """The solutions of one grain node, from its values: ``subjects`` of them
-    (each makes a solution), its times, its index layer and its blobs."""
-    if not subjects or _voided(index, as_of):
+    """The solutions of one grain node, from its values (each of its subjects
+    makes a solution, and its times), its index layer and its blobs."""
+    if not facts.subjects or _voided(index, as_of):
         return []
     ends = _system_ends(backend, index, valid_at, as_of)
     if not ends:
@@ -245,7 +251,7 @@ def _rows(
     earned = [number(t) for t in index.get(OMS.effectiveConfidence.value, ())]
     out = []
     for _entity, confidence, valid_from, system_from in product(
-        range(subjects), times.confidences, times.valid_froms, times.system_froms
+        facts.subjects, facts.confidences, facts.valid_froms, facts.system_froms
     ):
         # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
         if (
@@ -254,7 +260,7 @@ def _rows(
         ):
             continue
         # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
-        for valid_to in times.valid_tos or [_UNBOUND]:
+        for valid_to in facts.valid_tos or [_UNBOUND]:
             if valid_to != _UNBOUND and _lt(valid_at, valid_to) is not True:
                 continue
             # BIND (COALESCE(?earned, ?confidence) AS ?rank)
