@@ -249,6 +249,8 @@ def encode_code(fields: dict[str, Any]) -> ErrorCode:
         ({"confidence": -math.inf}, ErrorCode.FLOAT_INVALID, "$.confidence"),
         ({"context": {"x": math.nan}}, ErrorCode.FLOAT_INVALID, "$.context.x"),
         ({"confidence": 1.2}, ErrorCode.RANGE, "$.confidence"),
+        ({"confidence": 10**400}, ErrorCode.RANGE, "$.confidence"),  # past float64
+        ({"importance": -(10**5000)}, ErrorCode.RANGE, "$.importance"),  # no text
         ({"importance": -1}, ErrorCode.RANGE, "$.importance"),
         ({"success_count": -1}, ErrorCode.RANGE, "$.success_count"),
         (

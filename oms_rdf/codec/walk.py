@@ -319,7 +319,15 @@ class Walk:
             return self.finite(value, path)
         if t is int:
             if self.encoding:
-                return float(value)
+                try:
+                    return float(value)
+                except OverflowError:  # past float64's largest: no float holds it
+                    raise self.fail(
+                        f"an integer of {value.bit_length()} bits is past the "
+                        "largest float64 (about 1.8e308)",
+                        path,
+                        ErrorCode.RANGE,
+                    ) from None
             raise self.fail(
                 "a float64 field is stored as an integer; canonical form writes float64 "
                 "(spec §4.3)",
