@@ -597,3 +597,61 @@ def test_an_update_may_use_the_prefixes_a_query_may_use_undeclared() -> None:
     # The request's own declaration wins over the store's.
     store.update('PREFIX rdfs: <http://example.org/> INSERT DATA { rdfs:a rdfs:b "c" }')
     assert [g["object"] for g in store.beliefs(EX + "a")] == ["c"]
+
+
+def test_relative_iris_resolve_against_the_base_given_and_the_requests_own() -> None:
+    store = GrainStore(clock=lambda: T0)
+    with pytest.raises(oms.QueryError) as info:
+        store.update("INSERT DATA { <ann> <likes> <tea> }")  # no base: refused
+    assert "refused" not in str(info.value) and "line 1" in str(info.value)
+    store.update("INSERT DATA { <ann> <likes> <tea> }", base_iri=EX)
+    store.update(
+        "BASE <http://elsewhere.org/> INSERT DATA { <bob> <likes> <tea> }",
+        base_iri=EX,
+    )
+    assert store.query(f"ASK {{ <{EX}ann> <{EX}likes> <{EX}tea> }}") is True
+    assert store.query("ASK { <http://elsewhere.org/bob> ?p ?o }") is True
+    store.update("DELETE DATA { <ann> <likes> <tea> }", base_iri=EX)
+    assert store.query(f"ASK {{ <{EX}ann> ?p ?o }}") is False
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # A stray brace made an operation of its own, named as a refused form.
+        (f"INSERT DATA {{ <{EX}a> <{EX}b> <{EX}c> . }}}}", "(line 1, column"),
+        (f"DELETE DATA {{ <{EX}a> <{EX}b> <{EX}c> }} }}", "(line 1, column"),
+        # A request that would fetch is never run, even to find its syntax error.
+        (f"LOAD <{EX}data.ttl> }}", "LOAD is refused"),
+        (f"INSERT {{ <{EX}a> <{EX}b> ?o }} WHERE {{ SERVICE <{EX}s> {{ ?s ?p ?o }} }} }}",
+         "refused"),
+    ],
+)  # fmt: skip
+def test_a_malformed_request_is_reported_by_the_parser(text: str, said: str) -> None:
+    store = GrainStore(clock=lambda: T0)
+    with pytest.raises(oms.QueryError) as info:
+        store.update(text)
+    assert said in str(info.value), str(info.value)
+    assert ("refused" in said) == ("refused" in str(info.value))
+
+
+def test_post_sparql_resolves_an_updates_relative_iris_as_a_querys() -> None:
+    import httpx
+
+    from oms_rdf.http.app import Token, create_app
+    from tests.test_server import running
+
+    store = GrainStore(clock=lambda: T0)
+    secret = "update-writer-00000003"
+    app = create_app(store, tokens={secret: Token(namespaces=None, write=True)})
+    auth = {"authorization": f"Bearer {secret}"}
+    with running(app) as base, httpx.Client(base_url=base, headers=auth) as client:
+        done = client.post("/sparql", data={"update": "INSERT DATA { <s> <p> <o> }"})
+        asked = client.post(
+            "/sparql",
+            data={"query": "ASK { <s> <p> <o> }"},
+            headers={"accept": "application/sparql-results+json"},
+        )
+    assert done.status_code == 200, done.text
+    assert asked.json()["boolean"] is True
+    assert store.query(f"ASK {{ <{base}/s> <{base}/p> <{base}/o> }}") is True

@@ -61,6 +61,7 @@ __all__ = [
     "Figures",
     "description_work",
     "endpoint_iri",
+    "is_iri",
     "service_triples",
     "with_base",
 ]
@@ -138,13 +139,14 @@ def with_base(asked: QueryRequest, base: str) -> QueryRequest:
     IRI (the text is otherwise left as written, so that the positions of its
     errors stay where they are)."""
     relative = any(not _SCHEME.match(m.group(1)) for m in _IRIREF.finditer(asked.text))
-    if not relative or not _is_iri(base):
+    if not relative or not is_iri(base):
         return asked
     declared = f"BASE <{base}> "
     return replace(asked, text=declared + asked.text, added=len(declared))
 
 
-def _is_iri(text: str) -> bool:
+def is_iri(text: str) -> bool:
+    """Whether ``text`` is an absolute IRI a request may declare as its base."""
     try:
         ox.NamedNode(text)
     except ValueError:

@@ -27,7 +27,7 @@ from ..store import GrainStore
 from ..times import to_millis
 from .auth import OPEN, Authorize, Token
 from .bodies import body_text, times_given_once
-from .description import description_work, endpoint_iri, with_base
+from .description import description_work, endpoint_iri, is_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
 from .lanes import Job, Lane, wait_on
@@ -97,7 +97,7 @@ class SparqlProtocol:
                     "SPARQL Update comes only by POST, and never with a query "
                     "(SPARQL 1.1 Protocol §2.2)",
                 )
-            return await self.update(token, params)
+            return await self.update(token, params, endpoint_iri(request))
         if request.method in ("GET", "HEAD") and not params.keys() & {
             "query",
             "update",
@@ -168,8 +168,10 @@ class SparqlProtocol:
 
         return await _answered(self.queries, answer, self.query_timeout)
 
-    async def update(self, token: Token, params: Params) -> Response:
-        """Apply SPARQL Update as belief operations, in the token's namespace."""
+    async def update(self, token: Token, params: Params, base: str) -> Response:
+        """Apply SPARQL Update as belief operations, in the token's namespace,
+        its relative IRIs resolved against ``base`` (the endpoint's IRI), as a
+        query's are."""
         if not token.write:
             why = (
                 "this token may only read"
@@ -194,6 +196,7 @@ class SparqlProtocol:
                 namespace=namespace,
                 valid_from=params.get("valid_from", [None])[0],
                 valid_to=params.get("valid_to", [None])[0],
+                base_iri=base if is_iri(base) else None,
             )
             body = {
                 "added": report.added,

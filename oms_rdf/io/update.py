@@ -75,6 +75,7 @@ def update(
     reason: str | None = None,
     valid_from: TimeLike | None = None,
     valid_to: TimeLike | None = None,
+    base_iri: str | None = None,
 ) -> UpdateReport:
     """Apply an update request to ``store`` as belief operations (see the module).
 
@@ -100,7 +101,8 @@ def update(
         TimeRangeError: ERR_RANGE for an empty portion of valid time.
     """
     check_texts(namespace=namespace, by=by, reason=reason)
-    operations = data_operations(text, PREFIXES)  # those a query may use undeclared
+    # The prefixes a query may use undeclared; relative IRIs against base_iri.
+    operations = data_operations(text, PREFIXES, base_iri)
     portion = portion_of(valid_from, valid_to)
     report = UpdateReport()
     with store.transaction(event="update", by=by) as tx:

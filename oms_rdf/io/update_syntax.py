@@ -87,12 +87,12 @@ class _Op:
 
 
 def data_operations(
-    text: str, prefixes: Mapping[str, str] | None = None
+    text: str, prefixes: Mapping[str, str] | None = None, base: str | None = None
 ) -> list[DataOperation]:
     """Read an update request into its INSERT DATA and DELETE DATA quads, in order.
 
-    ``prefixes``: prefixes the request may use without declaring them (its own
-    declarations win).
+    ``prefixes``: prefixes the request may use without declaring them; ``base``:
+    the IRI its relative IRIs resolve against (its own declarations win).
 
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL (with the parser's line and
@@ -100,10 +100,22 @@ def data_operations(
     """
     given = dict(prefixes or {})
     known = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in given.items())
+    known = (f"BASE <{base}>\n" if base else "") + known
     ops = _split(text)
-    plans = [_plan(text, op, known) for op in ops]  # refuses other forms before any run
-    _check_syntax(text, given)
+    try:  # other forms refused before any run: a LOAD would fetch
+        plans = [_plan(text, op, known) for op in ops]
+    except QueryError:
+        if not _fetches(text):  # a malformed request: the parser says more
+            _check_syntax(text, given, base, parse_only=True)
+        raise
+    _check_syntax(text, given, base)
     return [DataOperation(kind, _read(trig)) for kind, trig in plans]
+
+
+def _fetches(text: str) -> bool:
+    """Whether running the request could reach another server (LOAD, SERVICE)."""
+    words = (t.text.upper() for t in _tokens(text) if t.kind == "word")
+    return any(word in ("LOAD", "SERVICE") for word in words)
 
 
 def _tokens(text: str) -> list[_Token]:
@@ -258,15 +270,18 @@ def _ground_delete(
     return head + f"GRAPH {graph.text} {{ {body} }}"
 
 
-def _check_syntax(text: str, prefixes: dict[str, str]) -> None:
+def _check_syntax(
+    text: str, prefixes: dict[str, str], base: str | None, *, parse_only: bool = False
+) -> None:
     """Run the request (only DATA operations by now) on an empty store of its own:
-    pyoxigraph's SPARQL parser refuses what is not SPARQL Update.
+    pyoxigraph's SPARQL parser refuses what is not SPARQL Update. With
+    ``parse_only``, a request that parses but fails when run there passes.
 
     Raises:
         QueryError: ERR_QUERY with the parser's line and column.
     """
     try:
-        ox.Store().update(text, prefixes=prefixes)
+        ox.Store().update(text, base_iri=base, prefixes=prefixes)
     except SyntaxError as exc:
         message = str(exc)
         found = re.match(r"error at (\d+):(\d+): (.*)", message, re.S)
@@ -276,8 +291,9 @@ def _check_syntax(text: str, prefixes: dict[str, str]) -> None:
         raise QueryError(
             f"not valid SPARQL Update: {why} (line {line}, column {column})"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise QueryError(f"not valid SPARQL Update: {exc}") from None
+    except (OSError, ValueError, RuntimeError) as exc:  # it parsed, and failed
+        if not parse_only:
+            raise QueryError(f"not valid SPARQL Update: {exc}") from None
 
 
 def _read(trig: str) -> list[ox.Quad]:

@@ -432,6 +432,7 @@ class GrainStore:
         reason: str | None = None,
         valid_from: TimeLike = None,
         valid_to: TimeLike = None,
+        base_iri: str | None = None,
     ) -> UpdateReport:
         """Apply SPARQL Update as belief operations; see :mod:`oms_rdf.io.update`.
 
@@ -448,6 +449,8 @@ class GrainStore:
         that portion of valid time only (SQL:2011 ``FOR PORTION OF``): ``DELETE
         DATA`` retracts the portion, an ``INSERT DATA`` that replaces a held
         triple supersedes it over the portion, and new beliefs are valid over it.
+        ``base_iri`` resolves the request's relative IRIs (a request's own
+        ``BASE`` wins); without one, a relative IRI is refused.
         """
         from ..io.update import update
 
@@ -461,6 +464,7 @@ class GrainStore:
             reason=reason,
             valid_from=valid_from,
             valid_to=valid_to,
+            base_iri=base_iri,
         )
 
     def to_rdflib(self, *, grains: bool = False) -> rdflib.Dataset:
