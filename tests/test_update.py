@@ -655,3 +655,47 @@ def test_post_sparql_resolves_an_updates_relative_iris_as_a_querys() -> None:
     assert done.status_code == 200, done.text
     assert asked.json()["boolean"] is True
     assert store.query(f"ASK {{ <{base}/s> <{base}/p> <{base}/o> }}") is True
+
+
+def test_create_graph_writes_nothing_and_refuses_a_graph_that_exists() -> None:
+    store = GrainStore(clock=lambda: T0)
+    before = quads(store)
+    store.update(PREFIX + "CREATE GRAPH ex:g ; CREATE SILENT GRAPH ex:h")
+    assert quads(store) == before  # no graph is kept empty: nothing to write
+    store.update(PREFIX + "INSERT DATA { GRAPH ex:g { ex:a ex:b ex:c } }")
+    held = quads(store)
+    store.update(PREFIX + "CREATE SILENT GRAPH ex:g")
+    assert quads(store) == held
+    refused = [
+        PREFIX + "CREATE GRAPH ex:g",  # stored knowledge
+        PREFIX + "INSERT DATA { GRAPH ex:n { ex:a ex:b ex:c } } ; CREATE GRAPH ex:n",
+        PREFIX + "CREATE GRAPH ex:m ; CREATE GRAPH ex:m",
+        "CREATE GRAPH <https://w3id.org/oms-rdf/ns#index>",
+    ]
+    for text in refused:
+        with pytest.raises((oms.QueryError, oms.SchemaError)):
+            store.update(text)
+        assert quads(store) == held, text
+
+
+def test_rdflibs_dataset_makes_a_graph_and_writes_in_it_over_http() -> None:
+    from rdflib import Dataset, Literal, URIRef
+    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+    from oms_rdf.http.app import Token, create_app
+    from tests.test_server import running
+
+    store = GrainStore(clock=lambda: T0)
+    secret = "update-writer-00000004"
+    app = create_app(store, tokens={secret: Token(namespaces=None, write=True)})
+    with running(app) as base:
+        endpoint = f"{base}/sparql"
+        client = SPARQLUpdateStore(
+            endpoint, endpoint, method="POST_FORM",
+            headers={"Authorization": f"Bearer {secret}"},
+        )  # fmt: skip
+        dataset = Dataset(store=client)
+        graph = dataset.graph(URIRef(EX + "g"))  # sends CREATE GRAPH
+        graph.add((URIRef(EX + "ann"), URIRef(EX + "name"), Literal("Ann")))
+    asked = f'ASK {{ GRAPH <{EX}g> {{ <{EX}ann> <{EX}name> "Ann" }} }}'
+    assert store.query(asked) is True

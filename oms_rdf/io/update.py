@@ -11,8 +11,11 @@ write with one ``update`` audit event, or (any refused) not at all.
 A ``soft_locked`` belief is retracted only with the caller's ``reason``. Any
 other update form (``DELETE/INSERT ... WHERE``, ``LOAD``, ``CLEAR``, ``DROP``, ...)
 is refused: it would rewrite the store's graphs instead of revising beliefs. The
-one exception is ``DELETE { t } WHERE { t }`` over the same ground triples, which
-means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way).
+exceptions: ``DELETE { t } WHERE { t }`` over the same ground triples, which
+means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way);
+and ``CREATE [SILENT] GRAPH g``, which writes nothing (a graph here is the
+knowledge its beliefs put in it, none kept empty; rdflib's ``Dataset.graph()``
+sends it), refused without ``SILENT`` where ``g`` already holds knowledge.
 
 An inserted triple *replaces* a held one when they share subject, relation,
 graph and namespace, differ in object, and the request deletes the held triple
@@ -38,10 +41,11 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..codec.grain import Grain, system_from
+from ..errors import ErrorCode, QueryError, SchemaError
 from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
 from ..rdf.vocab import OMS
-from ..store import PREFIXES, GrainStore
+from ..store import PREFIXES, RESERVED_GRAPHS, GrainStore
 from ..store.lookup import believers
 from ..store.portion import Portion, portion_of
 from ..store.state import check_texts
@@ -110,8 +114,10 @@ def update(
         for operation in operations:
             if operation.kind == "insert":
                 plan.insert(operation.quads)
-            else:
+            elif operation.kind == "delete":
                 plan.delete(operation.quads)
+            elif operation.graph is not None:
+                plan.create(operation.graph, silent=operation.kind == "create silent")
         plan.apply(by=by, reason=reason)
     return report
 
@@ -174,6 +180,31 @@ class _Plan:
         start, end = self.portion
         times = {"valid_from": start} | ({} if end is None else {"valid_to": end})
         return Grain.from_dict({**grain.fields, **times})
+
+    def create(self, graph: ox.NamedNode, *, silent: bool) -> None:
+        """``CREATE GRAPH``: nothing to write; refused (unless ``silent``) where
+        the graph holds knowledge, stored or new in this request (SPARQL 1.1
+        Update §3.2.1).
+
+        Raises:
+            SchemaError: ERR_SCHEMA for one of the store's reserved graphs.
+            QueryError: ERR_QUERY for a graph that exists.
+        """
+        if graph in RESERVED_GRAPHS:
+            raise SchemaError(
+                f"CREATE GRAPH {graph} names the store's reserved graph; only the "
+                "store writes it",
+                code=ErrorCode.SCHEMA,
+            )
+        named = skolem(graph)
+        stored = next(self.store.backend.quads(None, None, None, named), None)
+        new = any(claim[3] == named and held for claim, held in self.claims.items())
+        if (stored is not None or new) and not silent:
+            raise QueryError(
+                f"CREATE GRAPH {graph}: the graph exists (it holds knowledge); "
+                "CREATE SILENT GRAPH does nothing then",
+                code=ErrorCode.QUERY,
+            )
 
     def delete(self, quads: list[ox.Quad]) -> None:
         """Retract the current beliefs (new in this request, or stored) of each triple."""

@@ -48,6 +48,7 @@ _TOKEN = re.compile(
 )
 _REFUSED_FORMS = {"LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY"}
 _MODIFY = {"INSERT", "DELETE", "WITH"}
+_MARK = "<urn:oms:create>"  # the one triple of the TriG that names a created graph
 _WHY = (
     "is refused: only INSERT DATA (adopt triples as beliefs) and DELETE DATA "
     "(retract the beliefs that assert them) change this store, so that every "
@@ -57,10 +58,12 @@ _WHY = (
 
 @dataclass(frozen=True)
 class DataOperation:
-    """One INSERT DATA or DELETE DATA of a request: its quads, in its order."""
+    """One INSERT DATA or DELETE DATA of a request: its quads, in its order; or
+    a CREATE [SILENT] GRAPH: its graph."""
 
-    kind: str  # "insert" or "delete"
+    kind: str  # "insert", "delete", "create" or "create silent"
     quads: list[ox.Quad]
+    graph: ox.NamedNode | None = None
 
 
 class _Token(NamedTuple):  # a tuple: a request of N triples makes some 4N of them
@@ -109,7 +112,15 @@ def data_operations(
             _check_syntax(text, given, base, parse_only=True)
         raise
     _check_syntax(text, given, base)
-    return [DataOperation(kind, _read(trig)) for kind, trig in plans]
+    return [_operation(kind, trig) for kind, trig in plans]
+
+
+def _operation(kind: str, trig: str) -> DataOperation:
+    quads = _read(trig)
+    graph = quads[0].graph_name if quads else None
+    if kind.startswith("create") and isinstance(graph, ox.NamedNode):
+        return DataOperation(kind, [], graph=graph)  # its one quad names it
+    return DataOperation(kind, quads)
 
 
 def _fetches(text: str) -> bool:
@@ -192,6 +203,10 @@ def _plan(text: str, op: _Op, known: str = "") -> tuple[str, str]:
             trig = _ground_delete(text, head, graph, blocks[0], blocks[1])
             if trig is not None:
                 return "delete", trig
+    if _creates(words) and not isinstance(graph_name := op.parts[-1], list):
+        # No graph is kept empty here: creating one writes nothing (update.py).
+        kind = "create silent" if words[1] == "SILENT" else "create"
+        return kind, head + f"GRAPH {graph_name.text} {{ {_MARK} {_MARK} {_MARK} }}"
     first = words[0] if words else ""
     if first in _REFUSED_FORMS:
         name = first
@@ -206,6 +221,12 @@ def _plan(text: str, op: _Op, known: str = "") -> tuple[str, str]:
             f"{first or op.parts[0]!r} (line {line}, column {column})"
         )
     raise QueryError(f"{name} {_WHY}", code=ErrorCode.QUERY)
+
+
+def _creates(words: list[str]) -> bool:
+    """Whether an operation's words are ``CREATE [SILENT] GRAPH g``."""
+    silent = words[1:2] == ["SILENT"]
+    return len(words) == 3 + silent and words[0] == "CREATE" and words[-2] == "GRAPH"
 
 
 def _trig(text: str, block: list[_Token]) -> str:
@@ -292,8 +313,8 @@ def _check_syntax(
             f"not valid SPARQL Update: {why} (line {line}, column {column})"
         ) from None
     except (OSError, ValueError, RuntimeError) as exc:  # it parsed, and failed
-        if not parse_only:
-            raise QueryError(f"not valid SPARQL Update: {exc}") from None
+        if not parse_only:  # a graph created twice, say
+            raise QueryError(f"SPARQL Update refused: {exc}") from None
 
 
 def _read(trig: str) -> list[ox.Quad]:
