@@ -230,3 +230,25 @@ def test_numpy_and_pandas_times() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_the_facts_api_refuses_any_parameter_given_twice(tmp_path: Path) -> None:
+    """A listing read the last subject, status or limit of several, and answered
+    for it alone (``subject=ann&subject=bea`` listed nothing)."""
+    store = oms.GrainStore(_store_with_a_2020_belief(tmp_path))
+    try:
+        with _serving(store) as base:
+            for path, name, values in (
+                ("/v1/facts", "subject", ("ann", "bea")),
+                ("/v1/facts", "status", ("active", "retracted")),
+                ("/v1/facts", "limit", ("1", "2")),
+                ("/v1/facts/search", "q", ("a", "b")),
+            ):
+                params = [(name, value) for value in values]
+                got = httpx.get(base + path, params=params)
+                assert got.status_code == 422, (path, name, got.text)
+                assert (got.json()["code"], got.json()["path"]) == ("ERR_SCHEMA", name)
+                once = httpx.get(base + path, params=params[:1])
+                assert once.status_code == 200, (path, name, once.text)
+    finally:
+        store.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import DecodeError, ErrorCode, SchemaError
@@ -34,14 +34,16 @@ GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
 TIME_PARAMETERS = ("valid_at", "as_of", "valid_from", "valid_to", "since", "until")
 
 
-def times_given_once(params: Mapping[str, Sequence[str]]) -> None:
-    """Refuse a time parameter given twice: which one counts is nowhere written
-    down (one route read the first, another the last).
+def times_given_once(
+    params: Mapping[str, Sequence[str]], names: Iterable[str] = TIME_PARAMETERS
+) -> None:
+    """Refuse a time parameter (or any of ``names``) given twice: which one
+    counts is nowhere written down (one route read the first, another the last).
 
     Raises:
         SchemaError: ERR_SCHEMA naming the parameter.
     """
-    for name in TIME_PARAMETERS:
+    for name in names:
         given = params.get(name) or ()
         if len(given) > 1:
             raise SchemaError(
@@ -141,7 +143,9 @@ def whole_number(text: str | None, default: int) -> int:
         return default
     least = 1 if default else 0
     if not (text.isascii() and text.isdigit()) or int(text[:12]) < least:
-        raise SchemaError(f"expected a whole number, found {text[:40]!r}")
+        raise SchemaError(
+            f"expected a whole number of {least} or more, found {text[:40]!r}"
+        )
     if len(text) > 9:
         raise SchemaError(
             f"expected at most 9 digits, found {len(text)}", code=ErrorCode.RANGE

@@ -44,7 +44,6 @@ from ..times import iso_fields, to_millis
 from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
-    TIME_PARAMETERS,
     finite_number,
     grain_body,
     json_body,
@@ -173,8 +172,11 @@ class FactsApi:
 
         def answer(request: Request, raw: bytes) -> Response:
             try:
+                # No parameter of this API takes several values: a repeated one
+                # is refused, not read as its first or last.
                 q = request.query_params
-                times_given_once({name: q.getlist(name) for name in TIME_PARAMETERS})
+                given = {name: q.getlist(name) for name in q.keys()}
+                times_given_once(given, names=given)
                 return handler(self, request, raw)
             except Refused as refused:
                 return refused.response
