@@ -299,3 +299,62 @@ def test_an_rdf_export_with_a_forged_signature_is_refused(
     assert {str(q) for q in store.backend.quads()} == before
     store.import_(io.BytesIO(text.encode()), format="nquads")  # the export itself
     assert store.status(_signed).signed_by == generate_key(seed=bytes(32)).did
+
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def retracted_with_evidence() -> tuple[oms.Grain, str]:
+    """An export (N-Quads) of a belief with earned confidence, retracted."""
+    source = oms.GrainStore(clock=lambda: NOW)
+    source.put(A)
+    source.evidence(A.address, "supporting", 0.9)
+    source.retract(A.address, reason="gone")
+    out = io.BytesIO()
+    source.export(out, format="nquads")
+    return A, out.getvalue().decode()
+
+
+@pytest.mark.parametrize(
+    ("predicate", "lexical", "refused"),
+    [
+        (
+            "systemTo|voidedAt",
+            '"2100-01-01T00:00:00"^^<{XSD}dateTime>',
+            True,
+        ),  # no zone
+        ("systemTo|voidedAt", '"2023-11-14T22:13:25.0105Z"^^<{XSD}dateTime>', True),
+        (
+            "systemTo|voidedAt",
+            '"2023-11-15T12:13:25.010+14:00"^^<{XSD}dateTime>',
+            False,
+        ),
+        ("effectiveConfidence", '"0.8"^^<{XSD}decimal>', True),
+        ("effectiveConfidence", '"0.8"^^<{XSD}float>', True),
+        ("effectiveConfidence", '"NaN"^^<{XSD}double>', True),
+        ("effectiveConfidence", '"1.5"^^<{XSD}double>', True),
+        ("effectiveConfidence", '"high"', True),
+        ("effectiveConfidence", '"8.0E-1"^^<{XSD}double>', False),
+    ],
+)
+def test_index_literals_the_lookups_would_order_apart_are_refused(
+    predicate: str, lexical: str, refused: bool
+) -> None:
+    """A time without a zone, or finer than a millisecond, or an earned
+    confidence that is no double in [0, 1]: SPARQL and the store's lookups
+    compare such a literal differently, so their answers would part."""
+    grain, text = retracted_with_evidence()
+    term = lexical.format(XSD=XSD)
+    edited = re.sub(
+        rf'(ns#(?:{predicate})> )"[^"]*"\^\^<[^>]*>', lambda m: m.group(1) + term, text
+    )
+    assert edited != text
+    store = oms.GrainStore(clock=lambda: NOW)
+    if refused:
+        with pytest.raises(oms.DecodeError) as info:
+            store.import_(io.BytesIO(edited.encode()), format="nquads")
+        assert info.value.code == E.CORRUPT and grain.address[:12] in str(info.value)
+        assert grain.address not in store
+    else:
+        store.import_(io.BytesIO(edited.encode()), format="nquads")
+        assert store.status(grain.address).status == "retracted"

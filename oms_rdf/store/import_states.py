@@ -47,6 +47,7 @@ _FIELDS = {
     str(OMS.systemTo): "end",
     str(OMS.voidedAt): "voided",
     str(OMS.verificationStatus): "verification",
+    str(OMS.effectiveConfidence): "earned",
 }
 _RETRACTED, _CONTRADICTED = str(OMS.retracted), str(OMS.contradicted)
 _ACTIVE, _SUPERSEDED = str(OMS.active), str(OMS.superseded)
@@ -130,7 +131,9 @@ class ImportStates:
             when = _millis(state[field])
             if when is None:
                 return DecodeError(
-                    f"its {field} time {state[field][:80]} is no xsd:dateTime"
+                    f"its {field} time {state[field][:80]} is no xsd:dateTime with "
+                    "a time zone, to the millisecond (as the store writes it, and "
+                    "as its lookups compare it)"
                 )
             if when < start:
                 return TimeRangeError(
@@ -138,6 +141,11 @@ class ImportStates:
                     f"{state[field]} comes before its system start ({start} ms)",
                     code=ErrorCode.RANGE,
                 )
+        if "earned" in state and _confidence(state["earned"]) is None:
+            return DecodeError(
+                f"its effective confidence {state['earned'][:80]} is no xsd:double "
+                "in [0, 1], as the store writes it"
+            )
         if closing and address in self.sealed:
             return PolicyError(
                 f"its index state closes it, but its policy ({self.sealed[address]}) "
@@ -280,10 +288,11 @@ def _address(term: str) -> str | None:
 
 
 def _millis(term: str) -> int | None:
-    """Epoch milliseconds of an ``xsd:dateTime`` literal written as N-Triples;
-    None for any other term."""
+    """Epoch milliseconds of an ``xsd:dateTime`` literal written as N-Triples,
+    with a time zone and to the millisecond at most; None for any other term
+    (without a zone, or finer, SPARQL and the lookups would order it apart)."""
     found = _DATE_TIME.fullmatch(term)
-    if found is None:
+    if found is None or _ZONED_TO_THE_MS.fullmatch(found.group(1)) is None:
         return None
     try:
         return to_millis(found.group(1))
@@ -291,5 +300,20 @@ def _millis(term: str) -> int | None:
         return None
 
 
+def _confidence(term: str) -> float | None:
+    """The value of an ``xsd:double`` literal in [0, 1] written as N-Triples;
+    None for any other term."""
+    found = _DOUBLE.fullmatch(term)
+    if found is None:
+        return None
+    try:
+        value = float(found.group(1))
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
+
+
 _GRAIN_NODE = re.compile(rf"<{re.escape(NIH_PREFIX)}([0-9a-f]{{64}})>")
+_ZONED_TO_THE_MS = re.compile(r"[^.]*T\d\d:\d\d:\d\d(\.\d{1,3})?(Z|[+-]\d\d:\d\d)")
+_DOUBLE = re.compile(r'"([^"\\]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#double>')
 _DATE_TIME = re.compile(r'"([^"\\]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#dateTime>')
