@@ -72,6 +72,10 @@ def test_the_dataset_parameters_are_the_whole_dataset(
         ("text/*, text/csv;q=0", "text/tab-separated-values"),
         ("TEXT/CSV", "text/csv"),
         ("application/*;q=0.2, text/csv;q=0.1", "application/sparql-results+json"),
+        # What other stores take the results formats to be called, as they do.
+        ("application/json", "application/sparql-results+json"),
+        ("application/xml", "application/sparql-results+xml"),
+        ("application/json;q=0.5, application/xml", "application/sparql-results+xml"),
     ],
 )
 def test_negotiation_takes_the_most_specific_range(

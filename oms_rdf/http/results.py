@@ -66,6 +66,12 @@ RDF_FORMATS = {
     "application/rdf+xml": ox.RdfFormat.RDF_XML,
 }
 ROWS_PER_CHECK = 64  # rows read between two looks at the query's time limit
+# What clients (and other stores) take the results formats to be, offered after
+# them: a wildcard still gets the default.
+_ALIASES = {
+    "application/json": "application/sparql-results+json",
+    "application/xml": "application/sparql-results+xml",
+}
 
 
 def negotiate(accept: str, offered: Iterable[str]) -> str | None:
@@ -125,7 +131,9 @@ def serialize_results(
         QueryError: ERR_QUERY when no type the answer can take is acceptable.
     """
     kind = "graph" if isinstance(result, Triples) else "solutions"
-    media = negotiate(accept, RESULT_TYPES[kind])
+    offered = RESULT_TYPES[kind] if kind == "graph" else (*SOLUTION_TYPES, *_ALIASES)
+    media = negotiate(accept, offered)
+    media = _ALIASES.get(media, media) if media is not None else None
     if media is None:
         if not isinstance(result, bool):
             result.close()  # pyoxigraph results die on the thread that made them
