@@ -273,6 +273,9 @@ def test_namespaces_bound_reads_and_writes() -> None:
         ("beliefs_at", {"limit": 2.5}, "ERR_SCHEMA", "$.limit"),
         ("beliefs_at", {"limit": True}, "ERR_SCHEMA", "$.limit"),
         ("evidence", {"address": "0" * 12, "strength": "0.9"}, "ERR_SCHEMA", "$.strength"),
+        # A time is text or whole epoch milliseconds, as the facts API takes it.
+        ("beliefs_at", {"valid_at": True}, "ERR_SCHEMA", "$.valid_at"),
+        ("beliefs_at", {"as_of": 1.5}, "ERR_SCHEMA", "$.as_of"),
         # An argument a tool does not take is refused, never ignored.
         ("believe", {"subject": "s", "relation": "r", "object": "o", "confidence": 1,
                      "bogus": 1}, "ERR_SCHEMA", "$.bogus"),
@@ -473,3 +476,19 @@ def test_a_belief_is_stamped_with_the_store_held() -> None:
     second.join(10)
     memory.close()
     assert all(len(a) == 64 for a in made.values()) and len(made) == 2, made
+
+
+def test_a_time_is_text_or_epoch_milliseconds() -> None:
+    store = GrainStore(clock=lambda: 1_717_243_200_000)
+    store.put(oms.Belief("alice", "likes", "tea", 0.9, created_at=1_717_243_200_000))
+
+    async def script(client: Client) -> None:
+        before, after = 1_717_243_199_999, 1_717_243_200_000
+        for as_of, held in ((before, []), (after, ["tea"])):
+            number = await call(client, "beliefs_at", subject="alice", as_of=as_of)
+            text = await call(
+                client, "beliefs_at", subject="alice", as_of=f"ms:{as_of}"
+            )
+            assert objects(number) == objects(text) == held
+
+    session(store, script)

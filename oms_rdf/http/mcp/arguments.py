@@ -49,12 +49,11 @@ Address = Annotated[
 ]
 Namespace = Annotated[str, Field(min_length=1, max_length=256)]
 When = Annotated[
-    str,
+    Annotated[str, Field(min_length=1, max_length=64)] | Annotated[int, Strict()],
     Field(
-        min_length=1,
-        max_length=64,
         description="ISO 8601 (2024-06-01, 2024-06-01T12:00:00Z; no zone is UTC) "
-        "or epoch milliseconds (ms:1717243200000)",
+        "or epoch milliseconds (1717243200000, or as text ms:1717243200000), as "
+        "the facts API takes them",
     ),
 ]
 # Numbers are strict: a bool, or a number written as text, is refused, not

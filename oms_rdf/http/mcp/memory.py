@@ -326,8 +326,8 @@ class Memory:
         confidence: float | None,
         subject: str | None,
         relation: str | None,
-        valid_from: str | None,
-        valid_to: str | None,
+        valid_from: str | int | None,
+        valid_to: str | int | None,
         source_type: str,
         context: dict[str, Any] | None,
     ) -> Iterator[tuple[Grain, dict[str, Any]]]:
@@ -483,8 +483,8 @@ def _fields(**fields: Any) -> dict[str, Any]:
     return {"type": "belief", **{k: v for k, v in fields.items() if v is not None}}
 
 
-def _when(text: str | None, name: str) -> int | None:
-    return None if text is None else to_millis(text, name)
+def _when(value: str | int | None, name: str) -> int | None:
+    return None if value is None else to_millis(value, name)
 
 
 def _kept_context(
