@@ -489,6 +489,10 @@ def test_facts_api_errors_and_scopes(guarded: tuple[str, GrainStore]) -> None:
         )
         spec = client.get("/openapi.json").json()
         assert spec["openapi"].startswith("3.") and "/v1/facts/{id}" in spec["paths"]
+        # Every point in time a route takes is written down (search's were not).
+        for path in ("/v1/facts", "/v1/facts/search"):
+            named = {p["name"] for p in spec["paths"][path]["get"]["parameters"]}
+            assert {"valid_at", "as_of"} <= named, path
 
 
 @pytest.mark.servers("chromium")

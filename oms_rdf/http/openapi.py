@@ -311,6 +311,8 @@ OPENAPI: dict[str, Any] = {
                 "parameters": [
                     _param("q", required=True),
                     _param("namespace"),
+                    _param("valid_at"),
+                    _param("as_of"),
                     _param("limit"),
                 ],
                 "responses": _FACTS,
