@@ -219,6 +219,9 @@ def test_evidence_on_superseded_or_retracted_is_refused() -> None:
     gone = store.put(oms.Belief("q", "is", "r", 0.7, created_at=T0))
     store.retract(gone, reason="wrong")
     refused(store, lambda: store.evidence(gone, "supporting", 0.9), "retracted")
+    # What no test weighs is told so first, whatever the grain's state.
+    bad = refused(store, lambda: store.evidence(old, "maybe", 0.9), "'maybe'")
+    assert bad.code == ErrorCode.SCHEMA
 
 
 def test_beliefs_rank_by_effective_confidence() -> None:

@@ -19,7 +19,7 @@ from .admission import accept
 from .core import Core
 from .invalidation import Invalidation
 from .policy import effective_mode
-from .revision import LOWER, UPPER, Entrenchment, SprtState
+from .revision import LOWER, UPPER, Entrenchment, SprtState, check_observation
 from .state import GrainLike, TimeLike, check_not_before, check_texts, millis_or_now
 
 __all__ = ["EvidenceEvent", "EvidenceResult", "Revision"]
@@ -237,6 +237,7 @@ class Revision:
                 contradicted.
         """
         check_texts(kind=kind, note=note, by=by)
+        check_observation(kind, strength)  # before the grain's state is weighed
         when = millis_or_now(at, self.core.clock, "at")
         with self.core.lock:
             address = self.core.resolve(address)

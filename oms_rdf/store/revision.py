@@ -47,6 +47,7 @@ __all__ = [
     "Entrenchment",
     "SprtState",
     "Tier",
+    "check_observation",
     "conflicts",
 ]
 
@@ -70,25 +71,9 @@ class SprtState:
         """Return the state after one observation.
 
         Raises:
-            SchemaError: ERR_RANGE for a strength outside [0.5, 1], ERR_SCHEMA for an
-                unknown kind (both are ValueErrors).
+            SchemaError: as :func:`check_observation`.
         """
-        if kind not in ("supporting", "refuting"):
-            raise SchemaError(
-                f"evidence kind is 'supporting' or 'refuting'; found {kind!r}",
-                code=ErrorCode.SCHEMA,
-            )
-        if (
-            not isinstance(strength, int | float)
-            or isinstance(strength, bool)
-            or not 0.5 <= strength <= 1.0
-        ):
-            raise SchemaError(
-                f"strength must be in [0.5, 1.0]; found {strength!r}. A {kind} observation "
-                f"weaker than 0.5 points the other way: record it as "
-                f"{'refuting' if kind == 'supporting' else 'supporting'} with strength 1 - s",
-                code=ErrorCode.RANGE,
-            )
+        check_observation(kind, strength)
         s = min(0.9, max(0.1, float(strength)))
         step = math.log(s / (1 - s))
         ratio = self.log_ratio + (step if kind == "supporting" else -step)
@@ -191,3 +176,28 @@ def _valid(fields: Mapping[str, Any]) -> tuple[float, float]:
     start = fields.get("valid_from", system_from(fields))
     end = fields.get("valid_to", math.inf)
     return float(start), float(end)
+
+
+def check_observation(kind: str, strength: float) -> None:
+    """Refuse an observation no test weighs.
+
+    Raises:
+        SchemaError: ERR_RANGE for a strength outside [0.5, 1], ERR_SCHEMA for an
+            unknown kind (both are ValueErrors).
+    """
+    if kind not in ("supporting", "refuting"):
+        raise SchemaError(
+            f"evidence kind is 'supporting' or 'refuting'; found {kind!r}",
+            code=ErrorCode.SCHEMA,
+        )
+    if (
+        not isinstance(strength, int | float)
+        or isinstance(strength, bool)
+        or not 0.5 <= strength <= 1.0
+    ):
+        raise SchemaError(
+            f"strength must be in [0.5, 1.0]; found {strength!r}. A {kind} observation "
+            f"weaker than 0.5 points the other way: record it as "
+            f"{'refuting' if kind == 'supporting' else 'supporting'} with strength 1 - s",
+            code=ErrorCode.RANGE,
+        )
