@@ -144,6 +144,33 @@ def test_listing_pages_by_an_opaque_cursor(
     assert bad.status_code == 422 and bad.json()["path"] == "cursor"
 
 
+def test_a_cursor_answers_only_the_listing_it_pages(
+    served: tuple[httpx.Client, GrainStore],
+) -> None:
+    """Parameters sent with a cursor were ignored: a cursor of every fact, sent
+    with subject=ann, listed other subjects' facts."""
+    client, store = served
+    store.put_many([oms.Belief(f"s{i}", "r", "o", 0.5, created_at=T0 - 10 + i)
+                    for i in range(3)])  # fmt: skip
+    asked = {"limit": "1", "relation": "r", "valid_at": "2023-11-14T22:13:20Z"}
+    first = client.get("/v1/facts", params=asked, headers=bearer(ADMIN)).json()
+    cursor = first["next_cursor"]
+    same = client.get("/v1/facts", params={**asked, "cursor": cursor},
+                      headers=bearer(ADMIN))  # fmt: skip
+    assert same.status_code == 200 and len(same.json()["facts"]) == 1
+    alone = client.get(
+        "/v1/facts", params={"limit": "1", "cursor": cursor}, headers=bearer(ADMIN)
+    )
+    assert alone.json() == same.json()
+    for name, value in (("subject", "s0"), ("relation", "other"),
+                        ("valid_at", "2024"), ("status", "active")):  # fmt: skip
+        got = client.get(
+            "/v1/facts", params={**asked, name: value, "cursor": cursor},
+            headers=bearer(ADMIN),
+        )  # fmt: skip
+        assert got.status_code == 422 and got.json()["path"] == name, got.text
+
+
 def test_a_listing_asked_again_after_a_write_is_read_again(
     served: tuple[httpx.Client, GrainStore],
 ) -> None:

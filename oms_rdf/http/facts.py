@@ -267,7 +267,7 @@ class FactsApi:
         if cursor is None:
             asked = Listing.of(q, self.store.clock(), self.listings.written())
         else:
-            asked = Listing.read(cursor)
+            asked = Listing.read(cursor).agreeing(q)
         if asked.namespace is not None and not token.covers(asked.namespace):
             return JSONResponse({"facts": [], "next_cursor": None})
         addresses, after = self.listings.page(token, asked, limit)

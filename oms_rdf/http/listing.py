@@ -96,6 +96,32 @@ class Listing:
             written=written,
         )
 
+    def agreeing(self, q: Mapping[str, str]) -> Listing:
+        """This listing (a cursor's), when the query parameters sent with its
+        cursor ask the same (a client may send them again); a cursor answers
+        only the listing it pages.
+
+        Raises:
+            SchemaError: ERR_SCHEMA naming the first parameter that differs.
+        """
+        texts = {"subject": self.subject, "relation": self.relation,
+                 "namespace": self.namespace, "status": self.status}  # fmt: skip
+        for name, value in texts.items():
+            if name in q and q[name] != value:
+                raise SchemaError(
+                    f"the cursor pages the listing of {name} {value!r}; found "
+                    f"{q[name][:80]!r} (send the cursor alone, or ask anew)",
+                    path=name,
+                )
+        for name, ms in (("valid_at", self.valid_at), ("as_of", self.as_of)):
+            if name in q and to_millis(q[name], name) != ms:
+                raise SchemaError(
+                    f"the cursor pages the listing at {name} {ms} ms; found "
+                    f"{q[name][:80]!r} (send the cursor alone, or ask anew)",
+                    path=name,
+                )
+        return self
+
     @classmethod
     def read(cls, cursor: str) -> Listing:
         """Return the listing a cursor carries.
