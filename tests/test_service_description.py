@@ -216,6 +216,21 @@ def test_an_unacceptable_type_is_a_406(served: tuple[str, GrainStore]) -> None:
     assert got.status_code == 406 and got.json()["code"] == "ERR_QUERY"
 
 
+def test_a_time_that_is_not_one_is_told_before_the_accept_header(
+    served: tuple[str, GrainStore],
+) -> None:
+    """SPARQLWrapper appends ``?query=`` to an endpoint URL that already holds
+    ``?valid_at=``: the time read is not one, and there is no query. A 406 for
+    its JSON Accept said nothing of that."""
+    base, _ = served
+    got = httpx.get(
+        f"{base}/sparql?valid_at=2024?query=ASK%20%7B%7D",
+        headers={"accept": "application/sparql-results+json", **auth()},
+    )
+    assert got.status_code == 400, got.text
+    assert got.json()["message"].startswith("valid_at: expected ISO 8601")
+
+
 def test_the_statistics_at_a_point_and_in_a_tokens_namespaces(
     served: tuple[str, GrainStore],
 ) -> None:

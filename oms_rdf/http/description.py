@@ -159,13 +159,9 @@ def description_work(
 ) -> Response | Callable[[Job], tuple[bytes, str]]:
     """Return the work that answers the service description (run on the query
     lane), or the response refusing the request: a 406 for an Accept header no
-    RDF format meets, a 400 for a time that is not one."""
-    media = negotiate(request.headers.get("accept", "*/*"), RESULT_TYPES["graph"])
-    if media is None:
-        offered = ", ".join(RESULT_TYPES["graph"])
-        return error_response(
-            406, ErrorCode.QUERY, f"not acceptable; the description comes as {offered}"
-        )
+    RDF format meets, a 400 for a time that is not one (asked first: a client
+    that appends its query to an endpoint URL holding a time with a second
+    ``?`` sends a time that is not one, and no query)."""
     try:
         point = {
             name: to_millis(params[name][0], name)
@@ -174,6 +170,12 @@ def description_work(
         }
     except OmsError as exc:
         return refusal(exc)
+    media = negotiate(request.headers.get("accept", "*/*"), RESULT_TYPES["graph"])
+    if media is None:
+        offered = ", ".join(RESULT_TYPES["graph"])
+        return error_response(
+            406, ErrorCode.QUERY, f"not acceptable; the description comes as {offered}"
+        )
     endpoint = endpoint_iri(request)
 
     def work(job: Job) -> tuple[bytes, str]:
