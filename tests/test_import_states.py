@@ -335,6 +335,13 @@ def retracted_with_evidence() -> tuple[oms.Grain, str]:
         ("effectiveConfidence", '"1.5"^^<{XSD}double>', True),
         ("effectiveConfidence", '"high"', True),
         ("effectiveConfidence", '"8.0E-1"^^<{XSD}double>', False),
+        # What Python's readers take and the XSD grammars do not.
+        ("systemTo|voidedAt", '"2023-W46-2T22:13:25Z"^^<{XSD}dateTime>', True),
+        ("systemTo|voidedAt", '"20231114T22:13:25Z"^^<{XSD}dateTime>', True),
+        ("systemTo|voidedAt", '" 2023-11-14T22:13:25Z"^^<{XSD}dateTime>', True),
+        ("effectiveConfidence", '"\uff10.\uff11"^^<{XSD}double>', True),
+        ("effectiveConfidence", '" 0.99 "^^<{XSD}double>', True),
+        ("effectiveConfidence", '"0_9"^^<{XSD}double>', True),
     ],
 )
 def test_index_literals_the_lookups_would_order_apart_are_refused(

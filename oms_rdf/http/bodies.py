@@ -22,9 +22,9 @@ __all__ = [
     "TIME_PARAMETERS",
     "body_text",
     "finite_number",
+    "given_once",
     "grain_body",
     "json_body",
-    "times_given_once",
     "whole_number",
 ]
 
@@ -34,11 +34,12 @@ GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
 TIME_PARAMETERS = ("valid_at", "as_of", "valid_from", "valid_to", "since", "until")
 
 
-def times_given_once(
+def given_once(
     params: Mapping[str, Sequence[str]], names: Iterable[str] = TIME_PARAMETERS
 ) -> None:
-    """Refuse a time parameter (or any of ``names``) given twice: which one
-    counts is nowhere written down (one route read the first, another the last).
+    """Refuse a parameter of ``names`` (the times unless told) given twice:
+    which one counts is nowhere written down (one route read the first, another
+    the last).
 
     Raises:
         SchemaError: ERR_SCHEMA naming the parameter.

@@ -37,7 +37,7 @@ from ..store import COMMON_PREFIXES, PREFIXES, GrainStore, Solutions
 from ..store.lookup import kept_past_until
 from ..times import to_millis
 from .auth import Authorize, Token
-from .bodies import TIME_PARAMETERS, times_given_once
+from .bodies import TIME_PARAMETERS, given_once
 from .lanes import Runner
 from .responses import busy, error_response, refusal
 
@@ -88,7 +88,7 @@ def _guarded(work: Work, authorize: Authorize, run: Runner) -> Any:
     def answer(token: Token, request: Request) -> Response:
         try:
             q = request.query_params
-            times_given_once({name: q.getlist(name) for name in TIME_PARAMETERS})
+            given_once({name: q.getlist(name) for name in TIME_PARAMETERS})
             return JSONResponse(work(token, request))
         except OmsError as exc:
             return refusal(exc)

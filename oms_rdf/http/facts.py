@@ -45,9 +45,9 @@ from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
     finite_number,
+    given_once,
     grain_body,
     json_body,
-    times_given_once,
     whole_number,
 )
 from .lanes import Runner
@@ -176,7 +176,7 @@ class FactsApi:
                 # is refused, not read as its first or last.
                 q = request.query_params
                 given = {name: q.getlist(name) for name in q.keys()}
-                times_given_once(given, names=given)
+                given_once(given, names=given)
                 return handler(self, request, raw)
             except Refused as refused:
                 return refused.response

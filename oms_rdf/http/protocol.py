@@ -26,7 +26,7 @@ from ..rdf.limits import check_query
 from ..store import GrainStore
 from ..times import to_millis
 from .auth import OPEN, Authorize, Token
-from .bodies import body_text, times_given_once
+from .bodies import body_text, given_once
 from .description import description_work, endpoint_iri, is_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
@@ -260,7 +260,7 @@ def time_point(params: Params) -> tuple[int | None, int | None]:
         SchemaError: ERR_SCHEMA (or ERR_RANGE) for a time that is not one, or
             one given twice.
     """
-    times_given_once(params)
+    given_once(params)
     valid = (
         to_millis(params["valid_at"][0], "valid_at") if "valid_at" in params else None
     )

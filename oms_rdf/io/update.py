@@ -15,7 +15,8 @@ exceptions: ``DELETE { t } WHERE { t }`` over the same ground triples, which
 means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way);
 and ``CREATE [SILENT] GRAPH g``, which writes nothing (a graph here is the
 knowledge its beliefs put in it, none kept empty; rdflib's ``Dataset.graph()``
-sends it), refused without ``SILENT`` where ``g`` already holds knowledge.
+sends it) and is taken as ``SILENT``: whether ``g`` holds knowledge depends on
+whose knowledge is asked, which CREATE never tells.
 
 An inserted triple *replaces* a held one when they share subject, relation,
 graph and namespace, differ in object, and the request deletes the held triple
@@ -41,7 +42,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..codec.grain import Grain, system_from
-from ..errors import ErrorCode, QueryError, SchemaError
+from ..errors import ErrorCode, SchemaError
 from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
 from ..rdf.vocab import OMS
@@ -117,7 +118,7 @@ def update(
             elif operation.kind == "delete":
                 plan.delete(operation.quads)
             elif operation.graph is not None:
-                plan.create(operation.graph, silent=operation.kind == "create silent")
+                plan.create(operation.graph)
         plan.apply(by=by, reason=reason)
     return report
 
@@ -181,29 +182,19 @@ class _Plan:
         times = {"valid_from": start} | ({} if end is None else {"valid_to": end})
         return Grain.from_dict({**grain.fields, **times})
 
-    def create(self, graph: ox.NamedNode, *, silent: bool) -> None:
-        """``CREATE GRAPH``: nothing to write; refused (unless ``silent``) where
-        the graph holds knowledge, stored or new in this request (SPARQL 1.1
-        Update §3.2.1).
+    def create(self, graph: ox.NamedNode) -> None:
+        """``CREATE [SILENT] GRAPH``: nothing to write, nor to refuse. Whether a
+        graph "exists" here depends on whose knowledge is asked (a token sees
+        its namespaces' only), so CREATE never tells: it is taken as SILENT.
 
         Raises:
             SchemaError: ERR_SCHEMA for one of the store's reserved graphs.
-            QueryError: ERR_QUERY for a graph that exists.
         """
         if graph in RESERVED_GRAPHS:
             raise SchemaError(
                 f"CREATE GRAPH {graph} names the store's reserved graph; only the "
                 "store writes it",
                 code=ErrorCode.SCHEMA,
-            )
-        named = skolem(graph)
-        stored = next(self.store.backend.quads(None, None, None, named), None)
-        new = any(claim[3] == named and held for claim, held in self.claims.items())
-        if (stored is not None or new) and not silent:
-            raise QueryError(
-                f"CREATE GRAPH {graph}: the graph exists (it holds knowledge); "
-                "CREATE SILENT GRAPH does nothing then",
-                code=ErrorCode.QUERY,
             )
 
     def delete(self, quads: list[ox.Quad]) -> None:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
-from ..errors import ErrorCode, QueryError
+from ..errors import ErrorCode, QueryError, SchemaError
 
 __all__ = ["DataOperation", "data_operations"]
 
@@ -61,7 +61,7 @@ class DataOperation:
     """One INSERT DATA or DELETE DATA of a request: its quads, in its order; or
     a CREATE [SILENT] GRAPH: its graph."""
 
-    kind: str  # "insert", "delete", "create" or "create silent"
+    kind: str  # "insert", "delete" or "create"
     quads: list[ox.Quad]
     graph: ox.NamedNode | None = None
 
@@ -100,7 +100,12 @@ def data_operations(
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL (with the parser's line and
             column) or any other update form.
+        SchemaError: ERR_SCHEMA for a ``base`` that is no absolute IRI.
     """
+    if base is not None and not _absolute(base):
+        raise SchemaError(
+            f"base_iri: expected an absolute IRI; found {base[:80]!r}", path="base_iri"
+        )
     given = dict(prefixes or {})
     known = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in given.items())
     known = (f"BASE <{base}>\n" if base else "") + known
@@ -109,7 +114,7 @@ def data_operations(
         plans = [_plan(text, op, known) for op in ops]
     except QueryError:
         if not _fetches(text):  # a malformed request: the parser says more
-            _check_syntax(text, given, base, parse_only=True)
+            _check_syntax(text, given, base, stop_at=ops[0].start if ops else 0)
         raise
     _check_syntax(text, given, base)
     return [_operation(kind, trig) for kind, trig in plans]
@@ -118,7 +123,7 @@ def data_operations(
 def _operation(kind: str, trig: str) -> DataOperation:
     quads = _read(trig)
     graph = quads[0].graph_name if quads else None
-    if kind.startswith("create") and isinstance(graph, ox.NamedNode):
+    if kind == "create" and isinstance(graph, ox.NamedNode):
         return DataOperation(kind, [], graph=graph)  # its one quad names it
     return DataOperation(kind, quads)
 
@@ -205,8 +210,7 @@ def _plan(text: str, op: _Op, known: str = "") -> tuple[str, str]:
                 return "delete", trig
     if _creates(words) and not isinstance(graph_name := op.parts[-1], list):
         # No graph is kept empty here: creating one writes nothing (update.py).
-        kind = "create silent" if words[1] == "SILENT" else "create"
-        return kind, head + f"GRAPH {graph_name.text} {{ {_MARK} {_MARK} {_MARK} }}"
+        return "create", head + f"GRAPH {graph_name.text} {{ {_MARK} {_MARK} {_MARK} }}"
     first = words[0] if words else ""
     if first in _REFUSED_FORMS:
         name = first
@@ -292,29 +296,67 @@ def _ground_delete(
 
 
 def _check_syntax(
-    text: str, prefixes: dict[str, str], base: str | None, *, parse_only: bool = False
+    text: str,
+    prefixes: dict[str, str],
+    base: str | None,
+    *,
+    stop_at: int | None = None,
+    scratch: ox.Store | None = None,
 ) -> None:
     """Run the request (only DATA operations by now) on an empty store of its own:
     pyoxigraph's SPARQL parser refuses what is not SPARQL Update. With
-    ``parse_only``, a request that parses but fails when run there passes.
+    ``stop_at`` (the first operation's offset, in a request of refused forms),
+    parse it and run none of it: two operations put there stop the run (a graph
+    created twice), so a ``... WHERE`` never costs what its evaluation would.
+
+    ``scratch``: the empty store it runs on (a new one).
 
     Raises:
         QueryError: ERR_QUERY with the parser's line and column.
     """
+    run = text if stop_at is None else text[:stop_at] + _STOP + text[stop_at:]
     try:
-        ox.Store().update(text, base_iri=base, prefixes=prefixes)
+        (scratch or ox.Store()).update(run, base_iri=base, prefixes=prefixes)
     except SyntaxError as exc:
         message = str(exc)
         found = re.match(r"error at (\d+):(\d+): (.*)", message, re.S)
         if found is None:
             raise QueryError(f"not valid SPARQL Update: {message}") from None
-        line, column, why = found.groups()
+        line, column = int(found.group(1)), int(found.group(2))
+        if stop_at is not None and (line, column) > _position(text, stop_at):
+            column -= len(_STOP) if line == _position(text, stop_at)[0] else 0
+        why = found.group(3)
+        if base is None and _relative_iri(text):
+            why += " (the request writes a relative IRI: give it a BASE, or base_iri=)"
         raise QueryError(
             f"not valid SPARQL Update: {why} (line {line}, column {column})"
         ) from None
-    except (OSError, ValueError, RuntimeError) as exc:  # it parsed, and failed
-        if not parse_only:  # a graph created twice, say
+    except RuntimeError:
+        pass  # it parsed; a graph created twice (taken as SILENT), or the stop
+    except (OSError, ValueError) as exc:  # it parsed, and failed
+        if stop_at is None:
             raise QueryError(f"SPARQL Update refused: {exc}") from None
+
+
+# Two operations no request has (a graph of no scheme ours): the second fails.
+_STOP = "CREATE GRAPH <urn:oms:stop> ; CREATE GRAPH <urn:oms:stop> ; "
+
+
+def _relative_iri(text: str) -> bool:
+    """Whether the request writes an IRI without a scheme."""
+    iris = (t.text[1:-1] for t in _tokens(text) if t.kind == "iri")
+    return any(_SCHEME.match(iri) is None for iri in iris)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _absolute(iri: str) -> bool:
+    try:
+        ox.NamedNode(iri)
+    except ValueError:
+        return False
+    return _SCHEME.match(iri) is not None and ">" not in iri
 
 
 def _read(trig: str) -> list[ox.Quad]:

@@ -176,7 +176,8 @@ class Core:
 
     def decoded(self) -> Container[str]:
         """The addresses of the grains kept decoded, which :meth:`get` answers
-        without reading the store (none where other processes write too)."""
+        without reading the store (none where other processes write too): a
+        live view, to be read with :attr:`lock` held."""
         return () if self.backend.shared else self._cache.keys()
 
     def _made(self) -> Iterable[str]:

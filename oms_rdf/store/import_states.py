@@ -314,6 +314,15 @@ def _confidence(term: str) -> float | None:
 
 
 _GRAIN_NODE = re.compile(rf"<{re.escape(NIH_PREFIX)}([0-9a-f]{{64}})>")
-_ZONED_TO_THE_MS = re.compile(r"[^.]*T\d\d:\d\d:\d\d(\.\d{1,3})?(Z|[+-]\d\d:\d\d)")
-_DOUBLE = re.compile(r'"([^"\\]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#double>')
+# The xsd:dateTime and xsd:double grammars (ASCII digits), the times with a zone
+# and to the millisecond at most: what Python's readers take beyond them (week
+# dates, compact forms, spaces, other scripts' digits) SPARQL does not.
+_ZONED_TO_THE_MS = re.compile(
+    r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?(Z|[+-]\d\d:\d\d)", re.ASCII
+)
+_DOUBLE = re.compile(
+    r'"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"'
+    r"\^\^<http://www\.w3\.org/2001/XMLSchema#double>",
+    re.ASCII,
+)
 _DATE_TIME = re.compile(r'"([^"\\]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#dateTime>')

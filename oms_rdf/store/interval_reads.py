@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from ..backends.base import Backend
 from ..rdf.vocab import OMS, RDF
 from .belief_extents import Extent, Held
-from .grain_facts import time_of as millis_of
+from .grain_facts import time_of
 
 __all__ = ["GrainRead", "Triple", "read", "read_text"]
 
@@ -120,7 +120,7 @@ def read(backend: Backend, bound: dict[str, Any]) -> Iterable[tuple[str, GrainRe
             if term is not None:
                 ms = millis.get(term, -1)
                 if ms == -1:
-                    ms = millis[term] = millis_of(term)
+                    ms = millis[term] = time_of(term)
                 grain.take(name, ms)
         kg, ns, confidence, earned = row[10], row[11], row[12], row[13]
         grain.mark(
@@ -172,11 +172,11 @@ _DATETIME_CELL = f'"^^<{_XSD}dateTime>'
 
 
 def _cell_millis(cell: str) -> int | None:
-    """A time as a TSV cell gives it, as :func:`.lookup.millis_of` reads it."""
+    """A time as a TSV cell gives it, as :func:`.grain_facts.time_of` reads it."""
     if not (cell.startswith('"') and cell.endswith(_DATETIME_CELL)):
         return None
     lexical = cell[1 : -len(_DATETIME_CELL)]
-    return millis_of(ox.Literal(lexical, datatype=ox.NamedNode(_XSD + "dateTime")))
+    return time_of(ox.Literal(lexical, datatype=ox.NamedNode(_XSD + "dateTime")))
 
 
 def _cell_text(cell: str) -> str:

@@ -148,7 +148,7 @@ def in_force_call(
 def _begun(valid_from: Any, system_from: Any, valid_at: int, as_of: int) -> bool:
     # FILTER (?sf <= ?asOf && ?vf <= ?validAt)
     return (
-        _and(_le(millis_of(system_from), as_of), _le(millis_of(valid_from), valid_at))
+        _and(_le(time_of(system_from), as_of), _le(time_of(valid_from), valid_at))
         is True
     )
 
@@ -160,7 +160,7 @@ def _not_ended(
     ``oms:validTo``: its valid time has not ended, and the index has not voided
     it or superseded it for that valid time."""
     # OPTIONAL { ?g oms:validTo ?vt } FILTER (!BOUND(?vt) || ?validAt < ?vt)
-    if ends and not any(_lt(valid_at, millis_of(end)) for end in ends):
+    if ends and not any(_lt(valid_at, time_of(end)) for end in ends):
         return False
     index: dict[str, list[Any]] = {}
     for quad in backend.quads(node, None, None, _INDEX):
@@ -172,7 +172,7 @@ def _not_ended(
 
 def _voided(index: dict[str, list[Any]], as_of: int) -> bool:
     # FILTER NOT EXISTS { GRAPH oms:index { ?g oms:voidedAt ?void } FILTER (?void <= ?asOf) }
-    return any(_le(millis_of(v), as_of) for v in index.get(OMS.voidedAt.value, ()))
+    return any(_le(time_of(v), as_of) for v in index.get(OMS.voidedAt.value, ()))
 
 
 def _solutions(
@@ -283,12 +283,12 @@ def _system_ends(
     if not ends:
         return 1
     later = any(
-        _lt(valid_at, millis_of(q.object)) is True
+        _lt(valid_at, time_of(q.object)) is True
         for successor in index.get(OMS.supersededBy.value, ())
         if isinstance(successor, NamedNode)
         for q in backend.quads(successor, OMS.validFrom, None, _DEFAULT)
     )
-    return sum(1 for end in ends if _or(_lt(as_of, millis_of(end)), later))
+    return sum(1 for end in ends if _or(_lt(as_of, time_of(end)), later))
 
 
 def believers(
@@ -346,7 +346,7 @@ def kept_past_until(backend: Backend, address: str) -> int | None:
     for link in list(backend.quads(node, OMS.supersededBy, None, _INDEX)):
         if isinstance(link.object, NamedNode):
             found = backend.quads(link.object, OMS.validFrom, None, _DEFAULT)
-            starts += [millis_of(q.object) for q in found]
+            starts += [time_of(q.object) for q in found]
     return max((s for s in starts if s is not None), default=None)
 
 
@@ -404,9 +404,6 @@ def chain_rows(backend: Backend, target: NamedNode) -> list[tuple[Any, Any, Any]
             for blob in blobs or [None]
         ]
     return rows
-
-
-millis_of = time_of  # the name the rest of the lookups use
 
 
 # SPARQL's three-valued logic: None is an error, and only True keeps a row.

@@ -52,11 +52,17 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
 
 
 def _any_policy(core: Core) -> bool:
-    """Whether a stored grain has an ``invalidation_policy`` (one pattern call).
+    """Whether a stored grain has an ``invalidation_policy`` (one lookup).
     Every policy a grain inherits (subtree, lineage, a goal's) is the field of
     another stored grain: in a store without one, the walks find nothing."""
-    found = core.backend.quads(None, OMS.invalidationPolicy, None, DEFAULT)
+    backend = core.backend
+    if backend.remote:  # a pattern read there brings every match: an ASK stops
+        return bool(backend.query(_ANY_POLICY))
+    found = backend.quads(None, OMS.invalidationPolicy, None, DEFAULT)
     return next(found, None) is not None
+
+
+_ANY_POLICY = f"ASK {{ ?grain {OMS.invalidationPolicy} ?policy }}"
 
 
 def _subtree(core: Core, grain: Grain) -> list[Protector]:
