@@ -236,6 +236,25 @@ def test_erasing_a_version_keeps_the_rest_of_its_chain() -> None:
     assert store.status(first).superseded_by == middle  # the address only is left
 
 
+@pytest.mark.parametrize("policy", [None, {"mode": "soft_locked"}])
+def test_a_successors_own_justification_is_erased_with_it(policy: object) -> None:
+    """The store recorded a grain's supersession_justification as the change's
+    reason, in the old grain's index, the audit event and (soft_locked) its
+    review note: copies of the grain's content that outlived its erasure."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    fields = {"type": "belief", "subject": "acme", "relation": "ceo", "object": "X",
+              "confidence": 0.9, "created_at": 1}  # fmt: skip
+    old = store.put(
+        fields | ({} if policy is None else {"invalidation_policy": policy})
+    )
+    new = store.supersede(old, fields | {"object": "Y", "created_at": 2,
+                                         "supersession_justification": NAME})  # fmt: skip
+    assert store.get(new)["supersession_justification"] == NAME
+    store.erase(new, reason="request")
+    assert NAME not in plain_dump(store)
+    assert store.verify_audit().problem is None
+
+
 def test_a_tombstone_travels_and_keeps_an_old_export_out_elsewhere() -> None:
     store = oms.GrainStore(clock=lambda: NOW)
     gone = store.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))

@@ -55,7 +55,8 @@ class _Authority:
     grain: Grain
     signature: Signature | None
     by: str | None
-    reason: str | None
+    reason: str | None  # what the policies weigh: the grain's, else the caller's
+    said: str | None  # the caller's own words, the only ones recorded
 
 
 @dataclass(slots=True, kw_only=True)
@@ -161,8 +162,11 @@ class Invalidation:
                     f"{system_from(old_grain)}; a successor cannot be older",
                     code=ErrorCode.RANGE,
                 )
+            # The policies weigh the new grain's justification, else the
+            # caller's; the index, the audit and the review notes record the
+            # caller's words only: the grain's are its content, erased with it.
             reason = new_grain.get("supersession_justification") or justification
-            authority = _Authority(new_grain, signature, by, reason)
+            authority = _Authority(new_grain, signature, by, reason, justification)
             review = self._authorized(old_grain, authority)
             rest = [
                 accept(p)[0] for p in rest_of(old_grain, new_grain, portion, at, reason)
@@ -177,7 +181,7 @@ class Invalidation:
                     may_replace=lambda a: self._may_replace(a, authority),
                 )
             self._write_supersession(
-                old_grain, new_grain, signature, at, by, reason, review, rest
+                old_grain, new_grain, signature, at, by, justification, review, rest
             )
         return new_grain.address
 
@@ -200,6 +204,7 @@ class Invalidation:
             protectors(self.core, self.questions, old.address),
             now_ms=self.core.clock(),
             justification=authority.reason,
+            quoted=authority.said or "(the new grain's supersession_justification)",
             signer=signed_by,
             cosigners=cosigners(new, old.address),
             requester=authority.by or signed_by,

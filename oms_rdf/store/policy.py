@@ -88,6 +88,7 @@ def check(
     *,
     now_ms: int,
     justification: str | None = None,
+    quoted: str | None = None,
     signer: str | None = None,
     cosigners: Iterable[str] = (),
     requester: str | None = None,
@@ -102,6 +103,7 @@ def check(
         now_ms: the store's clock, for ``timed`` policies.
         justification: the superseding grain's ``supersession_justification``, or
             the reason given for a retraction or contradiction.
+        quoted: how a review note names the justification (default: itself).
         signer: the DID whose COSE signature over the superseding grain verified
             (``delegated``).
         cosigners: the DIDs with a valid ``supersession_auth`` signature (``quorum``).
@@ -135,7 +137,8 @@ def check(
         if mode == "soft_locked":
             if justification and justification.strip():  # blank says nothing
                 review.append(
-                    f"{who} is soft_locked; {operation} justified: {justification}"
+                    f"{who} is soft_locked; {operation} justified: "
+                    f"{justification if quoted is None else quoted}"
                 )
                 continue
             raise _deny(
