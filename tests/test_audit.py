@@ -81,6 +81,32 @@ def test_a_cut_tail_disagrees_with_the_head() -> None:
     assert not report.ok and "removed" in report.problem
 
 
+@pytest.mark.parametrize(("kept", "said"), [
+    ({OMS.auditHead}, "ends at event 0, but its head says 6: events were removed"),
+    (set(), "its events and head were removed"),  # the settings still name it
+])  # fmt: skip
+def test_a_chain_stripped_of_its_events_is_named(kept: set[object], said: str) -> None:
+    """verify() looked only at chains with events: every event removed (and the
+    head too) passed, and the store's next write then failed."""
+    store = busy_store()
+    for quad in list(store.backend.quads(None, None, None, OMS.audit)):
+        if quad.predicate not in kept:
+            store.backend.store.remove(quad)
+    store.core.forget()
+    report = store.verify_audit()
+    assert not report.ok and said in report.problem, report.problem
+
+
+def test_a_copied_event_is_named_by_its_own_number() -> None:
+    store = busy_store()
+    copy = ox.NamedNode("urn:uuid:00000000-0000-0000-0000-00000000beef")
+    quads = list(store.backend.quads(event(store, 2), None, None, OMS.audit))
+    store.backend.add([ox.Quad(copy, q.predicate, q.object, OMS.audit) for q in quads])
+    report = store.verify_audit()
+    assert not report.ok and "event 2 of chain" in report.problem
+    assert "appears twice" in report.problem
+
+
 def test_reordered_events_are_named() -> None:
     store = busy_store()
     two, three = event(store, 2), event(store, 3)

@@ -225,9 +225,15 @@ def verify(backend: Backend) -> AuditReport:
         return AuditReport(len(events), {}, fault.message)
     total = sum(len(c) for c in chains.values())
     found: dict[str, str] = {}
-    for chain, chained in sorted(chains.items()):
+    # A chain is known by its events or by its head alone (its events all
+    # removed), and the store's own by the pointer in its settings too.
+    own = [_text(q.object) for q in backend.quads(OMS.settings, OMS.auditChain,
+                                                  None, OMS.index)]  # fmt: skip
+    for chain in sorted(chains.keys() | heads.keys() | set(own)):
         try:
-            found[chain] = _check_chain(chain, chained, heads.get(chain, []))
+            found[chain] = _check_chain(
+                chain, chains.get(chain, []), heads.get(chain, [])
+            )
         except IntegrityError as fault:
             return AuditReport(total, found, fault.message)
     return AuditReport(total, found)
@@ -292,9 +298,12 @@ def _check_chain(
     previous = ""
     for expected, event in enumerate(chained, 1):
         where = f"event {event.sequence} of chain {chain} ({event.node.value})"
-        if event.sequence != expected:
-            why = "is missing" if event.sequence > expected else "appears twice"
-            raise IntegrityError(f"event {expected} of chain {chain} {why}")
+        if event.sequence < 1:
+            raise IntegrityError(f"{where} is numbered from 1: it has no place")
+        if event.sequence < expected:
+            raise IntegrityError(f"{where} appears twice")
+        if event.sequence > expected:
+            raise IntegrityError(f"event {expected} of chain {chain} is missing")
         if event.content.get(OMS.previous.value) != [previous]:
             raise IntegrityError(f"{where} does not follow the event before it")
         if digest(event.content) != event.hash:
@@ -317,7 +326,8 @@ def _check_chain(
                 "for it"
             )
     if not heads:
-        raise IntegrityError(f"chain {chain} has no head")
+        what = "its events and head were removed" if not chained else "it has no head"
+        raise IntegrityError(f"chain {chain}: {what}")
     return f"{last} {previous}"
 
 
