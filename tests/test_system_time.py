@@ -379,6 +379,43 @@ def test_every_later_opening_keeps_the_guarantee(tmp_path: Path) -> None:
         assert store.verify_audit().ok
 
 
+def test_the_setting_is_recorded_by_the_first_write_and_never_by_a_refused_one(
+    tmp_path: Path,
+) -> None:
+    """The opening recorded the setting at once: a refused first command (an
+    unknown grain to retract, a file that does not parse) left a forward-only
+    store behind, for good."""
+    from click.testing import CliRunner
+
+    from oms_rdf.cli import cli
+
+    path = tmp_path / "s"
+    with oms.GrainStore(path) as store:
+        store.put(belief("ann", "Acme", T0 + 70))
+        before = dump(store)
+    with oms.GrainStore(path, forward_only=True) as store:
+        with pytest.raises(oms.NotFoundError):
+            store.retract("0" * 64, reason="x")
+        assert dump(store) == before  # nothing recorded
+    with oms.GrainStore(path, forward_only=False) as store:  # still not forward only
+        store.put(belief("bo", "Initech", T0 + 10))
+    with oms.GrainStore(path, forward_only=True) as store, store.transaction() as tx:
+        tx.put(belief("cy", "Globex", T0 + 80))
+        tx.put(belief("di", "Hooli", T0 + 81))  # one record for the transaction
+    with oms.GrainStore(path, read_only=True) as store:
+        setting = (OMS.settings, OMS.forwardOnly, None, OMS.index)
+        assert len(list(store.core.backend.quads(*setting))) == 1
+        assert store.verify_audit().ok
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("<a> <b> .\n")
+    fresh = tmp_path / "fresh"
+    refused = CliRunner().invoke(
+        cli, ["--store", str(fresh), "--forward-only", "import", str(bad)]
+    )
+    assert refused.exit_code == 1 and "ERR_" in refused.output, refused.output
+    assert not fresh.exists()  # a refused first write takes away the store it made
+
+
 def test_a_read_only_opening_cannot_make_a_store_forward_only(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with oms.GrainStore(path) as store:

@@ -43,7 +43,14 @@ from .lookup import count_grains
 if TYPE_CHECKING:
     from .core import Core
 
-__all__ = ["FORWARD_ONLY", "SystemClock", "last_commit", "load_history", "recorded"]
+__all__ = [
+    "FORWARD_ONLY",
+    "FORWARD_ONLY_QUAD",
+    "SystemClock",
+    "last_commit",
+    "load_history",
+    "recorded",
+]
 
 # The store's setting that it moves forward only, as a row to write.
 FORWARD_ONLY = (
@@ -52,6 +59,7 @@ FORWARD_ONLY = (
     nt_literal("true", XSD.boolean.value),
     str(OMS.index),
 )
+FORWARD_ONLY_QUAD = (OMS.settings, OMS.forwardOnly, Literal(True), OMS.index)
 _DATETIME = f"^^<{XSD.dateTime.value}>"
 _INTEGER = f"^^<{XSD.integer.value}>"
 _P_NAMESPACE = str(OMS.namespace)
@@ -116,16 +124,16 @@ class SystemClock:
         cls, backend: Backend, wanted: bool | None, *, read_only: bool
     ) -> SystemClock:
         """The clock of a store as opened: forward only as its settings record,
-        or as ``wanted`` (True: for every later opening too, the opening records
-        it with an audit event, :data:`FORWARD_ONLY`; None: as recorded).
+        or as ``wanted`` (True: for every later opening too, the opening's first
+        write records it with an audit event, :data:`FORWARD_ONLY`; None: as
+        recorded).
 
         Raises:
             StoreError: ERR_CONFLICT for ``wanted=False`` where the store records it
                 (its past answers were promised final), or ``wanted=True`` for a
                 read-only opening of a store that does not record it.
         """
-        setting = (OMS.settings, OMS.forwardOnly, Literal(True), OMS.index)
-        held = next(backend.quads(*setting), None) is not None
+        held = next(backend.quads(*FORWARD_ONLY_QUAD), None) is not None
         if wanted is None or wanted == held or (read_only and not wanted):
             return cls(held)
         if held:

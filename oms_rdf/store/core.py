@@ -42,7 +42,7 @@ from ..rdf.sparql import (
 from ..rdf.vocab import OMS, XSD
 from .audit import AuditReport, Head, bulk_head, current_head, event_rows, seal
 from .audit import verify as verify_chain
-from .clock import FORWARD_ONLY, SystemClock
+from .clock import FORWARD_ONLY, FORWARD_ONLY_QUAD, SystemClock
 from .grain_facts import GrainFacts
 from .index_state import index_state
 from .intervals import Intervals
@@ -112,9 +112,6 @@ class Core:
         relations = frozenset(entity_relations)
         self.settings = mapping_settings(backend, base_iri, relations, read_only)
         self.system = SystemClock.opened(backend, forward_only, read_only=read_only)
-        if self.system.unrecorded:  # asked for now: recorded, and audited
-            self.write([], [FORWARD_ONLY, *self.audit_rows("forward_only")])
-            self.system.unrecorded = False
 
     @property
     def pending(self) -> Pending | None:
@@ -548,9 +545,13 @@ class Core:
     ) -> list[Row]:
         """The rows of one audit event at ``at`` (default now), N-Triples text like
         a grain's rows; the write that carries them chains them. ``targets``: the
-        grains of one write about several, listed after ``target``."""
+        grains of one write about several, listed after ``target``.
+
+        Forward only since this opening and not recorded yet: the setting and
+        its own event follow, so the opening's first write records it (a
+        refused one records nothing)."""
         when = self.clock() if at is None else at
-        return event_rows(
+        rows = event_rows(
             operation,
             when,
             target=target,
@@ -561,6 +562,19 @@ class Core:
             count=count,
             review=review,
         )
+        return rows + self._forward_only_rows(when)
+
+    def _forward_only_rows(self, when: int) -> list[Row]:
+        """The setting and event that record forward only, where still due."""
+        if not self.system.unrecorded:
+            return []
+        if next(self.backend.quads(*FORWARD_ONLY_QUAD), None) is not None:
+            self.system.unrecorded = False  # an earlier write recorded it
+            return []
+        pending = self.pending
+        if pending is not None and FORWARD_ONLY in pending.insert:
+            return []  # an earlier operation of this transaction carries it
+        return [FORWARD_ONLY, *event_rows("forward_only", when)]
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
