@@ -82,6 +82,28 @@ def test_export_writes_through_a_link_and_into_a_pipe(tmp_path: Path) -> None:
     assert fifo.is_fifo() and got and b"nih:sha-256;" in got[0]
 
 
+def test_export_to_dev_stdout_is_standard_output(tmp_path: Path) -> None:
+    """The summary went into the data, and where stdout was a file the export
+    replaced it with a file of its own: what the shell wrote around it was lost."""
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 2))).exit_code == 0
+    args = ("--store", str(db), "export", "/dev/stdout", "--format", "ntriples")
+    piped = oms_rdf(*args, stdout=subprocess.PIPE)
+    out, err = piped.communicate(timeout=60)
+    assert piped.returncode == 0 and b"exported" not in out and b"exported 2" in err
+    assert len(out.splitlines()) == 2 and all(
+        line.endswith(b" .") for line in out.splitlines()
+    )
+    framed = tmp_path / "framed.nt"
+    with framed.open("ab") as file:
+        file.write(b"# HEADER\n")
+        file.flush()
+        oms_rdf(*args, stdout=file.fileno()).communicate(timeout=60)
+        file.write(b"# FOOTER\n")
+    lines = framed.read_bytes().splitlines()
+    assert lines[0] == b"# HEADER" and lines[-1] == b"# FOOTER" and len(lines) == 4
+
+
 def test_a_json_integer_past_python_s_digits_is_one_line(tmp_path: Path) -> None:
     grain = tmp_path / "big.json"
     grain.write_text('{"type": "belief", "subject": "a", "relation": "b", "object": "c",'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -49,9 +50,10 @@ def export_cmd(
         oms-rdf --store mem.db export backup.trig
         oms-rdf --store mem.db export then.ttl --valid-at 2024-01-01
     """
-    stdout = dest == "-"
+    stdout = dest == "-" or _is_stdout(dest)
     out: Any = sys.stdout.buffer if stdout else dest
-    fmt = format_for("x" if stdout else dest, fmt or ("trig" if stdout else None))
+    named = "x" if dest == "-" else dest
+    fmt = format_for(named, fmt or ("trig" if stdout and dest == "-" else None))
     count = open_store(ctx, read=True).export(
         out,
         format=fmt,
@@ -62,6 +64,17 @@ def export_cmd(
     )
     plain = fmt in PLAIN_FORMATS if grains is None else not grains
     click.echo(f"exported {count} {'triples' if plain else 'grains'}", err=stdout)
+
+
+def _is_stdout(path: str) -> bool:
+    """Whether ``path`` names this process's standard output (``/dev/stdout``,
+    ``/dev/fd/1``): written through it, with the summary on stderr, never
+    replaced by a file of its own (the file stdout goes to would lose what the
+    shell wrote around the export)."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
 
 
 @click.command("import")
