@@ -176,3 +176,23 @@ def test_rdflibs_dataset_makes_a_graph_and_writes_in_it_over_http() -> None:
         graph.add((URIRef(EX + "ann"), URIRef(EX + "name"), Literal("Ann")))
     asked = f'ASK {{ GRAPH <{EX}g> {{ <{EX}ann> <{EX}name> "Ann" }} }}'
     assert store.query(asked) is True
+
+
+def test_the_callers_reason_is_the_update_events_reason() -> None:
+    """The event gave the operations' names (put_many, retract) as its reason;
+    the caller's words were in the index only."""
+    from oms_rdf.rdf.vocab import OMS
+
+    store = GrainStore(clock=lambda: T0)
+    store.update(PREFIX + 'INSERT DATA { ex:a ex:p "v" }', reason="adopted from HR")
+    store.update(PREFIX + 'DELETE DATA { ex:a ex:p "v" }', reason="HR corrected it")
+    store.update(PREFIX + 'INSERT DATA { ex:b ex:p "w" }')  # none given: what it did
+    reasons = {
+        q.object.value for q in store.backend.quads(None, OMS.reason, None, OMS.audit)
+    }
+    assert {"adopted from HR", "HR corrected it"} <= reasons
+    assert any(
+        "put_many" in r for r in reasons - {"adopted from HR", "HR corrected it"}
+    )
+    with pytest.raises(oms.SchemaError), store.transaction(reason=b"bytes"):  # type: ignore[arg-type]
+        pass

@@ -110,7 +110,7 @@ def update(
     operations = data_operations(text, PREFIXES, base_iri)
     portion = portion_of(valid_from, valid_to)
     report = UpdateReport()
-    with store.transaction(event="update", by=by) as tx:
+    with store.transaction(event="update", by=by, reason=reason) as tx:
         plan = _Plan(tx, namespace, confidence, portion, report)
         for operation in operations:
             if operation.kind == "insert":

@@ -322,7 +322,11 @@ class GrainStore:
 
     @contextmanager
     def transaction(
-        self, *, event: str = "transaction", by: str | None = None
+        self,
+        *,
+        event: str = "transaction",
+        by: str | None = None,
+        reason: str | None = None,
     ) -> Iterator[GrainStore]:
         """Make the operations in the block one atomic write, at one system time.
 
@@ -334,7 +338,8 @@ class GrainStore:
         earlier one created or changed is refused (ERR_CONFLICT); imports and
         erasure are not part of a transaction (see :mod:`.transaction`).
         ``event`` names the audit event (``"transaction"``; a SPARQL Update's is
-        ``"update"``) and ``by`` is its actor.
+        ``"update"``), ``by`` is its actor and ``reason`` why (without one, the
+        event's reason lists what its operations were).
 
         >>> from oms_rdf import Belief, GrainStore
         >>> store = GrainStore()
@@ -347,7 +352,7 @@ class GrainStore:
         >>> sorted(g["object"] for g in store.beliefs())
         ['Acme', 'Initech']
         """
-        with self.core.transaction(event=event, actor=by):
+        with self.core.transaction(event=event, actor=by, reason=reason):
             yield self
 
     optimize = Delegated("core", Core.optimize)

@@ -52,7 +52,7 @@ from .presence import addresses_with_prefix
 from .progress import Stage
 from .search import SearchIndex, search_texts
 from .settings import mapping_settings
-from .state import CACHE_SIZE, IndexState, Signature
+from .state import CACHE_SIZE, IndexState, Signature, check_texts
 from .transaction import Pending, refuse_made
 from .writelock import acquire, release
 
@@ -435,16 +435,22 @@ class Core:
 
     @contextmanager
     def transaction(
-        self, *, event: str = "transaction", actor: str | None = None
+        self,
+        *,
+        event: str = "transaction",
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> Iterator[None]:
         """Hold the store for one transaction (see :mod:`.transaction`): its
         operations' writes are made at its end, in one atomic write, at one
         system time; an exception in the block writes nothing. ``event`` names
-        its one audit event, ``actor`` who made it.
+        its one audit event, ``actor`` who made it, ``reason`` why (else the
+        event gives what its operations were).
 
         Raises:
             StoreError: ERR_CONFLICT for a transaction inside another.
         """
+        check_texts(actor=actor, reason=reason)
         with self.lock:
             if self._open is not None:
                 raise StoreError(
@@ -463,7 +469,7 @@ class Core:
                     actor=actor,
                     at=at,
                     count=len(pending.operations),
-                    reason=pending.summary() or None,
+                    reason=reason or pending.summary() or None,
                 )
                 insert = [*pending.insert, *pending.event(as_rows(rows))]
                 self.write(pending.delete, insert, current=pending.current)
