@@ -168,3 +168,27 @@ def test_wide_text_is_measured_in_terminal_columns(
     starts = {columns_of(line[: line.index(word)]) for line, word in
               zip(lines, ["relation", "r", "r", "r"], strict=True)}  # fmt: skip
     assert len(starts) == 1  # the relation column lines up under its header
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type":"belief","subject":"a","subject":"b","relation":"r","object":"o",'
+        '"confidence":0.5,"created_at":"2024"}',
+        '[{"type":"belief","subject":"a","relation":"r","object":"o","confidence":0.5,'
+        '"created_at":"2024","context":{"k":1,"k":2}}]',
+        '{"type":"belief","subject":"a","relation":"r","object":"o","confidence":0.5,'
+        '"created_at":"2024"}\n{"type":"belief","type":"belief","subject":"b",'
+        '"relation":"r","object":"o","confidence":0.5,"created_at":"2024"}',
+    ],
+)
+def test_a_key_given_twice_is_refused_not_read_as_its_last(
+    tmp_path: Path, text: str
+) -> None:
+    """Python's JSON reader kept the last of two values: the grain stored said
+    subject "b" where the file also said "a"."""
+    source = tmp_path / "dup.json"
+    source.write_text(text)
+    db = tmp_path / "db"
+    refused(["--store", str(db), "put", str(source)], "ERR_CORRUPT", "given twice")
+    assert not db.exists()

@@ -354,6 +354,8 @@ def nested_json(depth: int) -> bytes:
          "application/json"),
         ("PUT", "/v1/facts/{id}", json.dumps({**belief("a", 9), "importance": 10**400}).encode(),
          "application/json"),
+        ("POST", "/v1/facts", b'{"type": "belief", "subject": "a", "subject": "b", '
+         b'"relation": "r", "object": "o", "confidence": 0.5}', "application/json"),
         ("PUT", "/v1/facts/{id}", b"\xc3\x28", "application/json"),
         ("POST", "/v1/facts/{id}/erase", b"\xc3\x28", "application/json"),
         ("GET", "/v1/facts?limit=" + "9" * 5000, b"", "application/json"),

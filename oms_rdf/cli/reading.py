@@ -27,6 +27,7 @@ from ..errors import (
     StoreError,
 )
 from ..io import loads_json_grain, too_many_digits
+from ..io.jsonl import unique_keys
 from ..rdf.mapping import TIME_FIELDS
 from ..times import iso_fields
 
@@ -141,7 +142,7 @@ def placed_grains(source: str) -> list[tuple[str, Any]]:
     try:
         if text.lstrip().startswith("["):
             return list(array_grains(text, source))
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise DecodeError(
             f"{source} nests JSON arrays or objects too deeply to be a grain",

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import DecodeError, ErrorCode, SchemaError
 from ..io import loads_json_grain
+from ..io.jsonl import unique_keys
 
 __all__ = [
     "GRAIN_TYPE",
@@ -89,11 +90,14 @@ def json_body(raw: bytes) -> dict[str, Any]:
     Raises:
         SchemaError: ERR_SCHEMA for a body that is not a JSON object; ERR_RANGE
             for an integer past Python's 4300-digit limit.
-        DecodeError: ERR_CORRUPT for a body that is not UTF-8.
+        DecodeError: ERR_CORRUPT for a body that is not UTF-8, or an object
+            with a key given twice.
     """
     text = body_text(raw)
     try:
-        body = json.loads(text or "{}")
+        body = json.loads(text or "{}", object_pairs_hook=unique_keys)
+    except DecodeError:
+        raise  # a key given twice, named
     except ValueError as exc:
         if "integer string conversion" in str(exc):  # int("9" * 5000)
             raise SchemaError(

@@ -22,13 +22,31 @@ def _json_bytes(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a key given twice: which value
+    counts is nowhere written down (Python's reader kept the last), as a
+    MessagePack map with a repeated key is refused.
+
+    Raises:
+        DecodeError: ERR_CORRUPT naming the key.
+    """
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise DecodeError(f"the key {key!r} is given twice in one JSON object")
+            seen.add(key)
+    return value
+
+
 def _json_object(pairs: list[tuple[str, Any]]) -> Any:
     if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
         try:
             return base64.b64decode(pairs[0][1])
         except (binascii.Error, ValueError) as exc:
             raise DecodeError(f"$base64 must be base64 text: {exc}") from None
-    return dict(pairs)
+    return unique_keys(pairs)
 
 
 INDEX_KEY = "$index"  # a JSON line's index state, in the .mg manifest's shape
@@ -43,8 +61,9 @@ def loads_json_grain(text: str) -> tuple[Any, dict[str, Any] | None]:
 
     Raises:
         DecodeError: ERR_CORRUPT for text that is not JSON, nested deeper than
-            Python's JSON reader goes, or a malformed ``$blob``, ``$base64`` or
-            ``$index``; ERR_RANGE for an integer past Python's 4300-digit limit.
+            Python's JSON reader goes, an object with a key given twice, or a
+            malformed ``$blob``, ``$base64`` or ``$index``; ERR_RANGE for an
+            integer past Python's 4300-digit limit.
     """
     try:
         value = json.loads(text, object_pairs_hook=_json_object)
