@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 __all__ = [
+    "LONGEST_MESSAGE",
     "ConflictWarning",
     "DecodeError",
     "EncodeError",
@@ -87,6 +88,9 @@ SPEC_CODES: frozenset[ErrorCode] = frozenset(
 )
 
 
+LONGEST_MESSAGE = 2000  # characters of an error's message; the rest is counted
+
+
 class OmsError(Exception):
     """Root of every error raised by oms_rdf.
 
@@ -102,6 +106,9 @@ class OmsError(Exception):
     ) -> None:
         self.code: ErrorCode = code if code is not None else self.default_code
         self.path: str | None = path
+        if len(msg) > LONGEST_MESSAGE:  # a parser's message may quote its input whole
+            more = f"… ({len(msg)} characters in all)"
+            msg = msg[: LONGEST_MESSAGE - len(more)] + more  # as long as allowed
         self.message = msg
         text = f"{self.code}: {msg}"
         if path is not None:

@@ -192,3 +192,18 @@ def test_a_key_given_twice_is_refused_not_read_as_its_last(
     db = tmp_path / "db"
     refused(["--store", str(db), "put", str(source)], "ERR_CORRUPT", "given twice")
     assert not db.exists()
+
+
+def test_a_parser_quoting_its_whole_input_is_cut_to_one_short_line(
+    tmp_path: Path,
+) -> None:
+    """A 5 MB file of text named .rdf gave a 5 MB error line: the RDF/XML
+    parser's message quoted its input whole."""
+    from oms_rdf.errors import LONGEST_MESSAGE
+
+    source = tmp_path / "big.rdf"
+    source.write_text("x" * 5_000_000)
+    said = refused(
+        ["--store", str(tmp_path / "db"), "import", str(source)], "ERR_CORRUPT"
+    )
+    assert len(said) < LONGEST_MESSAGE + 100 and "characters in all" in said
