@@ -207,3 +207,19 @@ def test_a_parser_quoting_its_whole_input_is_cut_to_one_short_line(
         ["--store", str(tmp_path / "db"), "import", str(source)], "ERR_CORRUPT"
     )
     assert len(said) < LONGEST_MESSAGE + 100 and "characters in all" in said
+
+
+def test_an_ipv6_address_is_written_in_brackets_in_a_url() -> None:
+    from oms_rdf.cli.serving import url_of
+
+    assert url_of("::1", 7878) == "http://[::1]:7878/"
+    assert url_of("127.0.0.1", 7878) == "http://127.0.0.1:7878/"
+
+
+def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
+    """It served "read-only, open" by its banner, and answered every request 401."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text("{}")
+    said = refused(["--store", str(tmp_path / "db"), "serve", "--token-file", str(tokens)],
+                   "ERR_SCHEMA", "one token or more")  # fmt: skip
+    assert "serving on" not in said

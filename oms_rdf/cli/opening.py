@@ -105,9 +105,11 @@ def on_disk(path: str, *, read: bool, **options: Any) -> GrainStore:
         if not any(why in str(exc).lower() for why in busy):
             raise
         if not read:
+            said = exc.message  # the store says who holds it; said once
+            if "another process" not in said:
+                said += "; another process has it open for writing"
             raise StoreError(
-                f"{exc.message}; another process has it open for writing; use "
-                "`oms-rdf serve` to share one store between processes",
+                f"{said}; use `oms-rdf serve` to share one store between processes",
                 code=exc.code,
                 path=exc.path,
             ) from exc

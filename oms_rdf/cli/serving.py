@@ -78,7 +78,7 @@ def serve_cmd(
     check_bindable(host, port)  # before the store opens, and before "serving on"
     store = open_store(ctx, path=store_path)
     mode = "tokens required" if tokens else "read-only, open"
-    line = f"serving on http://{host}:{port}/ ({mode}; Ctrl-C to stop)"
+    line = f"serving on {url_of(host, port)} ({mode}; Ctrl-C to stop)"
     with announced_when_listening(host, port, line):
         serve(
             store,
@@ -89,6 +89,11 @@ def serve_cmd(
             max_body=max_body,
             cors=cors,
         )
+
+
+def url_of(host: str, port: int) -> str:
+    """The server's URL: an IPv6 address in brackets (RFC 3986)."""
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
 @click.command("mcp")
@@ -142,7 +147,7 @@ def mcp_cmd(
     if http:
         check_bindable(host, port)
     store = open_store(ctx, path=store_path, create=True, keep_new=True)
-    line = f"MCP on http://{host}:{port}/mcp (no authentication; Ctrl-C to stop)"
+    line = f"MCP on {url_of(host, port)}mcp (no authentication; Ctrl-C to stop)"
     made = made_store(ctx)
     if made is not None:  # a typo in --store is no silent new memory
         note = f"note: no store at {made}: making a new, empty one"

@@ -61,8 +61,9 @@ def load_tokens(path: str | Path) -> dict[str, Token]:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise SchemaError(f"cannot read the token file {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise SchemaError(f"{path}: expected a JSON object of tokens")
+    if not isinstance(data, dict) or not data:
+        # An empty file would answer every request 401: no server anyone can use.
+        raise SchemaError(f"{path}: expected a JSON object of one token or more")
     return {secret: _grant(path, secret, grant) for secret, grant in data.items()}
 
 
