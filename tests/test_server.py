@@ -715,7 +715,9 @@ def test_a_token_file_that_cannot_be_read_is_err_schema(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="cannot read the token file"):
         load_tokens(tmp_path / "bad.json")
     (tmp_path / "list.json").write_text("[]")
-    with pytest.raises(SchemaError, match="expected a JSON object of one token or more"):
+    with pytest.raises(
+        SchemaError, match="expected a JSON object of one token or more"
+    ):
         load_tokens(tmp_path / "list.json")
 
 
