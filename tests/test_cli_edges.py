@@ -223,3 +223,21 @@ def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
     said = refused(["--store", str(tmp_path / "db"), "serve", "--token-file", str(tokens)],
                    "ERR_SCHEMA", "one token or more")  # fmt: skip
     assert "serving on" not in said
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["beliefs", "--valid-at", "2024", "--valid-at", "2030"], "--valid-at"),
+        (["beliefs", "--valid-at=2024", "--valid-at", "2030"], "--valid-at"),
+        (["export", "out.trig", "--grains", "--plain"], "--plain"),
+        (["query", "ASK {}", "--format", "json", "--format", "csv"], "--format"),
+    ],
+)
+def test_an_option_given_twice_is_refused_not_read_as_its_last(
+    tmp_path: Path, args: list[str], named: str
+) -> None:
+    db = tmp_path / "db"
+    assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 1))).exit_code == 0
+    refused(["--store", str(db), *args], "ERR_SCHEMA", f"{named} is given twice")
+    assert not (tmp_path / "out.trig").exists()

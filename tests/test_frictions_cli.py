@@ -227,10 +227,14 @@ def test_store_may_come_after_the_command(tmp_path: Path) -> None:
     assert after.exit_code == 0, after.output
     assert [r["object"] for r in json.loads(after.stdout)] == ["tea"]
     assert after.stdout == before.stdout
-    # the command's --store wins over the group's, as the later word
+    # Before and after the command is --store given twice: which one a command
+    # (an erasure, say) works on is not for the order of words to decide.
     other = str(tmp_path / "other")
-    missing = run("--store", db, "beliefs", "--store", other)
-    assert missing.exit_code == 1 and "other" in missing.output
+    twice = run("--store", db, "beliefs", "--store", other)
+    assert twice.exit_code == 1 and "--store is given twice" in twice.output
+    assert not Path(other).exists()
+    env = run("beliefs", "--json", "--store", db, env={"OMS_RDF_STORE": other})
+    assert env.exit_code == 0 and not Path(other).exists()  # the word beats the env
     ask = "ASK { ?s ?p ?o }"
     assert run("query", ask, "--store", db).stdout.strip() == "true"
 

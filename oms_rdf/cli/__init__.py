@@ -42,6 +42,7 @@ class OneLineErrors(click.Group):
         """Invoke the command; print a refusal as one line (or its stack, --traceback)."""
         try:
             refuse_undecodable(ctx.meta.get(_ARGUMENTS, []))
+            refuse_repeated(self, ctx.meta.get(_ARGUMENTS, []))
             return super().invoke(ctx)
         except (OmsError, OSError) as exc:
             undo_new_store(ctx)  # the command closed its store on the way out
@@ -51,6 +52,44 @@ class OneLineErrors(click.Group):
                 raise
             click.echo(f"error: {said(exc)}", err=True)
             ctx.exit(1)
+
+
+def refuse_repeated(group: click.Group, args: list[str]) -> None:
+    """Refuse an option given twice where it takes one value: click keeps the
+    last, so ``--valid-at 2024 --valid-at 2030`` asked 2030, and ``--store A
+    erase ... --store B`` erased in B. ``--grains``/``--plain`` are one option.
+
+    Raises:
+        SchemaError: ERR_SCHEMA naming the option.
+    """
+    params, seen = list(group.params), set()
+    command: click.Command = group
+    at = 0
+    while at < len(args) and args[at] != "--":
+        arg = args[at]
+        option = _option(params, arg.split("=", 1)[0]) if arg.startswith("--") else None
+        if option is not None:
+            names = frozenset((*option.opts, *option.secondary_opts))
+            if names in seen and not (option.multiple or option.count):
+                raise SchemaError(
+                    f"{arg.split('=', 1)[0]} is given twice; give it once"
+                )
+            seen.add(names)
+            at += 0 if option.is_flag or "=" in arg else 1  # its value
+        elif isinstance(command, click.Group) and arg in command.commands:
+            command = command.commands[arg]
+            params += command.params
+        at += 1
+
+
+def _option(params: list[click.Parameter], name: str) -> click.Option | None:
+    for param in params:
+        if isinstance(param, click.Option) and name in (
+            *param.opts,
+            *param.secondary_opts,
+        ):
+            return param
+    return None
 
 
 def refuse_undecodable(args: list[str]) -> None:
