@@ -241,3 +241,24 @@ def test_an_option_given_twice_is_refused_not_read_as_its_last(
     assert run("--store", str(db), "put", str(beliefs_file(tmp_path, 1))).exit_code == 0
     refused(["--store", str(db), *args], "ERR_SCHEMA", f"{named} is given twice")
     assert not (tmp_path / "out.trig").exists()
+
+
+def test_ctrl_c_during_an_import_into_a_new_path_leaves_nothing(tmp_path: Path) -> None:
+    """It printed click's bare "Aborted!" with exit 1, and left an empty store."""
+    import signal
+    import time
+
+    source = tmp_path / "many.nt"
+    lines = (f'<http://e/s{i}> <http://e/p> "o{i}" .' for i in range(60_000))
+    source.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "db"
+    importing = oms_rdf("--store", str(db), "import", str(source))
+    time.sleep(1.5)  # under way: its store made, its grains being written
+    importing.send_signal(signal.SIGINT)
+    _, err = importing.communicate(timeout=120)
+    if importing.returncode == 0:  # finished before the signal: nothing to undo
+        pytest.skip("the import ended before Ctrl-C came")
+    said = err.decode()
+    assert importing.returncode == 130, said
+    assert said.startswith("error: ERR_STORE: interrupted"), said
+    assert "Traceback" not in said and not db.exists()

@@ -52,6 +52,14 @@ class OneLineErrors(click.Group):
                 raise
             click.echo(f"error: {said(exc)}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt:  # Ctrl-C: every write is whole or not made
+            undo_new_store(ctx)
+            click.echo(
+                "error: ERR_STORE: interrupted: the write under way was not made "
+                "(each is whole or nothing); what was written before it stays",
+                err=True,
+            )
+            ctx.exit(130)  # as a shell reports a command stopped by SIGINT
 
 
 def refuse_repeated(group: click.Group, args: list[str]) -> None:
