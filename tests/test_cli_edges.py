@@ -262,3 +262,46 @@ def test_ctrl_c_during_an_import_into_a_new_path_leaves_nothing(tmp_path: Path) 
     assert importing.returncode == 130, said
     assert said.startswith("error: ERR_STORE: interrupted"), said
     assert "Traceback" not in said and not db.exists()
+
+
+def as_a_user_who_may_only_read(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """Run the command line as a user without write access (nobody, when the
+    tests run as root, who may write anything)."""
+    import shutil
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv is not None, "util-linux's setpriv runs a command as nobody"
+        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    command = [*prefix, sys.executable, "-m", "oms_rdf", *args]
+    return subprocess.run(command, capture_output=True, timeout=60, check=False)
+
+
+def test_a_store_this_user_may_only_read_is_read_and_refuses_a_write() -> None:
+    """It could not be opened at all, with a hint that another process held it."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())  # under /tmp: nobody may reach it
+    try:
+        folder.chmod(0o755)
+        db = folder / "db"
+        assert (
+            run("--store", str(db), "put", str(beliefs_file(folder, 2))).exit_code == 0
+        )
+        for path in [db, *db.rglob("*")]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        read = as_a_user_who_may_only_read("--store", str(db), "beliefs", "--json")
+        assert read.returncode == 0, read.stderr
+        assert len(json.loads(read.stdout)) == 2
+        wrote = as_a_user_who_may_only_read(
+            "--store", str(db), "put", str(folder / "many.jsonl")
+        )
+        said = wrote.stderr.decode()
+        assert wrote.returncode == 1 and "cannot be written here" in said, said
+        assert "another process" not in said
+    finally:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        shutil.rmtree(folder)

@@ -101,9 +101,24 @@ def on_disk(path: str, *, read: bool, **options: Any) -> GrainStore:
     try:
         return GrainStore(path, **options)
     except StoreError as exc:
-        busy = ("lock", "read-only file system")  # held, or on a read-only mount
+        # Held by another process, or not writable here (a read-only mount, a
+        # folder this user may only read): a read is still answered.
+        unwritable = ("read-only file system", "permission denied")
+        busy = ("lock", *unwritable)
         if not any(why in str(exc).lower() for why in busy):
             raise
+        if any(why in str(exc).lower() for why in unwritable):
+            if read:
+                click.echo(
+                    "note: this store cannot be written here; reading it", err=True
+                )
+                return GrainStore(path, read_only=True, **options)
+            raise StoreError(
+                f"the store at {path} cannot be written here (a folder this user "
+                "may only read, or a read-only mount); commands that read it answer",
+                code=exc.code,
+                path=exc.path,
+            ) from exc
         if not read:
             said = exc.message  # the store says who holds it; said once
             if "another process" not in said:
