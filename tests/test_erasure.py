@@ -255,6 +255,22 @@ def test_a_successors_own_justification_is_erased_with_it(policy: object) -> Non
     assert store.verify_audit().problem is None
 
 
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_name_is_refused_not_reported_as_done(name: str) -> None:
+    """It erased nothing and said so as a finished erasure, and the report of
+    it called itself complete: a script with an empty variable was told done."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    store.put(oms.Belief(NAME, "lives_in", "Lisbon", 0.9, created_at=1))
+    before = plain_dump(store)
+    for ask in (lambda: store.erase_subject(name, reason="request"),
+                lambda: store.subject_report(name)):  # fmt: skip
+        with pytest.raises(oms.SchemaError) as info:
+            ask()
+        assert info.value.code == "ERR_EMPTY"
+    assert plain_dump(store) == before
+    assert store.subject_report("", user_id=NAME).complete  # a user_id alone is asked
+
+
 def test_a_tombstone_travels_and_keeps_an_old_export_out_elsewhere() -> None:
     store = oms.GrainStore(clock=lambda: NOW)
     gone = store.put(oms.Belief(NAME, "likes", "tea", 0.5, created_at=1))

@@ -129,6 +129,13 @@ def select(
     """Addresses of the grains in which ``name`` (or ``user_id``) appears; both
     in NFC, as every stored text is (spec §2.1), so any spelling of it is found."""
     check_texts(name=name, namespace=namespace, user_id=user_id)
+    if not any(n and n.strip() for n in (name, user_id)):
+        # Nothing to look for finds nothing, and its report would read as done.
+        raise SchemaError(
+            f"expected a name (or a user_id) to look for; found {name!r}",
+            code=ErrorCode.EMPTY,
+            path="subject",
+        )
     names = {unicodedata.normalize("NFC", n) for n in (name, user_id) if n}
     candidates: set[str] = set()
     backend = store.backend
