@@ -305,3 +305,11 @@ def test_a_store_this_user_may_only_read_is_read_and_refuses_a_write() -> None:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("command", ["import", "put"])
+def test_an_empty_path_is_refused_as_empty(tmp_path: Path, command: str) -> None:
+    """The system reads "" as the current folder: "Is a directory: " named nothing."""
+    db = tmp_path / "db"
+    refused(["--store", str(db), command, ""], "ERR_EMPTY", "found an empty one")
+    assert not db.exists()

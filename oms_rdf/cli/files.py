@@ -17,6 +17,7 @@ from ..io import FORMATS, PLAIN_FORMATS, format_for
 from .opening import open_store
 from .options import FiniteFloat, time_options
 from .progress import Bars
+from .reading import refuse_empty_path
 
 FORMAT_CHOICE = click.Choice(list(FORMATS))
 FORMAT_HELP = "Default: from the file suffix."
@@ -110,6 +111,7 @@ def import_cmd(
 
         oms-rdf --store mem.db import people.ttl --namespace crm --confidence 0.8
     """
+    refuse_empty_path(source)
     stdin = source == "-"
     size = 0 if stdin else Path(source).stat().st_size  # before a store is made
     if not stdin and Path(source).is_dir():

@@ -34,6 +34,7 @@ from ..times import iso_fields
 
 def read_bytes(source: str) -> bytes:
     """The bytes of a file, or of stdin for ``-``."""
+    refuse_empty_path(source)
     if source == "-":
         return sys.stdin.buffer.read()
     try:
@@ -46,6 +47,20 @@ def read_bytes(source: str) -> bytes:
         raise StoreError(
             f"cannot read {source}: {exc.strerror or exc}", path=source
         ) from None
+
+
+def refuse_empty_path(source: str) -> None:
+    """Refuse an empty path: the system reads it as the current folder.
+
+    Raises:
+        SchemaError: ERR_EMPTY.
+    """
+    if not source:
+        raise SchemaError(
+            "expected a file's path (or - for stdin); found an empty one",
+            code=ErrorCode.EMPTY,
+            path="source",
+        )
 
 
 def read_json(source: str) -> Any:
