@@ -313,3 +313,14 @@ def test_an_empty_path_is_refused_as_empty(tmp_path: Path, command: str) -> None
     db = tmp_path / "db"
     refused(["--store", str(db), command, ""], "ERR_EMPTY", "found an empty one")
     assert not db.exists()
+
+
+def test_stdin_is_imported_in_the_format_given_and_needs_one(tmp_path: Path) -> None:
+    """Without --format, stdin was read as N-Quads: Turtle got "not valid N-Quads"."""
+    db = tmp_path / "db"
+    turtle = "@prefix e: <http://e/> .\ne:a e:b 'c' .\n"
+    refused(["--store", str(db), "import", "-"], "ERR_SCHEMA", "needs --format",
+            stdin=turtle)  # fmt: skip
+    assert not db.exists()
+    done = run("--store", str(db), "import", "-", "--format", "turtle", stdin=turtle)
+    assert done.exit_code == 0 and "imported 1 grains" in done.stdout, done.output

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..errors import SchemaError
 from ..io import FORMATS, PLAIN_FORMATS, format_for
 from .opening import open_store
 from .options import FiniteFloat, time_options
@@ -103,7 +104,7 @@ def import_cmd(
     base_iri: str | None,
     quiet: bool,
 ) -> None:
-    """Import SOURCE (- for stdin) into the store: all or nothing unless --skip-invalid.
+    """Import SOURCE (- for stdin, with --format) into the store: all or nothing unless --skip-invalid.
 
     RDF that is not an oms_rdf export (Turtle, N-Triples, TriG, N-Quads, JSON-LD,
     RDF/XML) is adopted: each triple becomes a belief, named graphs kept; triples
@@ -113,6 +114,11 @@ def import_cmd(
     """
     refuse_empty_path(source)
     stdin = source == "-"
+    if stdin and fmt is None:  # no name to tell the format by
+        raise SchemaError(
+            f"reading stdin needs --format: one of {', '.join(FORMATS)}",
+            path="--format",
+        )
     size = 0 if stdin else Path(source).stat().st_size  # before a store is made
     if not stdin and Path(source).is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
@@ -120,7 +126,7 @@ def import_cmd(
     with reading_bar(size if not quiet else 0) as read, Bars() as stages:
         report = store.import_(
             sys.stdin.buffer if stdin else source,
-            format=fmt or ("nquads" if stdin else None),
+            format=fmt,
             progress=read,
             skip_invalid=skip_invalid,
             namespace=namespace,
