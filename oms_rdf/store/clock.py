@@ -118,6 +118,7 @@ class SystemClock:
         self._last: int | None = None
         self._read = False
         self.unrecorded = False  # forward only since this opening: not recorded yet
+        self._carried_by: object = None  # the open transaction that records it
 
     @classmethod
     def opened(
@@ -152,6 +153,21 @@ class SystemClock:
         clock = cls(True)
         clock.unrecorded = True  # the store records it with the opening's first write
         return clock
+
+    def record_due(self, backend: Backend, pending: object) -> bool:
+        """Whether the write being made records forward only: asked for by this
+        opening, recorded by no earlier write, and carried by no earlier
+        operation of the same transaction (``pending``, if one is open)."""
+        if not self.unrecorded:
+            return False
+        if next(backend.quads(*FORWARD_ONLY_QUAD), None) is not None:
+            self.unrecorded = False  # an earlier write recorded it
+            return False
+        if pending is not None:
+            if self._carried_by is pending:
+                return False
+            self._carried_by = pending
+        return True
 
     def forget(self) -> None:
         """Read the store again at the next write (after a bulk write, or where

@@ -42,7 +42,7 @@ from ..rdf.sparql import (
 from ..rdf.vocab import OMS, XSD
 from .audit import AuditReport, Head, bulk_head, current_head, event_rows, seal
 from .audit import verify as verify_chain
-from .clock import FORWARD_ONLY, FORWARD_ONLY_QUAD, SystemClock
+from .clock import FORWARD_ONLY, SystemClock
 from .grain_facts import GrainFacts
 from .index_state import index_state
 from .intervals import Intervals
@@ -568,19 +568,9 @@ class Core:
             count=count,
             review=review,
         )
-        return rows + self._forward_only_rows(when)
-
-    def _forward_only_rows(self, when: int) -> list[Row]:
-        """The setting and event that record forward only, where still due."""
-        if not self.system.unrecorded:
-            return []
-        if next(self.backend.quads(*FORWARD_ONLY_QUAD), None) is not None:
-            self.system.unrecorded = False  # an earlier write recorded it
-            return []
-        pending = self.pending
-        if pending is not None and FORWARD_ONLY in pending.insert:
-            return []  # an earlier operation of this transaction carries it
-        return [FORWARD_ONLY, *event_rows("forward_only", when)]
+        if self.system.record_due(self.backend, self.pending):
+            rows += [FORWARD_ONLY, *event_rows("forward_only", when)]
+        return rows
 
     def rebuild_current(self) -> None:
         """Rebuild graph ``oms:current`` from the grains and the index, in one update."""
