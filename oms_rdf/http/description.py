@@ -49,6 +49,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import ErrorCode, OmsError
+from ..rdf.terms import is_absolute_iri
 from ..rdf.vocab import OMS, OMS_NS, RDF, RDFS, XSD
 from ..store import GrainStore, Solutions
 from ..times import to_millis
@@ -61,7 +62,6 @@ __all__ = [
     "Figures",
     "description_work",
     "endpoint_iri",
-    "is_iri",
     "service_triples",
     "with_base",
 ]
@@ -139,19 +139,10 @@ def with_base(asked: QueryRequest, base: str) -> QueryRequest:
     IRI (the text is otherwise left as written, so that the positions of its
     errors stay where they are)."""
     relative = any(not _SCHEME.match(m.group(1)) for m in _IRIREF.finditer(asked.text))
-    if not relative or not is_iri(base):
+    if not relative or not is_absolute_iri(base):
         return asked
     declared = f"BASE <{base}> "
     return replace(asked, text=declared + asked.text, added=len(declared))
-
-
-def is_iri(text: str) -> bool:
-    """Whether ``text`` is an absolute IRI a request may declare as its base."""
-    try:
-        ox.NamedNode(text)
-    except ValueError:
-        return False
-    return _IRIREF.fullmatch(f"<{text}>") is not None
 
 
 def description_work(

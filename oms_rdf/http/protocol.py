@@ -23,11 +23,12 @@ from starlette.routing import Route
 
 from ..errors import DecodeError, ErrorCode, OmsError, QueryError
 from ..rdf.limits import check_query
+from ..rdf.terms import is_absolute_iri
 from ..store import GrainStore
 from ..times import to_millis
 from .auth import OPEN, Authorize, Token
 from .bodies import body_text, given_once
-from .description import description_work, endpoint_iri, is_iri, with_base
+from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
 from .lanes import Job, Lane, wait_on
@@ -196,7 +197,7 @@ class SparqlProtocol:
                 namespace=namespace,
                 valid_from=params.get("valid_from", [None])[0],
                 valid_to=params.get("valid_to", [None])[0],
-                base_iri=base if is_iri(base) else None,
+                base_iri=base if is_absolute_iri(base) else None,
             )
             body = {
                 "added": report.added,

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, SchemaError
+from ..rdf.terms import is_absolute_iri
 
 __all__ = ["DataOperation", "data_operations"]
 
@@ -102,7 +103,7 @@ def data_operations(
             column) or any other update form.
         SchemaError: ERR_SCHEMA for a ``base`` that is no absolute IRI.
     """
-    if base is not None and not _absolute(base):
+    if base is not None and not is_absolute_iri(base):
         raise SchemaError(
             f"base_iri: expected an absolute IRI; found {base[:80]!r}", path="base_iri"
         )
@@ -303,7 +304,7 @@ def _check_syntax(
     stop_at: int | None = None,
     scratch: ox.Store | None = None,
 ) -> None:
-    """Run the request (only DATA operations by now) on an empty store of its own:
+    """Run the request (only DATA and CREATE operations by now) on an empty store of its own:
     pyoxigraph's SPARQL parser refuses what is not SPARQL Update. With
     ``stop_at`` (the first operation's offset, in a request of refused forms),
     parse it and run none of it: two operations put there stop the run (a graph
@@ -338,7 +339,8 @@ def _check_syntax(
             raise QueryError(f"SPARQL Update refused: {exc}") from None
 
 
-# Two operations no request has (a graph of no scheme ours): the second fails.
+# Two operations that stop a run once it has parsed: the second creates again
+# the graph the first made, which fails.
 _STOP = "CREATE GRAPH <urn:oms:stop> ; CREATE GRAPH <urn:oms:stop> ; "
 
 
@@ -349,14 +351,6 @@ def _relative_iri(text: str) -> bool:
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def _absolute(iri: str) -> bool:
-    try:
-        ox.NamedNode(iri)
-    except ValueError:
-        return False
-    return _SCHEME.match(iri) is not None and ">" not in iri
 
 
 def _read(trig: str) -> list[ox.Quad]:
