@@ -118,8 +118,14 @@ class TailReader:
                     ) from exc
             chunk = self.stream.read(CHUNK)
             if not chunk:
+                # The last 32 bytes were taken as the footer: a file cut in its
+                # manifest or footer ends here too, so both places are named.
                 raise DecodeError(
-                    f"grain {index} is truncated", code=ErrorCode.TOO_SHORT, path=where
+                    f"the file ends inside grain {index}, the last before the index "
+                    "manifest, or inside that manifest and the footer after it: "
+                    "truncated?",
+                    code=ErrorCode.TOO_SHORT,
+                    path=where,
                 )
             if len(data) > MAX_BLOB:
                 raise DecodeError(
