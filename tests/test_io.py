@@ -760,3 +760,27 @@ def test_plain_knowledge_exports_as_json_ld_and_turtle_with_prefixes(
         assert f"@prefix {prefix}: <" in text, prefix
     assert "rdfs:label" in text and "owl:Thing" in text
     assert len(list(ox.parse(turtle.read_bytes(), format=ox.RdfFormat.TURTLE))) == 2
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads", "mg", "jsonl"])
+def test_an_import_counts_the_grains_the_store_held_already(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A store's own export imported again reported 0 added and 0 already
+    believed: the grains it already held were counted nowhere."""
+    source = GrainStore(clock=lambda: 1_800_000_000_000)
+    beliefs = [
+        oms.Belief(f"s{i}", "likes", "tea", 0.5, created_at=i + 1) for i in range(3)
+    ]
+    source.put_many(beliefs[:2])
+    first = tmp_path / f"first.{fmt}"
+    source.export(first)
+    again = source.import_(first)
+    assert (again.added, again.held) == (0, 2)
+    source.put(beliefs[2])
+    both = tmp_path / f"both.{fmt}"
+    source.export(both)
+    target = GrainStore(clock=lambda: 1_800_000_000_000)
+    assert target.import_(first).held == 0
+    report = target.import_(both)
+    assert (report.added, report.held) == (1, 2)

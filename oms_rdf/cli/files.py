@@ -136,9 +136,10 @@ def import_cmd(
         )
     for where, why in report.skipped:
         click.echo(f"skipped {where}: {why}", err=True)
+    held = f", already held {report.held}" if report.held else ""
     click.echo(
-        f"imported {report.added} grains ({report.quads} quads), already believed "
-        f"{report.believed}, skipped {len(report.skipped)}"
+        f"imported {report.added} grains ({report.quads} quads){held}, already "
+        f"believed {report.believed}, skipped {len(report.skipped)}"
     )
 
 

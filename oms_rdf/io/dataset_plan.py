@@ -229,11 +229,12 @@ class _DatasetPlan:
             if node not in self.bad:
                 address = address_of(ox.NamedNode(node))
                 check_same_state(self.store, address, list(state))
-        self.report.added = sum(
-            1
+        grains = [
+            stored
             for node, stored in self.known.items()
-            if not stored and node not in self.bad and node in self.with_blob
-        )
+            if node not in self.bad and node in self.with_blob
+        ]
+        self.report.added, self.report.held = grains.count(False), grains.count(True)
 
     def _check_evidence(self) -> None:
         def restored(node: object) -> bool:

@@ -83,6 +83,7 @@ class Known:
     def __init__(self, target: BulkImport, report: ImportReport) -> None:
         self.target, self.report = target, report
         self.tombstones = target.erased()
+        self.held: set[str] = set()  # the source's grains stored already
 
     def erased(self, address: str) -> bool:
         """Whether a grain was erased here; then the import reports it skipped."""
@@ -109,6 +110,8 @@ class Known:
 
     def _new(self, batch: list[Grain]) -> Iterator[Grain]:
         held = self.target.held({g.address for g in batch})
+        self.held |= held  # a set: a source read twice counts each once
+        self.report.held = len(self.held)
         for grain in batch:
             if grain.address not in held and not self.erased(grain.address):
                 yield grain

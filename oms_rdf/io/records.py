@@ -12,9 +12,11 @@ from ..rdf.mapping import Row
 
 @dataclass
 class ImportReport:
-    """What an import did: grains added, triples already believed, records skipped."""
+    """What an import did: grains added, grains already held, triples already
+    believed, records skipped."""
 
     added: int = 0
+    held: int = 0  # grains of the source the store held already (not added again)
     believed: int = 0  # adopted triples the namespace already believed
     quads: int = 0  # quads of the grains written (the audit event not counted)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
