@@ -41,6 +41,7 @@ __all__ = [
     "GrainFacts",
     "NodeFacts",
     "number",
+    "number_text",
     "stored_form",
     "time_of",
 ]
@@ -85,9 +86,15 @@ _TIME = {
 
 def number(term: Any) -> float:
     """A term's value as a number, as the rank compares it (NaN: none)."""
+    text = getattr(term, "value", None)
+    return number_text(text) if isinstance(text, str) else float("nan")
+
+
+def number_text(text: str) -> float:
+    """A lexical form as a number (NaN: none)."""
     try:
-        return float(term.value)
-    except (AttributeError, ValueError):
+        return float(text)
+    except ValueError:
         return float("nan")
 
 
@@ -132,10 +139,7 @@ def _rank(value: Any) -> float:
     """A confidence as :func:`number` reads its literal back."""
     if type(value) is float:  # its literal is its repr, read back as itself
         return value
-    try:
-        return float(lexical(value)[0])
-    except ValueError:
-        return float("nan")
+    return number_text(lexical(value)[0])
 
 
 @lru_cache(maxsize=4_096)

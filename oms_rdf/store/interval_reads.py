@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from ..backends.base import Backend
 from ..rdf.vocab import OMS, RDF
 from .belief_extents import Extent, Held
-from .grain_facts import time_of
+from .grain_facts import number_text, time_of
 
 __all__ = ["GrainRead", "Triple", "read", "read_text"]
 
@@ -88,10 +88,7 @@ class GrainRead:
 
 @lru_cache(maxsize=4_096)  # one object for a value many beliefs have
 def _number(lexical: str) -> float:
-    try:
-        return float(lexical)
-    except ValueError:  # never written by the store: the codec takes numbers only
-        return float("nan")
+    return number_text(lexical)  # NaN is never written: the codec takes numbers
 
 
 # How several values of one time combine under the in-force rules: a grain is

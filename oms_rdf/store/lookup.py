@@ -31,7 +31,6 @@ from ..rdf.sparql import load_query
 from ..rdf.vocab import OMS, RDF
 from .grain_facts import GrainFacts, NodeFacts, number, time_of
 
-_XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 _DEFAULT = DefaultGraph()
 _INDEX, _BLOBS, _BLOB = OMS.index, OMS.blobs, OMS.blob  # looked up once, not per quad
 _VERSION_LINKS = (OMS.supersededBy, OMS.splitInto)  # what history follows
