@@ -85,9 +85,15 @@ def test_a_change_over_a_portion_matches_the_interval_model(
         new = {k: v for k, v in fields(new_value or "", start=0, end=None, at=change).items()
                if k not in ("valid_from", "valid_to")}  # fmt: skip
         made.append(store.supersede(first, new, justification="corrected", **portion))
+    # The spec's superseded_by names the new grain, whatever the pieces.
+    assert store.status(first).superseded_by == (made[0] if made else None)
     after = T0 + 60 * DAY
     for day in range(-1, 45):
         assert objects(store, day, after) == model(day, old, cut, new_value), day
+        # SPARQL at the point answers as the lookups do.
+        rows = store.query(f"SELECT ?o WHERE {{ <{ANN}> <{WORKS}> ?o }}",
+                           valid_at=T0 + day * DAY, as_of=after)  # fmt: skip
+        assert sorted(str(r[0].value) for r in rows) == objects(store, day, after)
         # What was believed before the change is as it was.
         assert objects(store, day, T0 + DAY) == model(day, old, (10**9, None), None)
     # Every piece is a grain of its own, derived from the old one.

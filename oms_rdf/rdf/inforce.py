@@ -10,7 +10,10 @@ as known at system time T when
    index (then it answers for no valid time);
 4. it was not superseded by T (no ``oms:systemTo <= T`` in the index), or its
    successor is valid only after V: a superseded belief still describes the
-   past, up to its successor's ``oms:validFrom``.
+   past, up to its successor's ``oms:validFrom``. A belief split by a change
+   over a portion of its valid time (``oms:splitInto``) describes none once
+   closed: the parts written in its place (its successor and the pieces kept)
+   say all it said.
 
 A belief is **held** (its triple is in ``oms:current``) when the index gives it
 no system end, ``oms:systemTo``: it is not superseded, retracted or
@@ -24,8 +27,8 @@ rectangles of (valid time, system time) in which it is in force, at most two:
 
 - from ``oms:systemFrom`` until it was superseded or voided (the earlier),
   valid from ``oms:validFrom`` to ``oms:validTo``;
-- once superseded and until voided, valid from ``oms:validFrom`` up to its
-  successor's ``oms:validFrom`` (and not after ``oms:validTo``): rule 4.
+- once superseded (not split) and until voided, valid from ``oms:validFrom``
+  up to its successor's ``oms:validFrom`` (and not after ``oms:validTo``): rule 4.
 
 A belief is in force at (V, T) exactly when one of its extents holds the point,
 and a test holds the two definitions equal on random histories.
@@ -109,8 +112,8 @@ def in_force(
     triples of ``g``, written before and after its times (Oxigraph keeps the
     written order of equally selective patterns).
     """
-    vf, sf, vt, void, st, later, later_from = map(
-        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom")
+    vf, sf, vt, void, st, later, later_from, split = map(
+        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom", "split")
     )
     index = OMS.index
     lines = [
@@ -130,7 +133,8 @@ def in_force(
         f"FILTER (!BOUND({st}) || {as_of} < {st} || "
         f"EXISTS {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
         f"FILTER EXISTS {{ {later} {OMS.validFrom} {later_from} "
-        f"FILTER ({valid_at} < {later_from}) }} }})",
+        f"FILTER ({valid_at} < {later_from}) }} "
+        f"FILTER NOT EXISTS {{ GRAPH {index} {{ {g} {OMS.splitInto} {split} }} }} }})",
     ]
     return "\n  ".join(lines)
 
@@ -329,8 +333,8 @@ def bounds_of(
     system ends recorded by then: a retraction or supersession at a later
     system time was not known, so an answer as of a past time stays the same
     whatever is written after it."""
-    vf, sf, vt, void, st, later, later_from = map(
-        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom")
+    vf, sf, vt, void, st, later, later_from, split = map(
+        var, ("vf", "sf", "vt", "void", "st", "next", "nextFrom", "split")
     )
     index = OMS.index
 
@@ -343,7 +347,9 @@ def bounds_of(
             f"OPTIONAL {{ {g} {OMS.validTo} {vt} }}",
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.voidedAt} {void} }}{known(void)} }}",
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.systemTo} {st} }}{known(st)} }}",
+            # A split grain's successor bounds nothing (rule 4): unbound.
             f"OPTIONAL {{ GRAPH {index} {{ {g} {OMS.supersededBy} {later} }} "
+            f"FILTER NOT EXISTS {{ GRAPH {index} {{ {g} {OMS.splitInto} {split} }} }} "
             f"OPTIONAL {{ {later} {OMS.validFrom} {later_from} }} }}",
         ]
     )

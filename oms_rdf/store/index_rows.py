@@ -48,8 +48,8 @@ def superseded_rows(
 def split_rows(node: str, parts: list[str]) -> list[Row]:
     """The index rows of a grain ``node`` that a change over a portion of its
     valid time replaced by ``parts`` (nodes): the new grain for the portion,
-    and the pieces kept outside it. History follows them; which part is in
-    force where, the one ``oms:supersededBy`` names decides (the one valid first)."""
+    and the pieces kept outside it. History follows them, and the in-force rule
+    reads them as saying that ``node`` describes no valid time once closed."""
     return [(node, _P_SPLIT_INTO, part, G_INDEX) for part in parts]
 
 

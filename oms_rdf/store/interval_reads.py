@@ -36,7 +36,8 @@ WHERE {{
   OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.systemTo} ?st }} }}
   OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.voidedAt} ?void }} }}
   OPTIONAL {{ GRAPH {OMS.index} {{ ?g {OMS.supersededBy} ?successor }}
-             ?successor {OMS.validFrom} ?next }}
+             ?successor {OMS.validFrom} ?next
+             FILTER NOT EXISTS {{ GRAPH {OMS.index} {{ ?g {OMS.splitInto} ?part }} }} }}
 }}"""
 
 

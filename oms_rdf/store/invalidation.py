@@ -29,7 +29,6 @@ from .portion import (
     pieces,
     portion_of,
     rest_of,
-    valid_interval,
 )
 from .protectors import cosigners, protectors, transition
 from .questions import Questions
@@ -295,12 +294,15 @@ class Invalidation:
         if new_grain.address not in self.core:  # checked by supersede
             insert += self.core.rows_for(new_grain, signature)
         insert += self._pieces_rows(old_address, rest, by, reason, new_grain)
-        # The successor the index names is the one valid first: the old grain then
-        # describes no valid time after it is closed (its pieces do), as beliefs.rq
-        # reads a successor valid from the old grain's start or earlier.
-        first = min((new_grain, *rest), key=lambda g: valid_interval(g)[0])
+        # The index names the new grain as the successor (the spec's
+        # superseded_by) also over a portion: the old grain's oms:splitInto rows
+        # then tell the in-force rule that it describes no valid time once closed.
         removed, added = superseded_rows(
-            str(grain_iri(old_address)), str(grain_iri(first.address)), at, by, reason
+            str(grain_iri(old_address)),
+            str(grain_iri(new_grain.address)),
+            at,
+            by,
+            reason,
         )
         delete: list[Quad | Row] = [*removed, *self._current_removal(old_grain)]
         insert += added

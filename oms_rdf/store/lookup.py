@@ -281,7 +281,7 @@ def _system_ends(
     ends = index.get(OMS.systemTo.value)
     if not ends:
         return 1
-    later = any(
+    later = OMS.splitInto.value not in index and any(  # a split grain: none
         _lt(valid_at, time_of(q.object)) is True
         for successor in index.get(OMS.supersededBy.value, ())
         if isinstance(successor, NamedNode)
@@ -340,8 +340,11 @@ def kept_past_until(backend: Backend, address: str) -> int | None:
     """Up to when in valid time a superseded belief still describes the past, as
     the in-force rule reads it (:func:`_system_ends`): its successors' latest
     ``oms:validFrom``; None when it has no successor with one (an erased
-    successor's is gone with it, and the belief then describes none)."""
+    successor's is gone with it, and the belief then describes none) or was
+    split over a portion of its valid time (its parts say what it said)."""
     node, starts = grain_iri(address), []
+    if next(backend.quads(node, OMS.splitInto, None, _INDEX), None) is not None:
+        return None
     for link in list(backend.quads(node, OMS.supersededBy, None, _INDEX)):
         if isinstance(link.object, NamedNode):
             found = backend.quads(link.object, OMS.validFrom, None, _DEFAULT)

@@ -97,7 +97,8 @@ def _lineage(core: Core, questions: Questions, address: str) -> dict[str, Grain]
     address: the chain the index links, and, through a grain written when part
     of another's valid time changed (a successor over a portion, or a piece the
     change kept), the chain of the grain it was cut from, which the index links
-    to one of them only (the one valid first)."""
+    by ``oms:supersededBy`` to the new grain only, and to the pieces by
+    ``oms:splitInto``."""
     found: dict[str, Grain] = {}
     todo = [address]
     while todo:
