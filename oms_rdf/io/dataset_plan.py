@@ -175,7 +175,7 @@ class _DatasetPlan:
             self.refuse(quad, "a grain with two blobs")
         self.with_blob.add(node)
         try:
-            blob = base64.b64decode(term_text(quad.object))
+            blob = base64.b64decode(term_text(quad.object), validate=True)
             grain = Grain.from_blob(blob, address=address_of(s))
             if not self.known[node]:
                 self.policies.see(grain)

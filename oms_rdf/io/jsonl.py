@@ -43,7 +43,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _json_object(pairs: list[tuple[str, Any]]) -> Any:
     if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
         try:
-            return base64.b64decode(pairs[0][1])
+            return base64.b64decode(pairs[0][1], validate=True)
         except (binascii.Error, ValueError) as exc:
             raise DecodeError(f"$base64 must be base64 text: {exc}") from None
     return unique_keys(pairs)

@@ -161,7 +161,9 @@ class _RestoreCheck:
             raise DecodeError(f"grain {address[:12]}… has two blobs")
         if address in self.tombstones:
             raise StoreError(f"grain {address[:12]}… was erased here")
-        grain = Grain.from_blob(base64.b64decode(term_text(blob)), address=address)
+        grain = Grain.from_blob(
+            base64.b64decode(term_text(blob), validate=True), address=address
+        )
         self.policies.see(grain)
         self.signatures.grain(grain)
         self.layer.grain(grain)

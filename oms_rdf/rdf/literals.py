@@ -157,11 +157,11 @@ def literal_value(lit: Literal) -> Any:
     if dt == _XSD_DATETIME:
         return _millis(text)
     if dt == _XSD_BASE64:
-        return base64.b64decode(text)
+        return base64.b64decode(text, validate=True)
     if dt == RDF.JSON.value:
         return json.loads(text)
     if dt == OMS.msgpack.value:
-        return msgpack.unpackb(base64.b64decode(text), raw=False)
+        return msgpack.unpackb(base64.b64decode(text, validate=True), raw=False)
     raise DecodeError(
         f"literal of datatype <{dt}> carries no grain field", code=ErrorCode.CORRUPT
     )

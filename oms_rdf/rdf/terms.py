@@ -119,10 +119,12 @@ class MappingSettings:
 DEFAULT_SETTINGS = MappingSettings()
 
 # The IRIs the store keeps its own state under: its graphs (design §3, "Reserved
-# graphs") and the nodes of its settings, journal and write lock.
+# graphs"), the nodes of its settings, journal and write lock, and the properties
+# of a grain's bytes (a triple of them marks a file as the store's own export).
 RESERVED = frozenset(
     getattr(OMS, name).value
-    for name in "blobs index current audit grains settings journal writer".split()
+    for name in "blobs index current audit grains settings journal writer "
+    "blob envelope".split()
 )
 
 # RFC 3987 absolute IRI, as far as a store needs it: a scheme, a colon, and no
@@ -298,8 +300,8 @@ def refuse_reserved(term: Term, role: str) -> None:
     if iri in RESERVED:
         raise SchemaError(
             f"the {role} of a belief must not be the store's own IRI <{iri}>: it "
-            "names where the store keeps its blobs, index or audit, which only the "
-            "store writes",
+            "names where or how the store keeps its blobs, index or audit, which "
+            "only the store writes",
             code=ErrorCode.SCHEMA,
         )
 

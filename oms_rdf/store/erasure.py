@@ -279,7 +279,12 @@ def _under_hold(store: GrainStore, address: str, now: int) -> bool:
 def _forget(grain: Grain) -> str:
     """SPARQL update operations removing every quad of one grain's node, index
     state, evidence and disputes (no prologue); its knowledge triple is
-    :func:`_knowledge_leaving`'s."""
+    :func:`_knowledge_leaving`'s.
+
+    The node's rows are looked for in every graph but the knowledge graphs
+    (``oms:current`` and those a grain names by ``oms:graph``): there the node
+    is the subject of another belief's triple (one about this grain), which is
+    that belief's to keep."""
     g = str(grain_iri(grain.address))
     idx, oms = str(OMS.index), "https://w3id.org/oms-rdf/ns#"
     return f"""DELETE {{ GRAPH {idx} {{ ?e ?p ?o }} }}
@@ -287,7 +292,8 @@ WHERE {{ GRAPH {idx} {{ ?e <{oms}evidenceFor> {g} . ?e ?p ?o }} }} ;
 DELETE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }}
 WHERE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }} ;
 DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
-DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }} }}"""
+DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }}
+  FILTER (?x != <{oms}current> && NOT EXISTS {{ ?k <{oms}graph> ?x }}) }}"""
 
 
 def _knowledge_leaving(store: GrainStore, targets: list[Grain]) -> list[ox.Quad]:
