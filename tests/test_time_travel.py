@@ -25,11 +25,14 @@ PEOPLE = [f"http://example.org/people/{n}" for n in ("ann", "ben", "cat")]
 WORKS_AT = "http://example.org/vocab#worksAt"
 PLACES = [f"http://example.org/org/{n}" for n in ("acme", "initech", "globex", "hooli")]
 
+# What a step does; "portion" and "cut" supersede and retract a week of the
+# latest belief's valid time (FOR PORTION OF), from "valid from" days into it.
+KINDS = ["put", "supersede", "retract", "contradict", "portion", "cut"]
 # One step of a history: (kind, who, where, day the system learns it, valid from).
 Step = tuple[str, int, int, int, int]
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["put", "supersede", "retract", "contradict"]),
+        st.sampled_from(KINDS),
         st.integers(0, len(PEOPLE) - 1),
         st.integers(0, len(PLACES) - 1),
         st.integers(1, 3),
@@ -76,6 +79,16 @@ def enact(
     current = store.beliefs(subject, relation, valid_at=T0 + 10_000 * DAY)
     if kind == "put" or not current:
         store.put(fields)
+    elif kind in ("portion", "cut"):
+        start = current[0]["valid_from"] + abs(
+            fields["valid_from"] - fields["created_at"]
+        )
+        week = {"valid_from": start, "valid_to": start + 7 * DAY}
+        if kind == "cut":
+            store.retract(current[0], reason="wrong that week", **week)
+            return
+        fields = {k: v for k, v in fields.items() if k != "valid_from"}
+        store.supersede(current[0], fields, **week)
     elif kind == "supersede":
         store.supersede(current[0], fields)
     elif kind == "retract":
