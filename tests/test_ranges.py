@@ -100,6 +100,21 @@ def test_all_of_system_time_gives_every_version() -> None:
     )
 
 
+def test_a_system_range_at_one_valid_time_is_how_that_time_was_known() -> None:
+    store = story()  # now: day 30
+    every = (None, None)
+    at = {2: {("acme", 0, None, 0, 10), ("acme", 0, 5, 10, None)},
+          7: {("acme", 0, None, 0, 10), ("initech", 5, None, 10, 20)}}  # fmt: skip
+    for valid_day, want in at.items():
+        got = store.query(ASK, valid_at=T0 + valid_day * DAY, system_during=every)
+        assert rows(got) == want
+    # Without a valid time: now's, as every other question.
+    assert rows(store.query(ASK, system_during=every)) == at[7]
+    with pytest.raises(oms.QueryError) as refused:
+        store.query(ASK, as_of=T0, system_during=every)
+    assert "as_of with system_during" in str(refused.value)
+
+
 def test_a_join_holds_where_both_triples_held() -> None:
     # Ann at Acme [0, 5) then Initech [5, open); Acme in Paris [3, 9); Initech in
     # Rome from day 0. Where was Ann's employer, during days [0, 20)?

@@ -54,7 +54,7 @@ from .querytext import (
 )
 from .questions import Questions, bound_texts, namespaces_of
 from .rewrite import rewrite, why_not
-from .state import TimeLike, millis_or_now, span_of
+from .state import TimeLike, millis_or_now, spans_of
 
 if TYPE_CHECKING:  # pandas is optional
     import pandas
@@ -105,7 +105,8 @@ class SparqlQueries:
         ``valid_during=(start, end)`` asks a range instead of a point: every
         triple in force at some valid time in [start, end) (None: open), as
         known at ``as_of`` (default now), or at some system time in
-        ``system_during`` (``(None, None)``: all of system time). Each solution
+        ``system_during`` (``(None, None)``: all of system time; without
+        ``valid_during``, at valid time ``valid_at``, default now). Each solution
         then binds ``?validFrom ?validTo ?systemFrom ?systemTo``
         (``xsd:dateTime``; an unbound end is open): the extent in which it held,
         the latest start and earliest end of its triples' extents (as known at
@@ -193,24 +194,12 @@ class SparqlQueries:
         bindings: Sequence[tuple[str | Variable, Any]],
     ) -> QueryResult:
         """A range question (see :meth:`query`), rewritten onto the grain layer."""
-        valid_during, system_during, valid_at, as_of = times
         clock = self.core.clock
-        if valid_at is not None or (system_during is not None and as_of is not None):
-            raise QueryError(
-                "expected a point or a range on each axis; found valid_at with "
-                "valid_during, or as_of with system_during"
-            )
-
-        def span(pair: Any, name: str) -> Any:
-            return tuple(
-                None if t is None else millis_literal(t)
-                for t in span_of(pair, clock, name)
-            )
-
+        valid, system = spans_of(times, clock)
         during = During(
-            span(valid_during or (None, None), "valid_during"),
-            millis_literal(millis_or_now(as_of, clock, "as_of")),
-            None if system_during is None else span(system_during, "system_during"),
+            _literals(valid),
+            millis_literal(millis_or_now(times[3], clock, "as_of")),
+            None if system is None else _literals(system),
         )
         values = {k: term_for(v) for k, v in bindings}
         sparql = seen_as_blank(sparql, values)
@@ -587,6 +576,11 @@ def _form(sparql: str) -> str | None:
 
 # A graph the store never writes: the default graph of a query with FROM NAMED only.
 _NO_GRAPH = ox.NamedNode("https://w3id.org/oms-rdf/ns#noGraph")
+
+
+def _literals(span: tuple[int | None, int | None]) -> Any:
+    """A range's ends as ``xsd:dateTime`` literals (None: open)."""
+    return tuple(None if t is None else millis_literal(t) for t in span)
 
 
 def _read_whole(answer: QueryResult) -> QueryResult:

@@ -87,6 +87,39 @@ def millis_or_now(value: TimeLike, clock: Callable[[], int], name: str = "time")
     return clock() if value is None else times.to_millis(value, name)
 
 
+def spans_of(
+    times_given: tuple[Any, Any, Any, Any], clock: Callable[[], int]
+) -> tuple[tuple[int | None, int | None], tuple[int | None, int | None] | None]:
+    """The valid and system ranges of a range question, as epoch ms, from its
+    ``(valid_during, system_during, valid_at, as_of)``: a missing valid range
+    is the one millisecond of ``valid_at`` (default now); a missing system
+    range is None (the caller's point ``as_of``).
+
+    Raises:
+        QueryError: ERR_QUERY for a point and a range on one axis.
+        TimeRangeError, SchemaError: as :func:`span_of`.
+    """
+    valid_during, system_during, valid_at, as_of = times_given
+    for point, span, axis in (
+        (valid_at, valid_during, "valid_at with valid_during"),
+        (as_of, system_during, "as_of with system_during"),
+    ):
+        if point is not None and span is not None:
+            raise QueryError(f"expected a point or a range on each axis; found {axis}")
+    valid: tuple[int | None, int | None]
+    if valid_during is None:  # system time's range at one valid time
+        at = millis_or_now(valid_at, clock, "valid_at")
+        valid = (at, None if at >= times.MAX_MS else at + 1)
+    else:
+        valid = span_of(valid_during, clock, "valid_during")
+    system = (
+        None
+        if system_during is None
+        else span_of(system_during, clock, "system_during")
+    )
+    return valid, system
+
+
 def span_of(
     pair: Any, clock: Callable[[], int], name: str
 ) -> tuple[int | None, int | None]:
