@@ -618,6 +618,26 @@ def test_virtuoso_refuses_what_it_cannot_hold_and_the_store_stays_as_it_was(
     store.close()
 
 
+@pytest.mark.parametrize("kind", SERVERS)
+def test_graph_patterns_of_the_knowledge_see_none_of_the_stores_own_graphs(
+    servers: Any, kind: str
+) -> None:
+    """With no adopted named graph, GRAPH ?g matches nothing, now or held: the
+    request names no graph, and Virtuoso had then opened every graph."""
+    store = oms.GrainStore(backend=backend_for(kind, servers(kind)),
+                           clock=lambda: 10_000)  # fmt: skip
+    clear(store.backend)
+    store.put(oms.Belief("alice", "works_at", "Acme", 0.9, created_at=1_000))
+    ask = "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"
+    assert list(store.query(ask)) == list(store.query(ask, held=True)) == []
+    store.put({"type": "belief", "subject": "bob", "relation": "likes",
+               "object": "tea", "confidence": 0.9, "created_at": 2_000,
+               "context": {"rdf:graph": "http://example.org/g1"}})  # fmt: skip
+    for answer in (store.query(ask), store.query(ask, held=True)):
+        assert [row["g"].value for row in answer] == ["http://example.org/g1"]
+    store.close()
+
+
 @VIRTUOSO
 def test_virtuoso_keeps_same_term_a_test_at_a_point(servers: Any) -> None:
     """At a point the query is rewritten onto grain subqueries; Virtuoso took a

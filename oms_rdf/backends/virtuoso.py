@@ -91,6 +91,8 @@ _STORE_GRAPHS = frozenset(
 DATA_QUADS = 2000
 
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
+# A graph the store never writes: named where a query asks for no named graph.
+_NO_GRAPH = "https://w3id.org/oms-rdf/ns#noGraph"
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 # An update that may write to a graph it does not name: one whose graph is a
 # variable, or that names its target another way. (A match in a literal only
@@ -220,7 +222,11 @@ class VirtuosoBackend(SparqlBackend):
         params = super()._dataset_params(dataset)
         if not any(name == "default-graph-uri" for name, _ in params):
             params.append(("default-graph-uri", self.graph.value))
-        if not any(name == "named-graph-uri" for name, _ in params):
+        if any(name == "named-graph-uri" for name, _ in params):
+            return params
+        if "named_graphs" in dataset:  # none asked for: Virtuoso would open all
+            params.append(("named-graph-uri", _NO_GRAPH))
+        else:  # the store's own question, of its own graphs
             params += [("named-graph-uri", g) for g in sorted(self._named())]
         return params
 
