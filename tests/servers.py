@@ -104,7 +104,7 @@ MaxClientConnections = 10
 [SPARQL]
 ResultSetMaxRows = 1048576
 MaxQueryExecutionTime = 600
-MaxQueryCostEstimationTime = 600
+MaxQueryCostEstimationTime = 0
 """
 
 

@@ -158,13 +158,23 @@ def test_a_range_with_a_point_or_a_form_it_cannot_take_is_refused() -> None:
     assert "repeats" in str(refused.value)
 
 
-def test_a_range_is_answered_on_a_server(tmp_path: Any) -> None:
-    from tests.servers import start_oxigraph
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "oxigraph",
+        pytest.param("virtuoso", marks=pytest.mark.servers("virtuoso-opensource")),
+    ],
+)
+def test_a_range_is_answered_on_a_server(tmp_path: Any, kind: str) -> None:
+    """On a new server too: Virtuoso's cost estimate of the range's rewrite over
+    a database this small overflowed its limit (the README's settings turn it off)."""
+    from tests.servers import STARTERS, backend_for
 
-    process, base = start_oxigraph(tmp_path / "oxigraph")
+    (tmp_path / kind).mkdir()
+    process, base = STARTERS[kind](tmp_path / kind)
     try:
         store = oms.GrainStore(
-            backend=oms.SparqlBackend.oxigraph(base), clock=lambda: T0 + 30 * DAY
+            backend=backend_for(kind, base), clock=lambda: T0 + 30 * DAY
         )
         acme = store.put(belief("acme", at=T0, valid=T0))
         store.supersede(acme, belief("initech", at=T0 + 10 * DAY, valid=T0 + 5 * DAY))
