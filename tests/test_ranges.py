@@ -184,6 +184,18 @@ def test_a_range_is_answered_on_a_server(tmp_path: Any, kind: str) -> None:
             ("acme", 0, 5, 10, None),
             ("initech", 5, None, 10, None),
         }
+        optional = ASK.replace(
+            "?o }", "?o OPTIONAL { ?o <http://example.org/in> ?c } }"
+        )
+        if kind == "virtuoso":  # it misreads OPTIONAL variables: refused, never wrong
+            with pytest.raises(oms.QueryError) as refused:
+                store.query(optional, valid_during=(None, None))
+            assert "OPTIONAL" in str(refused.value)
+        else:
+            assert rows(store.query(optional, valid_during=(None, None))) == {
+                ("acme", 0, 5, 10, None),
+                ("initech", 5, None, 10, None),
+            }
         store.close()
     finally:
         process.terminate()

@@ -50,6 +50,7 @@ from .querytext import (
     UnreadableError,
     dataset_clause,
     dataset_start,
+    tokenize,
     unambiguous_tokens,
 )
 from .questions import Questions, bound_texts, namespaces_of
@@ -204,6 +205,13 @@ class SparqlQueries:
         values = {k: term_for(v) for k, v in bindings}
         sparql = seen_as_blank(sparql, values)
         check_valid(sparql, values)
+        if not self.core.backend.exact_optionals and any(
+            t.is_word("OPTIONAL") for t in tokenize(sparql)
+        ):  # its extents would be computed from what the server misreads
+            raise QueryError(
+                "expected a range question without OPTIONAL on this server (it "
+                "misreads an OPTIONAL's variables); ask each point (valid_at=)"
+            )
         clause = GrainClause(
             None, tuple(n for n in namespaces_of(namespace) if n), during
         )
