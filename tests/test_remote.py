@@ -638,6 +638,37 @@ def test_graph_patterns_of_the_knowledge_see_none_of_the_stores_own_graphs(
     store.close()
 
 
+@pytest.mark.parametrize("kind", SERVERS)
+def test_booleans_and_times_come_back_as_the_embedded_store_gives_them(
+    servers: Any, kind: str
+) -> None:
+    """Virtuoso keeps literals by value: it wrote true as 1 and 20.01 seconds as
+    20.010."""
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    stores = [oms.GrainStore(clock=lambda: 10_000),
+              oms.GrainStore(backend=backend_for(kind, servers(kind)),
+                             clock=lambda: 10_000)]  # fmt: skip
+    clear(stores[1].backend)
+    ask = "SELECT ?o ?systemFrom WHERE { ?s ?p ?o }"
+    answers = []
+    for store in stores:
+        for n, (value, datatype) in enumerate(
+            [
+                ("true", "boolean"),
+                ("false", "boolean"),
+                ("2024-01-02T03:04:05.5Z", "dateTime"),
+            ]
+        ):
+            store.put({"type": "belief", "subject": f"s{n}", "relation": "r",
+                       "object": value, "confidence": 0.9, "created_at": 1_010,
+                       "context": {"rdf:datatype": xsd + datatype}})  # fmt: skip
+        got = store.query(ask, valid_during=(None, None))
+        answers.append(sorted((str(r["o"]), str(r["systemFrom"])) for r in got))
+        store.close()
+    assert answers[0] == answers[1]
+    assert ('"true"^^<' + xsd + "boolean>") in {o for o, _ in answers[1]}
+
+
 @VIRTUOSO
 def test_virtuoso_keeps_same_term_a_test_at_a_point(servers: Any) -> None:
     """At a point the query is rewritten onto grain subqueries; Virtuoso took a

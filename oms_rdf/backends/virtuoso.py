@@ -103,6 +103,21 @@ _SOME_GRAPH = re.compile(
 _GRAPH = re.compile(r"\bGRAPH\s+<([^<>\s]*)>\s*\{")
 _NAN = re.compile(r'"NaN"\^\^<http://www\.w3\.org/2001/XMLSchema#(?:double|float)>')
 _BNODE = re.compile(rb'("type"\s*:\s*"bnode"\s*,\s*"value"\s*:\s*")nodeID://')
+_BOOLEAN = re.compile(
+    rb'("datatype"\s*:\s*"http://www\.w3\.org/2001/XMLSchema#boolean"\s*,\s*'
+    rb'"value"\s*:\s*")([01])(?=")'
+)
+_MILLIS = re.compile(
+    rb'("datatype"\s*:\s*"http://www\.w3\.org/2001/XMLSchema#dateTime"\s*,\s*'
+    rb'"value"\s*:\s*"[^"]*?:\d\d)\.(\d*?)0+(Z|[+-]\d\d:\d\d)(?=")'
+)
+
+
+def _canonical_millis(m: re.Match[bytes]) -> bytes:
+    """A time's seconds without trailing zeros (and without a bare point)."""
+    return m[1] + (b"." + m[2] if m[2] else b"") + m[3]
+
+
 _ASK = re.compile(rb'"vars"\s*:\s*\[\s*"__ASK_RETVAL"\s*\]')
 _ASK_VALUE = re.compile(rb'"__ASK_RETVAL"\s*:\s*\{[^}]*"value"\s*:\s*"(\d+)"')
 
@@ -268,6 +283,13 @@ class VirtuosoBackend(SparqlBackend):
             value = _ASK_VALUE.search(body)
             truth = value is not None and value.group(1) != b"0"
             body = b'{"head": {}, "boolean": %s}' % (b"true" if truth else b"false")
+        # Virtuoso keeps literals by value and writes a boolean as 1 or 0 and a
+        # time with every digit of its milliseconds: given back in the canonical
+        # forms Oxigraph writes ("true", "...20.01Z").
+        body = _BOOLEAN.sub(
+            lambda m: m[1] + (b"true" if m[2] == b"1" else b"false"), body
+        )
+        body = _MILLIS.sub(_canonical_millis, body)
         return super()._results(_BNODE.sub(rb"\1", body))
 
     # Virtuoso writes a double in its answers with 6 digits ("-1.7346"), and as a
