@@ -219,16 +219,6 @@ def test_legacy_grains_decode() -> None:
     assert oms.decode(tc)["ok"] is True
 
 
-@pytest.mark.parametrize(("name", "code"), [(None, "ERR_SCHEMA"), ("", "ERR_EMPTY")])
-def test_a_legacy_tool_call_names_its_tool(name: str | None, code: str) -> None:
-    fields = {"type": "tool_call", "args": {}, "ok": True, "created_at": 0}
-    if name is not None:
-        fields["tool_name"] = name
-    with pytest.raises(oms.OmsError) as caught:
-        oms.encode(fields)
-    assert caught.value.code == code and caught.value.path == "$.tool_name"
-
-
 @pytest.mark.parametrize("value", [1, 1.5, True, [1, 2], ["a"]])
 def test_a_beliefs_object_is_text_or_a_map_as_the_spec_says(value: object) -> None:
     fields = {"type": "belief", "subject": "a", "relation": "r", "object": value,

@@ -137,11 +137,10 @@ _TOOL_PHASES: Mapping[str | None, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 def tool_phase(g: Mapping[str, Any]) -> None:
     """An Action carries the fields its tool_phase needs, and none it forbids."""
+    if g["type"] == "tool_call":
+        return  # 1.0/1.1 ToolCall used args/res/ok, kept as unknown fields
     phase = g.get("tool_phase")
-    # A 1.0/1.1 ToolCall had no phase: it named its tool, and its args/res/ok
-    # are unknown fields now.
-    legacy = g["type"] == "tool_call" and phase is None
-    required, forbidden = (("tool_name",), ()) if legacy else _TOOL_PHASES[phase]
+    required, forbidden = _TOOL_PHASES[phase]
     for name in required:
         if name not in g:
             raise _fail(
