@@ -11,7 +11,6 @@ rebuilds it from the grains. A triple format (the flattened export of
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, NoReturn
@@ -20,6 +19,7 @@ import pyoxigraph as ox
 
 from ..codec.grain import Grain
 from ..errors import DecodeError, ErrorCode, OmsError, StoreError
+from ..rdf.literals import base64_bytes
 from ..rdf.mapping import NIH_PREFIX, Row, address_of
 from ..rdf.vocab import INDEX_PROPERTIES, OMS
 from ..store import BulkImport
@@ -175,7 +175,7 @@ class _DatasetPlan:
             self.refuse(quad, "a grain with two blobs")
         self.with_blob.add(node)
         try:
-            blob = base64.b64decode(term_text(quad.object), validate=True)
+            blob = base64_bytes(term_text(quad.object))
             grain = Grain.from_blob(blob, address=address_of(s))
             if not self.known[node]:
                 self.policies.see(grain)

@@ -12,6 +12,7 @@ from ..codec import MAX_DEPTH, check_address
 from ..codec.grain import Grain
 from ..codec.schema import INDEX_FIELDS
 from ..errors import DecodeError, ErrorCode
+from ..rdf.literals import base64_bytes
 from ..rdf.mapping import expected_header
 from ..times import to_millis
 
@@ -43,7 +44,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _json_object(pairs: list[tuple[str, Any]]) -> Any:
     if len(pairs) == 1 and pairs[0][0] == "$base64" and isinstance(pairs[0][1], str):
         try:
-            return base64.b64decode(pairs[0][1], validate=True)
+            return base64_bytes(pairs[0][1])
         except (binascii.Error, ValueError) as exc:
             raise DecodeError(f"$base64 must be base64 text: {exc}") from None
     return unique_keys(pairs)

@@ -15,7 +15,6 @@ grains (:class:`~oms_rdf.store.KnowledgeCheck`), and rebuilt otherwise.
 
 from __future__ import annotations
 
-import base64
 import io as _io
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
@@ -26,6 +25,7 @@ import pyoxigraph as ox
 
 from ..codec.grain import Grain
 from ..errors import DecodeError, OmsError, StoreError
+from ..rdf.literals import base64_bytes
 from ..rdf.mapping import NIH_PREFIX
 from ..rdf.vocab import OMS
 from ..store import BulkImport, KnowledgeCheck
@@ -161,9 +161,7 @@ class _RestoreCheck:
             raise DecodeError(f"grain {address[:12]}… has two blobs")
         if address in self.tombstones:
             raise StoreError(f"grain {address[:12]}… was erased here")
-        grain = Grain.from_blob(
-            base64.b64decode(term_text(blob), validate=True), address=address
-        )
+        grain = Grain.from_blob(base64_bytes(term_text(blob)), address=address)
         self.policies.see(grain)
         self.signatures.grain(grain)
         self.layer.grain(grain)

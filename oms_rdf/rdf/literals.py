@@ -29,6 +29,7 @@ from .vocab import OMS, RDF, XSD
 
 __all__ = [
     "Row",
+    "base64_bytes",
     "lexical",
     "literal_value",
     "millis_literal",
@@ -39,6 +40,19 @@ __all__ = [
 ]
 
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+
+
+def base64_bytes(text: str) -> bytes:
+    """The bytes of base64 text as the store writes it: any character outside
+    the alphabet, a space or line break too, raises ``binascii.Error`` (a
+    ``ValueError``), never skipped, so that what is read is what is kept.
+
+    >>> base64_bytes("QUJD")
+    b'ABC'
+    """
+    return base64.b64decode(text, validate=True)
+
+
 _YEAR_10000_MS = 253_402_300_800_000
 _YEAR_1_MS = -62_135_596_800_000  # 0001-01-01: datetime's first day
 _XSD_STRING = XSD.string.value
@@ -157,11 +171,11 @@ def literal_value(lit: Literal) -> Any:
     if dt == _XSD_DATETIME:
         return _millis(text)
     if dt == _XSD_BASE64:
-        return base64.b64decode(text, validate=True)
+        return base64_bytes(text)
     if dt == RDF.JSON.value:
         return json.loads(text)
     if dt == OMS.msgpack.value:
-        return msgpack.unpackb(base64.b64decode(text, validate=True), raw=False)
+        return msgpack.unpackb(base64_bytes(text), raw=False)
     raise DecodeError(
         f"literal of datatype <{dt}> carries no grain field", code=ErrorCode.CORRUPT
     )
