@@ -254,3 +254,24 @@ def test_an_import_refuses_successions_and_splits_in_a_circle() -> None:
     with pytest.raises(oms.OmsError) as caught:
         oms.GrainStore().import_(io.BytesIO(text.encode()), format="nquads")
     assert "circle" in str(caught.value)
+
+
+def test_a_split_grain_is_kept_for_no_past_in_the_explorer_and_plots() -> None:
+    """What the explorer and the plots draw of a superseded grain: up to its
+    successor's start when replaced whole; nothing once split (its parts show it)."""
+    from oms_rdf.store.lookup import kept_past_until
+
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    whole = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
+    store.supersede(whole, fields("http://example.org/initech", start=T0 + 5 * DAY,
+                                  end=None, at=T0 + DAY))  # fmt: skip
+    assert kept_past_until(store.backend, whole) == T0 + 5 * DAY
+    split = store.put(fields("http://example.org/hooli", start=T0, end=None, at=T0))
+    store.supersede(
+        split,
+        {k: v for k, v in fields("http://example.org/globex", start=0, end=None,
+                                 at=T0 + DAY).items() if not k.startswith("valid")},
+        valid_from=T0 + 10 * DAY,
+        valid_to=T0 + 20 * DAY,
+    )  # fmt: skip
+    assert kept_past_until(store.backend, split) is None

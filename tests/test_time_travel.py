@@ -87,7 +87,9 @@ def enact(
         if kind == "cut":
             store.retract(current[0], reason="wrong that week", **week)
             return
-        fields = {k: v for k, v in fields.items() if k != "valid_from"}
+        fields = {
+            k: v for k, v in fields.items() if k not in ("valid_from", "valid_to")
+        }
         store.supersede(current[0], fields, **week)
     elif kind == "supersede":
         store.supersede(current[0], fields)

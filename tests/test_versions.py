@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.store.questions import Version
-from tests.test_time_travel import enact
+from tests.test_time_travel import KINDS, enact
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000
@@ -83,7 +83,7 @@ def test_a_valid_end_bounds_both_extents() -> None:
 Step = tuple[str, int, int, int, int | None]
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["put", "supersede", "retract", "contradict"]),
+        st.sampled_from(KINDS),
         st.integers(0, 2),
         st.integers(1, 3),
         st.integers(-6, 6),
