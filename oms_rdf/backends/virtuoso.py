@@ -62,7 +62,7 @@ import pyoxigraph as ox
 
 from ..errors import ErrorCode, StoreError
 from ..rdf.sparql import update_request
-from ..rdf.vocab import OMS
+from ..rdf.vocab import NO_GRAPH, OMS
 from .protocol import WHERE_OPENS, SparqlBackend
 
 __all__ = ["VirtuosoBackend"]
@@ -91,8 +91,6 @@ _STORE_GRAPHS = frozenset(
 DATA_QUADS = 2000
 
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
-# A graph the store never writes: named where a query asks for no named graph.
-_NO_GRAPH = "https://w3id.org/oms-rdf/ns#noGraph"
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
 # An update that may write to a graph it does not name: one whose graph is a
 # variable, or that names its target another way. (A match in a literal only
@@ -240,7 +238,7 @@ class VirtuosoBackend(SparqlBackend):
         if any(name == "named-graph-uri" for name, _ in params):
             return params
         if "named_graphs" in dataset:  # none asked for: Virtuoso would open all
-            params.append(("named-graph-uri", _NO_GRAPH))
+            params.append(("named-graph-uri", NO_GRAPH.value))
         else:  # the store's own question, of its own graphs
             params += [("named-graph-uri", g) for g in sorted(self._named())]
         return params

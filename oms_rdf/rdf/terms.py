@@ -17,7 +17,8 @@ Design §3, the rules:
   belief's object to be text or a map, and the codec refuses anything else).
 - :data:`GRAPH` in ``context`` names the graph the triple belongs to.
 - No term a belief asserts may be one of the store's own IRIs (:data:`RESERVED`:
-  the reserved graphs and the nodes the store keeps its state on), nor an IRI
+  the reserved graphs, the nodes the store keeps its state on, and the properties
+  of a grain's bytes, ``oms:blob`` and ``oms:envelope``), nor an IRI
   under :data:`GENID` spelled out, which would read back as a blank node: a
   belief naming ``oms:blobs`` as its graph would have the store's maintenance
   treat the blobs as knowledge (:func:`refuse_reserved`).

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from pyoxigraph import NamedNode
 
-__all__ = ["OMS", "PROV", "RDF", "RDFS", "XSD", "Namespace"]
+__all__ = ["NO_GRAPH", "OMS", "PROV", "RDF", "RDFS", "XSD", "Namespace"]
 
 OMS_NS = "https://w3id.org/oms-rdf/ns#"
 DEFAULT_BASE = "https://w3id.org/oms-rdf/id/"
 FIELD_NS = (
     "https://w3id.org/oms-rdf/field/"  # one property per otherwise unmapped field
 )
+
+
+# A graph the store never writes: named where a dataset must hold no graph.
+NO_GRAPH = NamedNode(OMS_NS + "noGraph")
 
 
 class Namespace:

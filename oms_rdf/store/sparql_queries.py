@@ -29,6 +29,7 @@ from ..rdf.mapping import (
 from ..rdf.sparql import term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
+from ..rdf.vocab import NO_GRAPH as _NO_GRAPH
 from ..rdf.vocab import OMS
 from .blanks import seen_as_blank
 from .core import Core
@@ -46,11 +47,11 @@ from .knowledge import (
     run_query,
 )
 from .lookup import in_force_call
+from .misread import refuse_misread_range
 from .querytext import (
     UnreadableError,
     dataset_clause,
     dataset_start,
-    tokenize,
     unambiguous_tokens,
 )
 from .questions import Questions, bound_texts, namespaces_of
@@ -205,13 +206,6 @@ class SparqlQueries:
         values = {k: term_for(v) for k, v in bindings}
         sparql = seen_as_blank(sparql, values)
         check_valid(sparql, values)
-        if not self.core.backend.exact_optionals and any(
-            t.is_word("OPTIONAL") for t in tokenize(sparql)
-        ):  # its extents would be computed from what the server misreads
-            raise QueryError(
-                "expected a range question without OPTIONAL on this server (it "
-                "misreads an OPTIONAL's variables); ask each point (valid_at=)"
-            )
         clause = GrainClause(
             None, tuple(n for n in namespaces_of(namespace) if n), during
         )
@@ -221,6 +215,7 @@ class SparqlQueries:
                 "expected a range question the grain layer can answer; found "
                 f"{why_not(sparql, clause)}"
             )
+        refuse_misread_range(self.core.backend.exact_optionals, sparql, text)
         return run_query(self.core.backend, text, values)
 
     def _asked_at(
@@ -580,10 +575,6 @@ def _form(sparql: str) -> str | None:
         return None
     forms = [w for w in words if w in ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")]
     return forms[0] if forms else None
-
-
-# A graph the store never writes: the default graph of a query with FROM NAMED only.
-_NO_GRAPH = ox.NamedNode("https://w3id.org/oms-rdf/ns#noGraph")
 
 
 def _literals(span: tuple[int | None, int | None]) -> Any:
