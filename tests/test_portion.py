@@ -164,17 +164,22 @@ def test_a_retraction_over_a_portion_ends_the_grain_when_its_pieces_begin() -> N
     assert objects(store, 3, state.voided_at) == []
 
 
+def supersede_days_10_to_20(store: oms.GrainStore, old: str, obj: str) -> None:
+    """Supersede ``old`` by ``obj`` over days [10, 20) of valid time, on day 1."""
+    new = fields(obj, start=0, end=None, at=T0 + DAY)
+    store.supersede(
+        old,
+        {k: v for k, v in new.items() if not k.startswith("valid")},
+        valid_from=T0 + 10 * DAY,
+        valid_to=T0 + 20 * DAY,
+    )
+
+
 @pytest.mark.parametrize("fmt", ["mg", "jsonl", "trig", "nquads", "jsonld"])
 def test_the_split_travels_with_every_export(fmt: str) -> None:
     store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
     first = store.put(fields("http://example.org/acme", start=T0, end=None, at=T0))
-    store.supersede(
-        first,
-        {k: v for k, v in fields("http://example.org/initech", start=0, end=None,
-                                 at=T0 + DAY).items() if not k.startswith("valid")},
-        valid_from=T0 + 10 * DAY,
-        valid_to=T0 + 20 * DAY,
-    )  # fmt: skip
+    supersede_days_10_to_20(store, first, "http://example.org/initech")
     parts = [store.get(a) for a in store.status(first).split_into]
     later = next(g for g in parts if g["valid_from"] == T0 + 20 * DAY).address
     store.retract(later, reason="wrong", at=T0 + 2 * DAY, valid_from=T0 + 30 * DAY,
@@ -267,11 +272,5 @@ def test_a_split_grain_is_kept_for_no_past_in_the_explorer_and_plots() -> None:
                                   end=None, at=T0 + DAY))  # fmt: skip
     assert kept_past_until(store.backend, whole) == T0 + 5 * DAY
     split = store.put(fields("http://example.org/hooli", start=T0, end=None, at=T0))
-    store.supersede(
-        split,
-        {k: v for k, v in fields("http://example.org/globex", start=0, end=None,
-                                 at=T0 + DAY).items() if not k.startswith("valid")},
-        valid_from=T0 + 10 * DAY,
-        valid_to=T0 + 20 * DAY,
-    )  # fmt: skip
+    supersede_days_10_to_20(store, split, "http://example.org/globex")
     assert kept_past_until(store.backend, split) is None
