@@ -59,6 +59,7 @@ __all__ = [
     "iso",
     "iso_fields",
     "moment",
+    "span_millis",
     "to_millis",
 ]
 
@@ -154,6 +155,37 @@ def _pandas_ms(value: Any, name: str) -> int:
         f"found pandas {type(value).__name__}",
         code=ErrorCode.SCHEMA,
     )
+
+
+def span_millis(text: str, name: str = "range") -> tuple[int | None, int | None]:
+    """Return a range written as text, ``START/END`` (ISO 8601's interval form),
+    as epoch milliseconds; ``..`` or nothing at an end leaves it open.
+
+    For the command line and HTTP, where a range is one value
+    (``--valid-during``, ``?valid_during=``); each end is read by :func:`to_millis`
+    (no time holds a ``/``). Whether the range holds any time is the question's
+    to check.
+
+    >>> span_millis("2024-01-01/2025-01-01")
+    (1704067200000, 1735689600000)
+    >>> span_millis("../ms:0")
+    (None, 0)
+
+    Raises:
+        SchemaError: ERR_SCHEMA for text without exactly one ``/``, or an end
+            that is no time; ERR_RANGE as :func:`to_millis`.
+    """
+    ends = text.split("/")
+    if len(ends) != 2:
+        raise SchemaError(
+            f"{name}: expected a range START/END (ISO 8601 or epoch ms at each "
+            f"end, .. or nothing for an open end, e.g. 2024-01-01/..); found {text!r}",
+            code=ErrorCode.SCHEMA,
+        )
+    start, end = (
+        None if end.strip() in ("", "..") else to_millis(end, name) for end in ends
+    )
+    return start, end
 
 
 def iso_fields(fields: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:

@@ -143,7 +143,7 @@ def test_the_endpoint_describes_itself(served: tuple[str, GrainStore]) -> None:
         str(the(g, p, OMS.parameterName))
         for p in g.objects(service, OMS.timeTravelParameter)
     }
-    assert names == {"valid_at", "as_of"}
+    assert names == {"valid_at", "as_of", "valid_during", "system_during"}
     for p in g.objects(service, OMS.timeTravelParameter):
         assert (p, RDF.type, OMS.TimeTravelParameter) in g
         assert isinstance(the(g, p, RDFS.comment), Literal)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..times import to_millis
+from ..times import span_millis, to_millis
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_LIMIT = 1_000_000  # the most beliefs one search prints
@@ -48,6 +48,29 @@ def millis(ctx: click.Context, param: click.Parameter, value: str | None) -> int
 def time_option(name: str, what: str) -> Callable[[F], F]:
     """An option that takes a time, default now (see the module docstring)."""
     return click.option(name, callback=millis, help=f"{what}{TIME_HELP} (default now).")
+
+
+def spans(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[int | None, int | None] | None:
+    """A range option's value, ``START/END``, as epoch ms (None: open)."""
+    return None if value is None else span_millis(value, param.opts[0])
+
+
+def range_options(fn: F) -> F:
+    """A range question, ``--valid-during`` and ``--system-during`` (START/END)."""
+    ends = f"START/END, each {TIME_HELP}; .. for an open end"
+    fn = click.option(
+        "--system-during",
+        callback=spans,
+        help=f"System time: the range of what the store knew, {ends}.",
+    )(fn)
+    return click.option(
+        "--valid-during",
+        callback=spans,
+        help=f"Valid time: the range of when it was true, {ends}; each row then "
+        "binds ?validFrom ?validTo ?systemFrom ?systemTo.",
+    )(fn)
 
 
 def time_options(fn: F) -> F:

@@ -15,7 +15,7 @@ from ..io import dumps_turtle
 from ..rdf.mapping import TIME_FIELDS
 from ..store import Solutions
 from .opening import open_store
-from .options import MAX_LIMIT, millis, time_options
+from .options import MAX_LIMIT, millis, range_options, time_options
 from .output import (
     TABLE_LIMIT,
     belief_row,
@@ -232,6 +232,7 @@ def diff_cmd(
     help="How SELECT rows print (CONSTRUCT and DESCRIBE print Turtle).",
 )
 @time_options
+@range_options
 @click.option("--namespace", help="Only the knowledge of this namespace.")
 @click.option(
     "--grains", is_flag=True, help="Query the store as laid out (grain layer, index)."
@@ -243,6 +244,8 @@ def query_cmd(
     fmt: str,
     valid_at: int | None,
     as_of: int | None,
+    valid_during: tuple[int | None, int | None] | None,
+    system_during: tuple[int | None, int | None] | None,
     namespace: str | None,
     grains: bool,
 ) -> None:
@@ -253,11 +256,22 @@ def query_cmd(
     Example:
 
         oms-rdf --store mem.db query "SELECT ?s ?o WHERE { ?s ?p ?o }" --valid-at 2024-01-01
+
+    A range (--valid-during, --system-during) gives every triple in force at some
+    time of it, with the extent it held in (?validFrom ?validTo ?systemFrom ?systemTo):
+
+        oms-rdf --store mem.db query "SELECT * WHERE { ?s ?p ?o }" --valid-during 2024/..
     """
     store = open_store(ctx, read=True)
     try:
         result = store.query(
-            sparql, namespace=namespace, grains=grains, valid_at=valid_at, as_of=as_of
+            sparql,
+            namespace=namespace,
+            grains=grains,
+            valid_at=valid_at,
+            as_of=as_of,
+            valid_during=valid_during,
+            system_during=system_during,
         )
     except QueryError as exc:
         if is_update(sparql):

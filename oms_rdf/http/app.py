@@ -3,7 +3,8 @@
 - ``/sparql``: the SPARQL 1.1 Protocol (GET, POST form, POST
   ``application/sparql-query``) over the dataset ``store.query`` uses, with
   ``default-graph-uri``/``named-graph-uri`` and the extension parameters
-  ``valid_at`` and ``as_of`` (ISO 8601 or epoch ms) for time travel. SELECT and ASK
+  ``valid_at`` and ``as_of`` (ISO 8601 or epoch ms) for time travel, ``valid_during``
+  and ``system_during`` (``START/END``) for ranges. SELECT and ASK
   answer in SPARQL JSON, XML, CSV or TSV; CONSTRUCT and DESCRIBE in Turtle,
   N-Triples or JSON-LD, by content negotiation. A malformed query is a 400 with
   the parser's message; a query over its time limit a 503, and cancelled (an

@@ -32,7 +32,16 @@ __all__ = [
 GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
 
 # The query parameters that are times, on every route that takes them.
-TIME_PARAMETERS = ("valid_at", "as_of", "valid_from", "valid_to", "since", "until")
+TIME_PARAMETERS = (
+    "valid_at",
+    "as_of",
+    "valid_during",
+    "system_during",
+    "valid_from",
+    "valid_to",
+    "since",
+    "until",
+)
 
 
 def given_once(

@@ -96,11 +96,19 @@ PARAMETERS = {
     "(ISO 8601, or epoch milliseconds); now when not given.",
     "as_of": "System time: the query sees the knowledge as the store knew it at "
     "this time (ISO 8601, or epoch milliseconds); now when not given.",
+    "valid_during": "A range of valid time, START/END (each end as valid_at takes "
+    "it, or .. for an open end): the query sees every triple true at some time "
+    "of it, each solution binding ?validFrom ?validTo ?systemFrom ?systemTo, "
+    "the extent it held in.",
+    "system_during": "A range of system time, START/END: the query sees every "
+    "triple the store knew at some time of it (with valid_during, or at "
+    "valid_at), each solution binding its extent as valid_during says.",
 }
 ABOUT = (
     "A bi-temporal belief store. A query's relative IRIs resolve against this "
     "endpoint's URL (its base IRI); valid_at and as_of ask the knowledge of "
-    "another point in time; updates are belief operations."
+    "another point in time, valid_during and system_during of a range; updates "
+    "are belief operations."
 )
 
 # An IRI reference, and whether it is absolute (it begins with a scheme).

@@ -25,7 +25,7 @@ from ..errors import DecodeError, ErrorCode, OmsError, QueryError
 from ..rdf.limits import check_query
 from ..rdf.terms import is_absolute_iri
 from ..store import GrainStore
-from ..times import to_millis
+from ..times import span_millis, to_millis
 from .auth import OPEN, Authorize, Token
 from .bodies import body_text, given_once
 from .description import description_work, endpoint_iri, with_base
@@ -269,6 +269,23 @@ def time_point(params: Params) -> tuple[int | None, int | None]:
     return valid, known
 
 
+def time_spans(
+    params: Params,
+) -> tuple[tuple[int | None, int | None] | None, ...]:
+    """Return the ranges asked for (``valid_during``, ``system_during``), each
+    ``START/END`` (:func:`oms_rdf.times.span_millis`), or None where not given.
+
+    Raises:
+        SchemaError: ERR_SCHEMA (or ERR_RANGE) for a range that is not one, or
+            one given twice.
+    """
+    given_once(params)
+    return tuple(
+        span_millis(params[name][0], name) if name in params else None
+        for name in ("valid_during", "system_during")
+    )
+
+
 def _query_request(
     request: Request, params: Params, token: Token, timeout: float | None = None
 ) -> QueryRequest:
@@ -291,6 +308,7 @@ def _query_request(
         )
     check_query(texts[0])
     valid_at, as_of = time_point(params)
+    valid_during, system_during = time_spans(params)
     # rdflib's SPARQLStore names the default graph urn:x-rdflib:default.
     default_uris = [
         u for u in params.get("default-graph-uri", []) if u != _RDFLIB_DEFAULT
@@ -300,6 +318,8 @@ def _query_request(
         accept=request.headers.get("accept", "*/*"),
         valid_at=valid_at,
         as_of=as_of,
+        valid_during=valid_during,
+        system_during=system_during,
         namespaces=token.namespaces,
         default_graph_uris=default_uris or None,
         named_graph_uris=params.get("named-graph-uri") or None,

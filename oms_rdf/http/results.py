@@ -223,6 +223,9 @@ class QueryRequest:
     accept: str = "*/*"  # the request's Accept header
     valid_at: int | None = None
     as_of: int | None = None
+    # Ranges (start, end), epoch ms, None: open; a range question when either is given.
+    valid_during: Sequence[int | None] | None = None
+    system_during: Sequence[int | None] | None = None
     namespaces: Sequence[str] | None = None  # the token's; None: every one
     default_graph_uris: list[str] | None = None
     named_graph_uris: list[str] | None = None
@@ -254,6 +257,8 @@ def run_query(
                 asked.text,
                 valid_at=asked.valid_at,
                 as_of=asked.as_of,
+                valid_during=_span(asked.valid_during),
+                system_during=_span(asked.system_during),
                 namespace=asked.namespaces,
                 default_graph_uris=asked.default_graph_uris,
                 named_graph_uris=asked.named_graph_uris,
@@ -261,6 +266,11 @@ def run_query(
         except QueryError as exc:
             raise _in_callers_text(exc, asked.added) from None
     return serialize_results(result, asked.accept, check=check, limit=asked.limit)
+
+
+def _span(span: Sequence[int | None] | None) -> tuple[int | None, int | None] | None:
+    """A range as the store takes it (a worker is sent it as a JSON list)."""
+    return None if span is None else (span[0], span[1])
 
 
 def _in_callers_text(exc: QueryError, added: int) -> QueryError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
@@ -494,5 +494,24 @@ def check_held(held: bool, *times: object) -> None:
             "held=True is the knowledge held now, whatever its valid time. For what "
             "the store held at a system time T whatever the valid time, ask "
             "query(q, valid_during=(None, None), as_of=T)",
+            code=ErrorCode.QUERY,
+        )
+
+
+def check_range_args(grains: bool, *graph_uris: Sequence[str] | None) -> None:
+    """Refuse a range question with ``grains=True`` or a dataset narrowed by
+    graph IRIs: a range is asked of the knowledge's own dataset, rewritten
+    onto the grain layer, and neither could be honoured there (answering
+    without them would answer another question).
+
+    Raises:
+        QueryError: ERR_QUERY.
+    """
+    if grains or any(uris is not None for uris in graph_uris):
+        given = "grains=True" if grains else "default_graph_uris or named_graph_uris"
+        raise QueryError(
+            "expected a range question (valid_during, system_during) over the "
+            f"knowledge's own dataset; found {given} beside it: ask the range of "
+            "the whole knowledge, or a point (valid_at, as_of) of a narrowed one",
             code=ErrorCode.QUERY,
         )

@@ -43,6 +43,7 @@ from .knowledge import (
     Triples,
     check_dataset_args,
     check_held,
+    check_range_args,
     check_valid,
     run_query,
 )
@@ -146,6 +147,7 @@ class SparqlQueries:
         check_query(sparql)  # before any parser: deep nesting crashes them
         check_held(held, valid_at, as_of, valid_during, system_during)
         if valid_during is not None or system_during is not None:
+            check_range_args(grains, default_graph_uris, named_graph_uris)
             return self._asked_during(
                 sparql,
                 (valid_during, system_during, valid_at, as_of),

@@ -29,6 +29,7 @@ __all__ = [
     "Protection",
     "Query",
     "SourceType",
+    "Span",
     "Text",
     "When",
     "argument_error",
@@ -54,6 +55,15 @@ When = Annotated[
         description="ISO 8601 (2024-06-01, 2024-06-01T12:00:00Z; no zone is UTC) "
         "or epoch milliseconds (1717243200000, or as text ms:1717243200000), as "
         "the facts API takes them",
+    ),
+]
+Span = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=130,
+        description="a range START/END, each end as `When` takes a time, or .. for "
+        "an open end (2024-01-01/2025-01-01, 2024/.., ../..)",
     ),
 ]
 # Numbers are strict: a bool, or a number written as text, is refused, not

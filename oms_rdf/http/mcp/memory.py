@@ -33,7 +33,7 @@ from ...errors import (
 from ...rdf.limits import check_query
 from ...rdf.terms import GRAPH, PREDICATE_KIND, SUBJECT_KIND
 from ...store import GrainStore
-from ...times import to_millis
+from ...times import span_millis, to_millis
 from ..federation import is_federated
 from ..isolation import Isolation, isolated_answer, isolation_for
 from ..lanes import Cancelled, Job, Lane
@@ -51,6 +51,7 @@ from .arguments import (
     Protection,
     Query,
     SourceType,
+    Span,
     Text,
     When,
 )
@@ -395,11 +396,16 @@ class Memory:
         valid_at: When | None = None,
         as_of: When | None = None,
         limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=MAX_ROWS)] = 1000,
+        valid_during: Span | None = None,
+        system_during: Span | None = None,
     ) -> dict[str, Any]:
         """Run a read-only SPARQL query (SELECT, ASK, CONSTRUCT or DESCRIBE).
 
         Over the plain triples of the beliefs in force (subject, relation and
-        object as IRIs or literals), or at a valid_at/as_of point. SPARQL Update
+        object as IRIs or literals), or at a valid_at/as_of point. A range
+        (valid_during, system_during) gives every triple in force at some time
+        of it, each row with the extent it held in (?validFrom ?validTo
+        ?systemFrom ?systemTo; an unbound end is open). SPARQL Update
         and SERVICE are refused (ERR_QUERY). At most limit rows or triples come
         back; truncated says whether there were more.
         """
@@ -419,6 +425,8 @@ class Memory:
             accept=_ACCEPT,
             valid_at=_when(valid_at, "valid_at"),
             as_of=_when(as_of, "as_of"),
+            valid_during=_span(valid_during, "valid_during"),
+            system_during=_span(system_during, "system_during"),
             namespaces=self.scope,
             limit=limit + 1,  # one more tells whether there were more
             timeout=self.query_timeout,
@@ -485,6 +493,10 @@ def _fields(**fields: Any) -> dict[str, Any]:
 
 def _when(value: str | int | None, name: str) -> int | None:
     return None if value is None else to_millis(value, name)
+
+
+def _span(value: str | None, name: str) -> tuple[int | None, int | None] | None:
+    return None if value is None else span_millis(value, name)
 
 
 def _kept_context(
