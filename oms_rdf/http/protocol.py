@@ -27,7 +27,7 @@ from ..rdf.terms import is_absolute_iri
 from ..store import GrainStore
 from ..times import span_millis, to_millis
 from .auth import OPEN, Authorize, Token
-from .bodies import body_text, given_once
+from .bodies import TIME_PARAMETERS, body_text, given_once
 from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
@@ -181,6 +181,10 @@ class SparqlProtocol:
             )
             return error_response(403, ErrorCode.INVALIDATION_DENIED, why)
         texts = params["update"]
+        try:  # which of two values counts is nowhere written down
+            given_once(params, (*TIME_PARAMETERS, "namespace"))
+        except OmsError as exc:
+            return refusal(exc)
         namespace = _update_namespace(token, params.get("namespace", [None])[0])
         if isinstance(namespace, Response):
             return namespace

@@ -47,10 +47,11 @@ from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
 from ..rdf.vocab import OMS
 from ..store import PREFIXES, RESERVED_GRAPHS, GrainStore
+from ..store.grain_facts import stored_form
 from ..store.lookup import believers
 from ..store.portion import Portion, portion_of
 from ..store.state import check_texts
-from ..times import TimeLike
+from ..times import MAX_MS, TimeLike
 from .adopt import adopted_grain, refuse_reserved
 from .update_syntax import DataOperation, data_operations
 
@@ -117,6 +118,8 @@ def update(
                 plan.insert(operation.quads)
             elif operation.kind == "delete":
                 plan.delete(operation.quads)
+            elif operation.kind == "delete_where":
+                plan.delete_matched(operation.quads)
             elif operation.graph is not None:
                 plan.create(operation.graph)
         plan.apply(by=by, reason=reason)
@@ -148,25 +151,54 @@ class _Plan:
         self.leaving_by: dict[tuple[Any, Any, Any], list[str]] = {}
 
     def insert(self, quads: list[ox.Quad]) -> None:
-        """Adopt each triple as a belief unless one (new or stored) asserts it."""
+        """Adopt each triple as a belief unless one (new, or stored and held)
+        asserts it over all of the valid time inserted (the portion, else from
+        now on)."""
         for quad in quads:
             grain = self._belief(quad)
             ns = grain.namespace
             claim = _claim_of(quad)
-            stored = not self.empty and grain.address in self.store
-            if grain.address in self.new or stored:
-                # The same bytes again: put is a no-op (believed, unless retracted).
-                self.report.believed += (
-                    grain.address in self.new
-                    or grain.address in self._stored(claim, ns)
-                )
-                continue
-            if self._pending(claim, ns) or any(True for _ in self._stored(claim, ns)):
+            if grain.address in self.leaving:
+                # Deleted earlier in this request, and now the same bytes again:
+                # the same belief, which stays (SPARQL: deleted, then inserted).
+                self._keep(grain.address, claim)
                 self.report.believed += 1
                 continue
+            if grain.address in self.new or self._pending(claim, ns):
+                self.report.believed += 1
+                continue
+            held = self._stored(claim, ns)
+            if any(self._holds_inserted(self.store.get(a)) for a in held):
+                self.report.believed += 1
+                continue
+            if not self.empty and grain.address in self.store:
+                grain = self._restamped(grain)
             self.new[grain.address] = grain
             self.terms[grain.address] = claim
             self.claims.setdefault(claim, []).append(grain.address)
+
+    def _keep(self, address: str, claim: _Claim) -> None:
+        """Take back the retraction of a held belief this request deleted."""
+        del self.leaving[address]
+        self.leaving_by[claim[0], claim[1], claim[3]].remove(address)
+
+    def _holds_inserted(self, grain: Grain) -> bool:
+        """Whether a held belief is valid over all the valid time an insertion
+        is for: the portion, else from the request's time on."""
+        start, end = self.portion or (self.created, None)
+        low, high = _interval(grain)
+        return low <= start and (high is None or (end is not None and end <= high))
+
+    def _restamped(self, grain: Grain) -> Grain:
+        """The belief for a triple whose bytes a closed grain has (retracted, or
+        superseded, in the request's millisecond): a grain is its bytes and
+        cannot be made current again, so the new one is made a millisecond
+        later, the first moment a new grain can say it."""
+        fields = dict(grain.fields)
+        while grain.address in self.store:
+            fields["created_at"] += 1
+            grain = Grain.from_dict(fields)
+        return grain
 
     def _belief(self, quad: ox.Quad) -> Grain:
         grain = adopted_grain(
@@ -214,6 +246,43 @@ class _Plan:
                     self.leaving_by.setdefault(key, []).append(address)
                     found = True
             self.report.not_believed += not found
+
+    def delete_matched(self, quads: list[ox.Quad]) -> None:
+        """``DELETE { t } WHERE { t }`` over ground triples: :meth:`delete` when
+        the WHERE has its solution, every triple in the knowledge together at
+        some time of the request's valid time (the portion, else now); else
+        nothing, as SPARQL deletes nothing without a solution."""
+        start, end = self.portion or (self.created, self.created + 1)
+        spans = [self._asserted(_claim_of(q), start, end) for q in quads]
+        # Where the spans of every triple meet, one of them begins.
+        together = any(
+            all(any(lo <= at < hi for lo, hi in held) for held in spans)
+            for at in (lo for held in spans for lo, _hi in held)
+        )
+        if together:
+            self.delete(quads)
+        else:
+            self.report.not_believed += len(quads)
+
+    def _asserted(
+        self, claim: _Claim, start: int, end: int | None
+    ) -> list[tuple[int, int]]:
+        """The spans of valid time ``[start, end)`` over which the knowledge
+        holds ``claim``: all of it where a belief new in this request asserts
+        it, else where a held belief does (asked of now, one known by now)."""
+        stop = MAX_MS + 1 if end is None else end
+        if self._pending(claim, self.namespace):
+            return [(start, stop)]
+        spans = []
+        for address in self._stored(claim, self.namespace):
+            grain = self.store.get(address)
+            if self.portion is None and system_from(grain) > self.created:
+                continue  # held, but it enters the knowledge later
+            low, high = _interval(grain)
+            low, high = max(low, start), stop if high is None else min(high, stop)
+            if low < high:
+                spans.append((low, high))
+        return spans
 
     def _pending(self, claim: _Claim, namespace: str | None) -> list[str]:
         """The beliefs new in this request that assert ``claim``."""
@@ -350,6 +419,6 @@ def _claim_of(quad: ox.Quad) -> _Claim:
     return (
         skolem(quad.subject),
         quad.predicate,
-        skolem(quad.object),
+        stored_form(skolem(quad.object)),  # "1"^^xsd:boolean is true, as stored
         OMS.current if isinstance(graph, ox.DefaultGraph) else skolem(graph),
     )

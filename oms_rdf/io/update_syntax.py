@@ -62,7 +62,7 @@ class DataOperation:
     """One INSERT DATA or DELETE DATA of a request: its quads, in its order; or
     a CREATE [SILENT] GRAPH: its graph."""
 
-    kind: str  # "insert", "delete" or "create"
+    kind: str  # "insert", "delete", "delete_where" (its WHERE: its own triples) or "create"
     quads: list[ox.Quad]
     graph: ox.NamedNode | None = None
 
@@ -208,7 +208,7 @@ def _plan(text: str, op: _Op, known: str = "") -> tuple[str, str]:
         if not isinstance(graph, list):
             trig = _ground_delete(text, head, graph, blocks[0], blocks[1])
             if trig is not None:
-                return "delete", trig
+                return "delete_where", trig
     if _creates(words) and not isinstance(graph_name := op.parts[-1], list):
         # No graph is kept empty here: creating one writes nothing (update.py).
         return "create", head + f"GRAPH {graph_name.text} {{ {_MARK} {_MARK} {_MARK} }}"

@@ -1,0 +1,220 @@
+"""SPARQL Update means what it means on a plain store: after any request the
+knowledge in force now is what plain pyoxigraph holds after the same request,
+whatever the clock does (several requests in one millisecond included), and
+an insertion over a portion of valid time holds over all of it."""
+
+from __future__ import annotations
+
+import httpx
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oms_rdf import GrainStore
+from oms_rdf.http.app import Token, create_app
+from tests.helpers import running
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+YEAR = 365 * DAY
+EX = "http://example.org/"
+ANN = f"<{EX}ann> <{EX}worksAt>"
+ASK_ACME = f"ASK {{ {ANN} <{EX}acme> }}"
+KNOWLEDGE = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
+
+
+def held(result: object) -> set[str]:
+    return {" ".join(str(t) for t in row) for row in result}  # type: ignore[attr-defined]
+
+
+def test_delete_then_insert_in_one_millisecond_keeps_the_triple() -> None:
+    """The re-inserted triple's grain has the retracted grain's bytes (same
+    fields, same created_at): it must still be in the knowledge."""
+    store = GrainStore(clock=lambda: T0)
+    store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
+    report = store.update(
+        f"DELETE DATA {{ {ANN} <{EX}acme> }} ; INSERT DATA {{ {ANN} <{EX}acme> }}"
+    )
+    assert store.query(ASK_ACME) is True
+    assert report.retracted == [] and report.believed == 1
+    # Three requests in the same millisecond: the retraction is written, and a
+    # grain cannot be made current again, so the triple comes back as a new
+    # grain, a millisecond later.
+    store.update(f"DELETE DATA {{ {ANN} <{EX}acme> }}")
+    assert store.query(ASK_ACME) is False
+    again = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
+    assert again.added == 1
+    assert store.query(ASK_ACME, valid_at=T0 + 1, as_of=T0 + 1) is True
+    # As of the millisecond of the retraction, it stays retracted: an as-of
+    # answer once given is not changed by a later request.
+    assert store.query(ASK_ACME, valid_at=T0, as_of=T0) is False
+    assert store.verify_audit().ok
+
+
+def test_an_insert_is_believed_only_where_a_held_belief_covers_it() -> None:
+    """A triple held over another valid time is no reason to drop an insertion."""
+    clock = [T0 + 10 * YEAR]
+    store = GrainStore(clock=lambda: clock[0])
+    first = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}",
+                         valid_from=T0, valid_to=T0 + YEAR)  # fmt: skip
+    assert first.added == 1
+    clock[0] += 1
+    now = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
+    assert now.added == 1 and now.believed == 0
+    assert store.query(ASK_ACME) is True
+    clock[0] += 1
+    later = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}",
+                         valid_from=T0 + 2 * YEAR, valid_to=T0 + 3 * YEAR)  # fmt: skip
+    assert later.added == 1
+    assert store.query(ASK_ACME, valid_at=T0 + 2 * YEAR + DAY) is True
+    # Inside the first belief's year, an insertion is believed already.
+    clock[0] += 1
+    inside = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}",
+                          valid_from=T0 + DAY, valid_to=T0 + 2 * DAY)  # fmt: skip
+    assert (inside.added, inside.believed) == (0, 1)
+    # From now on, the belief of the second request covers it.
+    clock[0] += 1
+    assert store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}").believed == 1
+
+
+def test_a_ground_delete_where_deletes_only_when_its_where_has_a_solution() -> None:
+    store = GrainStore(clock=lambda: T0 + 10 * YEAR)
+    one, two = f"{ANN} <{EX}acme>", f"{ANN} <{EX}initech>"
+    store.update(f"INSERT DATA {{ {one} }}")
+    report = store.update(f"DELETE {{ {one} . {two} }} WHERE {{ {one} . {two} }}")
+    assert report.retracted == [] and report.not_believed == 2
+    assert store.query(ASK_ACME) is True
+    # A triple held over a past valid time only is not in the knowledge now:
+    # the WHERE finds nothing, and the past stays.
+    store.update(f"INSERT DATA {{ {two} }}", valid_from=T0, valid_to=T0 + YEAR)
+    store.update(f"DELETE {{ {two} }} WHERE {{ {two} }}")
+    assert store.query(f"ASK {{ {two} }}", valid_at=T0 + DAY) is True
+    # Asked over a portion, the WHERE is asked there: both triples together.
+    gone = store.update(f"DELETE {{ {one} . {two} }} WHERE {{ {one} . {two} }}",
+                        valid_from=T0, valid_to=T0 + 20 * YEAR)  # fmt: skip
+    assert gone.not_believed == 2  # acme holds from now on, initech in year 0
+    store.update(f"INSERT DATA {{ {two} }}")
+    both = store.update(f"DELETE {{ {one} . {two} }} WHERE {{ {one} . {two} }}")
+    # Matched now, it is DELETE DATA: every held belief of both triples goes,
+    # the one of year 0 too.
+    assert len(both.retracted) == 3 and store.query(KNOWLEDGE).rows() == []
+    # An earlier operation of the request counts, as SPARQL runs them in order.
+    store.update(f"INSERT DATA {{ {one} }} ; DELETE {{ {one} }} WHERE {{ {one} }}")
+    assert store.query(ASK_ACME) is False
+
+
+@pytest.mark.parametrize(
+    ("inserted", "deleted"),
+    [
+        ('"true"^^xsd:boolean', '"1"^^xsd:boolean'),
+        ('"01"^^xsd:integer', '"1"^^xsd:integer'),
+        (
+            '"2024-01-01T00:00:00Z"^^xsd:dateTime',
+            '"2024-01-01T00:00:00+00:00"^^xsd:dateTime',
+        ),
+    ],
+)
+def test_a_delete_meets_a_value_equal_insert_of_the_same_request(
+    inserted: str, deleted: str
+) -> None:
+    text = (f"INSERT DATA {{ <{EX}a> <{EX}p> {inserted} }} ; "
+            f"DELETE DATA {{ <{EX}a> <{EX}p> {deleted} }}")  # fmt: skip
+    plain = ox.Store()
+    plain.update("PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n" + text)
+    store = GrainStore(clock=lambda: T0)
+    store.update(text)
+    assert held(store.query(KNOWLEDGE)) == held(plain.query(KNOWLEDGE)) == set()
+
+
+def test_a_replacement_over_an_open_portion_before_the_belief_is_valid_over_it() -> (
+    None
+):
+    """The portion starts before the held belief and has no end: the new
+    belief holds over the portion, as it does with an end."""
+    store = GrainStore(clock=lambda: T0 + 10 * YEAR)
+    store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}",
+                 valid_from=T0 + YEAR, valid_to=T0 + 2 * YEAR)  # fmt: skip
+    report = store.update(
+        f"DELETE DATA {{ {ANN} <{EX}acme> }} ; INSERT DATA {{ {ANN} <{EX}initech> }}",
+        valid_from=T0,
+    )
+    assert len(report.superseded) == 1
+    [new] = store.beliefs(EX + "ann", valid_at=T0 + 5 * YEAR)
+    assert new["object"] == EX + "initech"
+    assert (new["valid_from"], new.get("valid_to")) == (T0, None)
+
+
+def test_post_sparql_refuses_a_portion_or_namespace_given_twice() -> None:
+    store = GrainStore(clock=lambda: T0)
+    tokens = {"w" * 24: Token(namespaces=None, write=True)}
+    auth = {"authorization": f"Bearer {'w' * 24}"}
+    with running(create_app(store, tokens=tokens)) as base:
+        for query in ("valid_from=2020-01-01&valid_from=2030-01-01",
+                      "namespace=a&namespace=b"):  # fmt: skip
+            answer = httpx.post(f"{base}/sparql?{query}", headers=auth,
+                                data={"update": f"INSERT DATA {{ {ANN} <{EX}x> }}"})  # fmt: skip
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["code"] == "ERR_SCHEMA"
+            assert answer.json()["path"] in ("valid_from", "namespace")
+        # One in the URL and one in the form is given twice too.
+        answer = httpx.post(f"{base}/sparql?valid_from=2020-01-01", headers=auth,
+                            data={"update": f"INSERT DATA {{ {ANN} <{EX}x> }}",
+                                  "valid_from": "2030-01-01"})  # fmt: skip
+        assert answer.status_code == 400
+    assert store.is_empty()
+
+
+# --- against plain pyoxigraph ----------------------------------------------------
+
+TRIPLES = [
+    f"{ANN} <{EX}acme>",
+    f"{ANN} <{EX}initech>",
+    f'<{EX}ann> <{EX}name> "Ann"@en',
+    f'<{EX}ann> <{EX}active> "true"^^<http://www.w3.org/2001/XMLSchema#boolean>',
+    f'<{EX}ann> <{EX}active> "1"^^<http://www.w3.org/2001/XMLSchema#boolean>',
+    f"GRAPH <{EX}g> {{ {ANN} <{EX}acme> }}",
+]
+
+
+def operation(kind: str, picked: list[int]) -> str:
+    body = " . ".join(TRIPLES[i] for i in picked)
+    if kind == "where":  # the ground DELETE/WHERE form, default graph only
+        body = " . ".join(
+            TRIPLES[i] for i in picked if not TRIPLES[i].startswith("GRAPH")
+        )
+        return f"DELETE {{ {body} }} WHERE {{ {body} }}" if body else "INSERT DATA { }"
+    return f"{'INSERT' if kind == 'insert' else 'DELETE'} DATA {{ {body} }}"
+
+
+requests = st.lists(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["insert", "delete", "where"]),
+            st.lists(st.integers(0, len(TRIPLES) - 1), min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(requests, st.lists(st.integers(0, 2), min_size=6, max_size=6))
+def test_the_knowledge_is_what_a_plain_store_holds(
+    asked: list[list[tuple[str, list[int]]]], ticks: list[int]
+) -> None:
+    """Random requests, the clock standing still or moving between them."""
+    clock = [T0]
+    store, plain = GrainStore(clock=lambda: clock[0]), ox.Store()
+    for request, tick in zip(asked, ticks, strict=False):
+        clock[0] += tick
+        text = " ;\n".join(operation(kind, picked) for kind, picked in request)
+        store.update(text)
+        plain.update(text)
+        default = held(store.query(KNOWLEDGE))
+        assert default == held(plain.query(KNOWLEDGE)), text
+        named = "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
+        assert held(store.query(named)) == held(plain.query(named)), text
