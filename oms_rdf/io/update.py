@@ -12,7 +12,8 @@ A ``soft_locked`` belief is retracted only with the caller's ``reason``. Any
 other update form (``DELETE/INSERT ... WHERE``, ``LOAD``, ``CLEAR``, ``DROP``, ...)
 is refused: it would rewrite the store's graphs instead of revising beliefs. The
 exceptions: ``DELETE { t } WHERE { t }`` over the same ground triples, which
-means ``DELETE DATA`` (rdflib's ``SPARQLUpdateStore`` removes triples that way);
+means ``DELETE DATA`` when its WHERE has a solution, else nothing (rdflib's
+``SPARQLUpdateStore`` removes triples that way);
 and ``CREATE [SILENT] GRAPH g``, which writes nothing (a graph here is the
 knowledge its beliefs put in it, none kept empty; rdflib's ``Dataset.graph()``
 sends it) and is taken as ``SILENT``: whether ``g`` holds knowledge depends on
