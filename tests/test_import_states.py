@@ -365,3 +365,27 @@ def test_index_literals_the_lookups_would_order_apart_are_refused(
     else:
         store.import_(io.BytesIO(edited.encode()), format="nquads")
         assert store.status(grain.address).status == "retracted"
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads", "jsonl", "mg"])
+def test_a_later_backup_whose_grain_changed_restores_only_into_an_empty_store(
+    fmt: str, tmp_path: Any
+) -> None:
+    """What the README says: a later backup restores over the earlier one where
+    it only adds; a grain superseded since refuses it, and nothing is written."""
+    source = oms.GrainStore(clock=lambda: NOW)
+    source.put(A)
+    early, late = tmp_path / f"early.{fmt}", tmp_path / f"late.{fmt}"
+    source.export(early)
+    source.supersede(A, B)
+    source.export(late)
+    restored = oms.GrainStore(clock=lambda: NOW)
+    restored.import_(early)
+    before = sorted(map(str, restored.backend.quads()))
+    with pytest.raises(oms.StoreError) as refused:
+        restored.import_(late)
+    assert refused.value.code == E.CONFLICT and "empty store" in str(refused.value)
+    assert sorted(map(str, restored.backend.quads())) == before
+    fresh = oms.GrainStore(clock=lambda: NOW)
+    fresh.import_(late)
+    assert fresh.status(A.address).superseded_by == B.address

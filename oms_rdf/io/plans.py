@@ -142,7 +142,9 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
     } != have:
         raise StoreError(
             f"grain {address[:12]}… is already in the store with another index state; "
-            "importing would change its history",
+            "importing would change its history (the store cannot tell a change "
+            "its source made since an earlier backup from one of its own: restore "
+            "a later backup of a store whose grains changed into an empty store)",
             code=ErrorCode.CONFLICT,
             path=address,
         )
