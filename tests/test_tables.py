@@ -199,6 +199,11 @@ def test_every_time_column_of_a_grain_frame_is_an_aware_datetime_column() -> Non
     rows = {r.subject: r for r in frame.itertuples()}
     assert pd.isna(rows["a"].valid_to) and pd.isna(rows["a"].system_to)
     assert rows["x"].valid_to == pd.Timestamp("2100-01-01T00:00:00Z")
+    # Without a valid_from of its own a belief is valid from its system time,
+    # as the lookups and the grain layer read it: not an open start (NaT).
+    assert rows["a"].valid_from == rows["a"].system_from
+    assert rows["a"].valid_from == pd.Timestamp(1768471200000, unit="ms", tz="UTC")
+    assert store.versions("a")[0].valid_from == 1768471200000
 
 
 def test_a_wide_table_scrolls_and_wraps_instead_of_being_clipped() -> None:

@@ -224,6 +224,7 @@ def grain_records(
     when ``status`` (``GrainStore.status``) is given."""
     records = []
     for grain in grains:
+        since = system_from(grain)
         record: dict[str, Any] = {
             "address": grain.address,
             "type": grain.type,
@@ -231,9 +232,11 @@ def grain_records(
             "relation": grain.get("relation"),
             "object": grain.get("object"),
             "confidence": grain.get("confidence"),
-            "valid_from": grain.get("valid_from"),
+            # Valid from its system time unless it says otherwise (the in-force
+            # rule's, and oms:validFrom's): not an open start.
+            "valid_from": grain.get("valid_from", since),
             "valid_to": grain.get("valid_to"),
-            "system_from": system_from(grain),
+            "system_from": since,
             "namespace": grain.namespace,
             "source_type": grain.get("source_type"),
         }
