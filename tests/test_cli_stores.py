@@ -176,6 +176,23 @@ def test_a_refused_first_write_leaves_no_store_behind(tmp_path: Path) -> None:
     )
 
 
+def test_a_first_write_that_changes_nothing_leaves_no_store_behind(
+    tmp_path: Path,
+) -> None:
+    nobody = "DELETE DATA { <http://x/a> <http://x/b> <http://x/c> }"
+    new = tmp_path / "new"
+    assert "not believed 1" in run("--store", str(new), "update", nobody).output
+    assert not new.exists()
+    (tmp_path / "empty").mkdir()
+    run("--store", str(tmp_path / "empty"), "update", nobody)
+    assert list((tmp_path / "empty").iterdir()) == []  # emptied, kept
+    adds = "INSERT DATA { <http://x/a> <http://x/b> <http://x/c> }"
+    run("--store", str(new), "update", adds)
+    assert (new / "CURRENT").is_file()
+    run("--store", str(new), "update", nobody.replace("/c>", "/d>"))
+    assert (new / "CURRENT").is_file()  # a store that was there stays
+
+
 def test_mcp_makes_a_store_only_where_nothing_is_and_says_so(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     stranger = tmp_path / "photos"

@@ -43,7 +43,11 @@ class OneLineErrors(click.Group):
         try:
             refuse_undecodable(ctx.meta.get(_ARGUMENTS, []))
             refuse_repeated(self, ctx.meta.get(_ARGUMENTS, []))
-            return super().invoke(ctx)
+            done = super().invoke(ctx)
+            # A write that changed nothing (nothing to import, a DELETE DATA of
+            # what nobody believes) leaves no new store behind either.
+            undo_new_store(ctx)
+            return done
         except (OmsError, OSError) as exc:
             undo_new_store(ctx)  # the command closed its store on the way out
             if isinstance(exc, BrokenPipeError) and _reader_gone(exc):
