@@ -66,3 +66,16 @@ def test_an_argument_of_the_wrong_kind_is_our_error_and_changes_nothing(
         call(store, held)
     assert info.value.code == code, info.value
     assert sorted(str(q) for q in store.backend.quads()) == before
+
+
+def test_a_grain_is_named_by_its_node_iri_as_sparql_answers_give_it() -> None:
+    store = oms.GrainStore(clock=lambda: T0 + 10_000)
+    held = store.put(oms.Belief("ann", "works_at", "Acme", 0.9, created_at=T0))
+    [row] = store.query("SELECT ?g WHERE { ?g a oms:Belief }", grains=True)
+    node = row["g"].value
+    assert node == f"nih:sha-256;{held}"
+    assert store.get(node).address == store.get(node[:20]).address == held
+    assert store.status(node).is_current
+    with pytest.raises(oms.OmsError) as info:
+        store.get("nih:sha-256;" + "Z" * 64)
+    assert info.value.code == "ERR_HASH_FORMAT"

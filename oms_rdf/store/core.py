@@ -191,7 +191,9 @@ class Core:
             return [cache.get(a) or self.get(a) for a in addresses]
 
     def resolve(self, ref: str | Grain) -> str:
-        """Return the address of a stored grain, given it or a unique prefix (8+ hex).
+        """Return the address of a stored grain, given it or a unique prefix (8+
+        hex), either also as its node IRI's text (``nih:sha-256;…``, as SPARQL
+        answers name a grain).
 
         Raises:
             IntegrityError: ERR_HASH_FORMAT for what is not 8 to 64 lowercase hex.
@@ -199,6 +201,8 @@ class Core:
             NotFoundError: ERR_NOT_FOUND when no stored grain has it.
             StoreError: ERR_CONFLICT for a grain an open transaction made.
         """
+        if isinstance(ref, str):
+            ref = ref.removeprefix(NIH_PREFIX)
         text = isinstance(ref, str)
         if isinstance(ref, Grain) or (text and len(ref) >= 64):  # longer: HASH_LENGTH
             address = ref.address if isinstance(ref, Grain) else check_address(ref)
