@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -324,3 +325,24 @@ def test_stdin_is_imported_in_the_format_given_and_needs_one(tmp_path: Path) -> 
     assert not db.exists()
     done = run("--store", str(db), "import", "-", "--format", "turtle", stdin=turtle)
     assert done.exit_code == 0 and "imported 1 grains" in done.stdout, done.output
+
+
+def test_every_help_keeps_its_example_lines_apart() -> None:
+    """Click rewraps a docstring's paragraphs: two example commands must not
+    run together on one line of ``--help``."""
+    import click
+
+    from oms_rdf.cli import cli
+
+    def helps(command: click.Command, name: str) -> Iterator[tuple[str, str]]:
+        with click.Context(command, info_name=name) as ctx:
+            yield name, command.get_help(ctx)
+        if isinstance(command, click.Group):
+            for sub, inner in command.commands.items():
+                yield from helps(inner, f"{name} {sub}")
+
+    shown = list(helps(cli, "oms-rdf"))
+    assert len(shown) > 20
+    for name, text in shown:
+        for line in text.splitlines():
+            assert line.count("oms-rdf ") <= 1, (name, line)

@@ -49,6 +49,7 @@ def export_cmd(
 
     Example:
 
+    \b
         oms-rdf --store mem.db export backup.trig
         oms-rdf --store mem.db export then.ttl --valid-at 2024-01-01
     """
