@@ -646,3 +646,20 @@ def test_a_lane_keeps_its_threads_and_refuses_past_its_backlog() -> None:
     with pytest.raises(RuntimeError):
         lane.submit(blocking)
     del first_job, queued_job
+
+
+def test_a_url_whose_escapes_are_not_utf8_is_refused_on_every_api_route() -> None:
+    """Read as U+FFFD it would ask about a subject nobody wrote, and answer."""
+    from oms_rdf.http.app import create_app
+    from tests.helpers import running
+
+    store = GrainStore()
+    store.put(oms.Belief("café", "is", "open", 0.9, created_at=1_700_000_000_000))
+    with running(create_app(store)) as base:
+        for path in ("/v1/facts?subject=%ff%fe", "/v1/facts/search?q=%ff",
+                     "/sparql?query=%ff"):  # fmt: skip
+            answer = httpx.get(base + path)
+            assert answer.status_code in (400, 422), (path, answer.text)
+            assert answer.json()["code"] == "ERR_CORRUPT", path
+        found = httpx.get(base + "/v1/facts?subject=caf%C3%A9").json()["facts"]
+        assert [f["fields"]["object"] for f in found] == ["open"]

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import parse_qs
 
 from ..errors import DecodeError, ErrorCode, SchemaError
 from ..io import loads_json_grain
@@ -22,7 +23,9 @@ __all__ = [
     "GRAIN_TYPE",
     "TIME_PARAMETERS",
     "body_text",
+    "check_url_query",
     "finite_number",
+    "form_params",
     "given_once",
     "grain_body",
     "json_body",
@@ -165,3 +168,25 @@ def whole_number(text: str | None, default: int) -> int:
             f"expected at most 9 digits, found {len(text)}", code=ErrorCode.RANGE
         )
     return int(text)
+
+
+def form_params(text: str, where: str) -> dict[str, list[str]]:
+    """The parameters of a URL's query or a form, each name's values in order.
+
+    Raises:
+        DecodeError: ERR_CORRUPT when a %-escape is not UTF-8.
+    """
+    try:
+        return parse_qs(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise DecodeError(f"the {where}'s %-escapes are not UTF-8", path="$") from None
+
+
+def check_url_query(raw: bytes) -> None:
+    """Refuse a URL query whose %-escapes are not UTF-8, which Starlette would
+    read as U+FFFD (a subject no belief has, answered as if asked).
+
+    Raises:
+        DecodeError: ERR_CORRUPT.
+    """
+    form_params(raw.decode("latin-1"), "URL")

@@ -44,6 +44,7 @@ from ..times import iso_fields, to_millis
 from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
+    check_url_query,
     finite_number,
     given_once,
     grain_body,
@@ -174,6 +175,7 @@ class FactsApi:
             try:
                 # No parameter of this API takes several values: a repeated one
                 # is refused, not read as its first or last.
+                check_url_query(request.scope.get("query_string", b""))
                 q = request.query_params
                 given = {name: q.getlist(name) for name in q.keys()}
                 given_once(given, names=given)

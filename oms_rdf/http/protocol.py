@@ -14,20 +14,19 @@ from __future__ import annotations
 import json
 import queue
 from collections.abc import Callable
-from urllib.parse import parse_qs
 
 import pyoxigraph as ox
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import DecodeError, ErrorCode, OmsError, QueryError
+from ..errors import ErrorCode, OmsError, QueryError
 from ..rdf.limits import check_query
 from ..rdf.terms import is_absolute_iri
 from ..store import GrainStore
 from ..times import span_millis, to_millis
 from .auth import OPEN, Authorize, Token
-from .bodies import TIME_PARAMETERS, body_text, given_once
+from .bodies import TIME_PARAMETERS, body_text, form_params, given_once
 from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
@@ -223,11 +222,13 @@ async def request_params(request: Request) -> Params:
             escapes are not).
     """
     # Read here, not by Starlette, which turns escapes that are not UTF-8 into U+FFFD.
-    params = _form(request.scope.get("query_string", b"").decode("latin-1"), "URL")
+    params = form_params(
+        request.scope.get("query_string", b"").decode("latin-1"), "URL"
+    )
     if request.method == "POST":
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == _FORM:  # parsed here: no multipart library for a form
-            form = _form(body_text(await request.body()), "form")
+            form = form_params(body_text(await request.body()), "form")
             for key, values in form.items():
                 params.setdefault(key, []).extend(values)
         elif kind in ("application/sparql-query", "application/sparql-update"):
@@ -240,18 +241,6 @@ async def request_params(request: Request) -> Params:
                 path="Content-Type",
             )
     return params
-
-
-def _form(text: str, where: str) -> Params:
-    """The parameters of a URL's query or a form, each name's values in order.
-
-    Raises:
-        DecodeError: ERR_CORRUPT when a %-escape is not UTF-8.
-    """
-    try:
-        return parse_qs(text, keep_blank_values=True, errors="strict")
-    except UnicodeDecodeError:
-        raise DecodeError(f"the {where}'s %-escapes are not UTF-8", path="$") from None
 
 
 class UnsupportedMediaError(QueryError):
