@@ -663,3 +663,18 @@ def test_a_url_whose_escapes_are_not_utf8_is_refused_on_every_api_route() -> Non
             assert answer.json()["code"] == "ERR_CORRUPT", path
         found = httpx.get(base + "/v1/facts?subject=caf%C3%A9").json()["facts"]
         assert [f["fields"]["object"] for f in found] == ["open"]
+
+
+def test_a_malformed_parameter_is_named_as_the_error_s_path() -> None:
+    from oms_rdf.http.app import create_app
+    from tests.helpers import running
+
+    with running(create_app(GrainStore())) as base:
+        for path, name in (("/v1/facts?limit=abc", "limit"),
+                           ("/v1/facts?valid_at=yesterday", "valid_at"),
+                           ("/v1/facts/search?q=a&as_of=2026-13-40", "as_of"),
+                           ("/sparql?query=ASK{}&valid_at=x", "valid_at"),
+                           ("/sparql?query=ASK{}&valid_during=x", "valid_during")):  # fmt: skip
+            answer = httpx.get(base + path)
+            assert 400 <= answer.status_code < 500, (path, answer.text)
+            assert answer.json()["path"] == name, (path, answer.text)

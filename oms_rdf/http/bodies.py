@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 from ..errors import DecodeError, ErrorCode, SchemaError
 from ..io import loads_json_grain
 from ..io.jsonl import unique_keys
+from ..times import span_millis, to_millis
 
 __all__ = [
     "GRAIN_TYPE",
@@ -29,6 +30,8 @@ __all__ = [
     "given_once",
     "grain_body",
     "json_body",
+    "param_millis",
+    "param_span",
     "whole_number",
 ]
 
@@ -148,9 +151,9 @@ def finite_number(value: float, name: str) -> float:
     return number
 
 
-def whole_number(text: str | None, default: int) -> int:
-    """Return a query parameter's whole number, or ``default`` when it is absent
-    (at least 1 when the default is, else at least 0).
+def whole_number(text: str | None, default: int, name: str = "limit") -> int:
+    """Return query parameter ``name``'s whole number, or ``default`` when it is
+    absent (at least 1 when the default is, else at least 0).
 
     Raises:
         SchemaError: ERR_SCHEMA for text that is not such a number, ERR_RANGE
@@ -161,13 +164,41 @@ def whole_number(text: str | None, default: int) -> int:
     least = 1 if default else 0
     if not (text.isascii() and text.isdigit()) or int(text[:12]) < least:
         raise SchemaError(
-            f"expected a whole number of {least} or more, found {text[:40]!r}"
+            f"expected a whole number of {least} or more, found {text[:40]!r}",
+            path=name,
         )
     if len(text) > 9:
         raise SchemaError(
-            f"expected at most 9 digits, found {len(text)}", code=ErrorCode.RANGE
+            f"expected at most 9 digits, found {len(text)}",
+            code=ErrorCode.RANGE,
+            path=name,
         )
     return int(text)
+
+
+def param_millis(text: str, name: str) -> int:
+    """A time given as query parameter ``name`` (:func:`oms_rdf.times.to_millis`).
+
+    Raises:
+        SchemaError: as ``to_millis``, naming the parameter as its path.
+    """
+    try:
+        return to_millis(text, name)
+    except SchemaError as exc:
+        raise SchemaError(exc.message, code=exc.code, path=name) from None
+
+
+def param_span(text: str, name: str) -> tuple[int | None, int | None]:
+    """A range given as query parameter ``name``, ``START/END``
+    (:func:`oms_rdf.times.span_millis`).
+
+    Raises:
+        SchemaError: as ``span_millis``, naming the parameter as its path.
+    """
+    try:
+        return span_millis(text, name)
+    except SchemaError as exc:
+        raise SchemaError(exc.message, code=exc.code, path=name) from None
 
 
 def form_params(text: str, where: str) -> dict[str, list[str]]:

@@ -54,6 +54,7 @@ from ..rdf.vocab import OMS, OMS_NS, RDF, RDFS, XSD
 from ..store import GrainStore, Solutions
 from ..times import to_millis
 from .auth import Token
+from .bodies import param_millis
 from .lanes import Job
 from .responses import error_response, refusal
 from .results import RDF_FORMATS, RESULT_TYPES, QueryRequest, negotiate
@@ -163,7 +164,7 @@ def description_work(
     ``?`` sends a time that is not one, and no query)."""
     try:
         point = {
-            name: to_millis(params[name][0], name)
+            name: param_millis(params[name][0], name)
             for name in ("valid_at", "as_of")
             if name in params
         }

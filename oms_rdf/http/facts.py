@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ..rdf.mapping import TIME_FIELDS
 from ..store import GrainStore
-from ..times import iso_fields, to_millis
+from ..times import iso_fields
 from .auth import Authorize, Token
 from .bodies import (
     GRAIN_TYPE,
@@ -49,6 +49,7 @@ from .bodies import (
     given_once,
     grain_body,
     json_body,
+    param_millis,
     whole_number,
 )
 from .lanes import Runner
@@ -264,7 +265,7 @@ class FactsApi:
         page's cursor."""
         token = self.scope(request)
         q = request.query_params
-        limit = whole_number(q.get("limit"), PAGE)
+        limit = whole_number(q.get("limit"), PAGE, "limit")
         cursor = q.get("cursor")
         if cursor is None:
             asked = Listing.of(q, self.store.clock(), self.listings.written())
@@ -293,7 +294,7 @@ class FactsApi:
         if not text:
             raise SchemaError("give the words to look for in ?q=", path="q")
         valid_at, as_of = (
-            None if q.get(name) is None else to_millis(q[name], name)
+            None if q.get(name) is None else param_millis(q[name], name)
             for name in ("valid_at", "as_of")
         )
         asked = q.get("namespace")

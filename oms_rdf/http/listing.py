@@ -39,8 +39,8 @@ from ..rdf.vocab import OMS
 from ..store import GrainStore
 from ..store.audit import current_head
 from ..store.lookup import in_force
-from ..times import to_millis
 from .auth import Token
+from .bodies import param_millis
 
 __all__ = ["LISTINGS_KEPT", "STREAMED", "Listing", "Listings"]
 
@@ -91,8 +91,8 @@ class Listing:
             q.get("relation"),
             q.get("namespace"),
             status,
-            pinned if valid_at is None else to_millis(valid_at, "valid_at"),
-            pinned if as_of is None else to_millis(as_of, "as_of"),
+            pinned if valid_at is None else param_millis(valid_at, "valid_at"),
+            pinned if as_of is None else param_millis(as_of, "as_of"),
             written=written,
         )
 
@@ -114,7 +114,7 @@ class Listing:
                     path=name,
                 )
         for name, ms in (("valid_at", self.valid_at), ("as_of", self.as_of)):
-            if name in q and to_millis(q[name], name) != ms:
+            if name in q and param_millis(q[name], name) != ms:
                 raise SchemaError(
                     f"the cursor pages the listing at {name} {ms} ms; found "
                     f"{q[name][:80]!r} (send the cursor alone, or ask anew)",

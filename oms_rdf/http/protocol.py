@@ -24,9 +24,15 @@ from ..errors import ErrorCode, OmsError, QueryError
 from ..rdf.limits import check_query
 from ..rdf.terms import is_absolute_iri
 from ..store import GrainStore
-from ..times import span_millis, to_millis
 from .auth import OPEN, Authorize, Token
-from .bodies import TIME_PARAMETERS, body_text, form_params, given_once
+from .bodies import (
+    TIME_PARAMETERS,
+    body_text,
+    form_params,
+    given_once,
+    param_millis,
+    param_span,
+)
 from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
@@ -256,9 +262,11 @@ def time_point(params: Params) -> tuple[int | None, int | None]:
     """
     given_once(params)
     valid = (
-        to_millis(params["valid_at"][0], "valid_at") if "valid_at" in params else None
+        param_millis(params["valid_at"][0], "valid_at")
+        if "valid_at" in params
+        else None
     )
-    known = to_millis(params["as_of"][0], "as_of") if "as_of" in params else None
+    known = param_millis(params["as_of"][0], "as_of") if "as_of" in params else None
     return valid, known
 
 
@@ -274,7 +282,7 @@ def time_spans(
     """
     given_once(params)
     return tuple(
-        span_millis(params[name][0], name) if name in params else None
+        param_span(params[name][0], name) if name in params else None
         for name in ("valid_during", "system_during")
     )
 
