@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from ..errors import DecodeError, ErrorCode, SchemaError
@@ -35,6 +35,7 @@ __all__ = [
     "whole_number",
 ]
 
+T = TypeVar("T")
 GRAIN_TYPE = "application/vnd.oms.grain"  # a raw grain blob
 
 # The query parameters that are times, on every route that takes them.
@@ -182,10 +183,7 @@ def param_millis(text: str, name: str) -> int:
     Raises:
         SchemaError: as ``to_millis``, naming the parameter as its path.
     """
-    try:
-        return to_millis(text, name)
-    except SchemaError as exc:
-        raise SchemaError(exc.message, code=exc.code, path=name) from None
+    return _named(to_millis, text, name)
 
 
 def param_span(text: str, name: str) -> tuple[int | None, int | None]:
@@ -195,8 +193,12 @@ def param_span(text: str, name: str) -> tuple[int | None, int | None]:
     Raises:
         SchemaError: as ``span_millis``, naming the parameter as its path.
     """
+    return _named(span_millis, text, name)
+
+
+def _named(read: Callable[[str, str], T], text: str, name: str) -> T:
     try:
-        return span_millis(text, name)
+        return read(text, name)
     except SchemaError as exc:
         raise SchemaError(exc.message, code=exc.code, path=name) from None
 
