@@ -87,6 +87,9 @@ class QueryRow:
         self._values = values
 
     def __getitem__(self, key: str | int | ox.Variable) -> Any:
+        position = self._index.get(key)  # type: ignore[arg-type]
+        if position is not None:  # a name: the common case, one lookup
+            return self._values[position]
         if isinstance(key, int):
             return self._values[key]
         name = key.value if isinstance(key, ox.Variable) else key
