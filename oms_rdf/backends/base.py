@@ -121,8 +121,14 @@ class Backend(Protocol):
     def flush(self) -> None:
         """Make every write durable (or do nothing where each write is)."""
 
-    def vacuum(self, progress: Callable[[int], object] | None = None) -> None:
-        """Rewrite the storage with only its live quads.
+    def vacuum(
+        self,
+        progress: Callable[[int], object] | None = None,
+        *,
+        reading: Callable[[], int] = lambda: 0,
+    ) -> None:
+        """Rewrite the storage with only its live quads (``reading``: how many
+        answers of it are still being read, which a swap must wait for).
 
         Raises:
             StoreError: ERR_STORE where the backend cannot be vacuumed.

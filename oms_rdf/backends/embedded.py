@@ -18,10 +18,8 @@ refused with ERR_CONFLICT instead of showing part of the write.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import shutil
 import socket
 import time
 import weakref
@@ -38,9 +36,10 @@ import pyoxigraph as ox
 from ..errors import DecodeError, ErrorCode, StoreError
 from ..rdf.vocab import OMS, RDF
 from .base import grains_query
+from .vacuum import Closed, finish_vacuum, fsync_dir, vacuum
 from .writer_lock import writer_lock, writer_unlock
 
-__all__ = ["BULK_MARK", "LocalBackend", "finish_vacuum"]
+__all__ = ["BULK_MARK", "LocalBackend"]
 
 BULK_MARK = "oms-rdf-bulk.json"  # in the store's folder: see bulk_writing()
 
@@ -259,74 +258,36 @@ class LocalBackend:
         if self.path is not None:
             self.store.flush()
 
-    def vacuum(self, progress: Callable[[int], object] | None = None) -> None:
-        """Rewrite the store with only its live quads, and swap it in.
+    def vacuum(
+        self,
+        progress: Callable[[int], object] | None = None,
+        *,
+        reading: Callable[[], int] = lambda: 0,
+    ) -> None:
+        """Rewrite the store with only its live quads, and swap it in
+        (:func:`.vacuum.vacuum`: ``reading``, how many answers of it are still
+        being read).
 
-        Oxigraph never drops a string from its dictionary, so removed data stays
-        in the files until the store is rewritten. On disk: the quads are bulk
-        loaded into ``<path>.vacuum``; a ``<path>.vacuum-ready`` mark is written
-        once that store is complete and closed; then the directories are swapped
-        by renames and the old one deleted. A crash before the mark leaves the old
-        store (the staging one is deleted on the next open), after it the new one
-        (the next open finishes the swap): never a mix. ``progress`` is called
-        with the number of quads copied so far.
+        Raises:
+            StoreError: ERR_CONFLICT when another thread holds the old store too
+                long; ERR_STORE for a copy that failed (nothing changed either way).
         """
         self._writable()
-        if self.path is None:
-            fresh = ox.Store()
-            fresh.extend(_counted(self.store, progress))
-            self.store = fresh
-            return
-        path = self.path
-        staging, ready = _vacuum_paths(path)
-        shutil.rmtree(staging, ignore_errors=True)
-        try:
-            copy = ox.Store(str(staging))
-            copy.bulk_extend(_counted(self.store, progress))
-            copy.flush()
-            del copy
-            gc.collect()  # RocksDB closes with the last reference
-            ready.write_bytes(b"")
-            _fsync_dir(path.parent)
-        except OSError as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise StoreError(
-                f"vacuum failed before the swap, nothing changed: {exc}"
-            ) from exc
-        self.store.flush()
-        self.store = _Closed(path)  # type: ignore[assignment]
-        gc.collect()
-        finish_vacuum(path)
-        self.store = ox.Store(str(path))
+        vacuum(self, progress, reading)
 
     def close(self) -> None:
         """Flush and release the store (an on-disk store can then be reopened)."""
-        if isinstance(self.store, _Closed):
+        if isinstance(self.store, Closed):
             return
         if not self.read_only:
             self.flush()
-        self.store = _Closed(self.path)  # type: ignore[assignment]
+        self.store = Closed(self.path)  # type: ignore[assignment]
         self._release()
 
     def __len__(self) -> int:
         return len(self.store)
 
 
-class _Closed:
-    """Stands for the pyoxigraph store after close(): every use is a clear error."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-
-    def __getattr__(self, name: str) -> Any:
-        raise StoreError(f"the store at {self.path or 'memory'} is closed")
-
-    def __len__(self) -> int:
-        raise StoreError(f"the store at {self.path or 'memory'} is closed")
-
-
-# An in-memory store holding at most this many quads is copied to take pieces
-# (see LocalBackend.load_pieces): the copy costs less than the overlap saves.
 _STAGED_AT_MOST = 100_000
 
 
@@ -356,47 +317,6 @@ def _load_errors(what: str) -> Iterator[None]:
             f"{what}: a line or token is longer than the parser's 16 MiB buffer",
             code=ErrorCode.CORRUPT,
         ) from exc
-
-
-def _vacuum_paths(path: Path) -> tuple[Path, Path]:
-    return path.with_name(path.name + ".vacuum"), path.with_name(
-        path.name + ".vacuum-ready"
-    )
-
-
-def finish_vacuum(path: Path) -> None:
-    """Finish or discard a vacuum a crash interrupted (see LocalBackend.vacuum)."""
-    staging, ready = _vacuum_paths(path)
-    old = path.with_name(path.name + ".vacuum-old")
-    if ready.exists():
-        if staging.exists():
-            if path.exists():
-                path.rename(old)
-            staging.rename(path)
-            _fsync_dir(path.parent)
-        ready.unlink()
-        _fsync_dir(path.parent)
-    elif staging.exists():
-        shutil.rmtree(staging)  # an unfinished copy: the old store stands
-    if old.exists():
-        shutil.rmtree(old)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _counted(
-    quads: Iterable[ox.Quad], progress: Callable[[int], object] | None
-) -> Iterator[ox.Quad]:
-    for n, quad in enumerate(quads, 1):
-        if progress is not None and n % 100_000 == 0:
-            progress(n)
-        yield quad
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,7 +376,7 @@ def _set_mark(path: Path, *, writing: bool) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path / BULK_MARK)
-        _fsync_dir(path)
+        fsync_dir(path)
     except OSError as exc:
         raise StoreError(
             f"cannot write the bulk-write mark {path / BULK_MARK}: {exc}",

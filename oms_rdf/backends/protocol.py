@@ -153,7 +153,12 @@ class SparqlBackend:
     def flush(self) -> None:
         """Nothing to do: each request is committed when it is answered."""
 
-    def vacuum(self, progress: Callable[[int], object] | None = None) -> None:
+    def vacuum(
+        self,
+        progress: Callable[[int], object] | None = None,
+        *,
+        reading: Callable[[], int] = lambda: 0,
+    ) -> None:
         """Refuse: a server's files are the server's to rewrite.
 
         Raises:

@@ -586,7 +586,7 @@ class GrainStore:
                     "nothing was changed",
                     code=ErrorCode.CONFLICT,
                 )
-            self.backend.vacuum(progress)
+            self.backend.vacuum(progress, reading=lambda: open_answers(self.backend))
             self.core.forget()
             self.core.write([], self.audit_rows("vacuum"))
 

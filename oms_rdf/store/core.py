@@ -95,8 +95,12 @@ class Core:
         # reader sees the store before a write or after it, never between.
         self.lock = threading.RLock()
         # Decoded grains by address: a blob never changes under its address, so an
-        # entry goes stale only when its grain is erased (forget()).
+        # entry goes stale only when its grain is erased (forget()). A lock of
+        # its own, taken after ``lock`` if both are: a reader still holding an
+        # answer's rows reads the cache without waiting on a writer (vacuum
+        # waits for such an answer to be let go of).
         self._cache: OrderedDict[str, Grain] = OrderedDict()
+        self._cache_lock = threading.RLock()
         # Built by the first search (questions.py), kept up by rows_for.
         self.search_index: SearchIndex | None = None
         self._head: Head | object | None = _UNREAD  # of the audit chain
@@ -149,7 +153,7 @@ class Core:
         # Where other processes write too, another may have erased the grain: the
         # store is asked every time, and the cache only spares decoding.
         shared = self.backend.shared
-        with self.lock:  # the cache is shared with writers and other readers
+        with self._cache_lock:  # the cache is shared with writers and other readers
             cached = self._cache.get(address)
             if cached is not None:
                 self._cache.move_to_end(address)
@@ -162,7 +166,7 @@ class Core:
         node = grain_iri(address)
         quad = next(self.backend.quads(node, OMS.blob, None, OMS.blobs), None)
         if quad is None:
-            with self.lock:
+            with self._cache_lock:
                 self._cache.pop(address, None)
             raise NotFoundError(f"no grain {address} in this store")
         if cached is not None:
@@ -174,7 +178,7 @@ class Core:
     def decoded(self) -> Container[str]:
         """The addresses of the grains kept decoded, which :meth:`get` answers
         without reading the store (none where other processes write too): a
-        live view, to be read with :attr:`lock` held."""
+        live view, for membership tests (each one atomic), not to iterate."""
         return () if self.backend.shared else self._cache.keys()
 
     def _made(self) -> Iterable[str]:
@@ -184,7 +188,7 @@ class Core:
     def get_many(self, addresses: Iterable[str]) -> list[Grain]:
         """:meth:`get` of each of these addresses, those cached read with the lock
         taken once (a delta can list tens of thousands)."""
-        with self.lock:
+        with self._cache_lock:
             if self.backend.shared:
                 return [self.get(a) for a in addresses]
             cache = self._cache
@@ -230,7 +234,7 @@ class Core:
 
     def remember(self, grain: Grain) -> Grain:
         """Keep a decoded, verified grain in the cache (least recently used goes first)."""
-        with self.lock:
+        with self._cache_lock:
             self._cache[grain.address] = grain
             if len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
@@ -241,7 +245,7 @@ class Core:
         and shows the grain stored as of that answer."""
         if blob is None:
             return self.get(address)
-        with self.lock:
+        with self._cache_lock:
             cached = self._cache.get(address)
         if cached is not None:
             return cached
@@ -251,7 +255,7 @@ class Core:
         """Drop what is kept beside the store after grains left it or came in
         around the write path: cached grains (all, or these), the search index and
         the audit head."""
-        with self.lock:
+        with self.lock, self._cache_lock:
             if addresses is None:
                 self._cache.clear()
             else:
@@ -584,7 +588,7 @@ class Core:
 
     def close(self) -> None:
         """Make every write durable and release the store; later calls raise StoreError."""
-        with self.lock:
+        with self.lock, self._cache_lock:
             self.backend.close()
             self._cache.clear()
 
