@@ -148,6 +148,35 @@ def test_a_new_grain_valid_outside_the_portion_is_refused() -> None:
     assert store.status(old).status == "active"
 
 
+@pytest.mark.parametrize(
+    ("given", "portion", "valid"),
+    [
+        ({"valid_to": 20}, (10, 20), (10, 20)),  # the start from the portion
+        ({"valid_from": 10}, (10, 20), (10, 20)),  # the end from the portion
+        ({"valid_from": 10}, (10, None), (10, 30)),  # the end: the old grain's
+        ({}, (5, None), (5, 30)),  # the intersection
+    ],
+)
+def test_a_mapping_giving_one_end_takes_the_other_from_the_intersection(
+    given: dict[str, int], portion: tuple[int, int | None], valid: tuple[int, int]
+) -> None:
+    """SQL:2011's updated row holds over the portion within the old one."""
+    store = oms.GrainStore(clock=lambda: T0 + 100 * DAY)
+    old = store.put(
+        fields("http://example.org/acme", start=T0, end=T0 + 30 * DAY, at=T0)
+    )
+    new = fields("http://example.org/initech", start=0, end=None, at=T0 + DAY)
+    del new["valid_from"]
+    new.update({k: T0 + v * DAY for k, v in given.items()})
+    start, end = portion
+    made = store.supersede(old, new, valid_from=T0 + start * DAY,
+                           valid_to=None if end is None else T0 + end * DAY)  # fmt: skip
+    grain = store.get(made)
+    assert (grain["valid_from"], grain["valid_to"]) == tuple(
+        T0 + v * DAY for v in valid
+    )
+
+
 def test_a_retraction_over_a_portion_ends_the_grain_when_its_pieces_begin() -> None:
     readings = iter(range(T0 + 10 * DAY, T0 + 11 * DAY))  # moves at every reading
     store = oms.GrainStore(clock=lambda: next(readings))

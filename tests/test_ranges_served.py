@@ -207,3 +207,37 @@ def test_the_mcp_sparql_tool_asks_a_range() -> None:
             assert json.dumps(bad.content[0].model_dump()).count("ERR_SCHEMA") == 1
 
     anyio.run(main)
+
+
+def test_a_range_keeps_to_the_namespaces_asked_the_empty_one_too() -> None:
+    """A token scoped to the namespace "" saw every namespace's triples in a
+    range (the empty name was read as none given)."""
+    from oms_rdf.http.app import Token
+
+    store = oms.GrainStore(clock=lambda: T0 + 30 * DAY)
+    for ns in ("a", "b", ""):
+        store.put({"type": "belief", "subject": f"http://example.org/{ns or 'e'}",
+                   "relation": WORKS, "object": "x", "confidence": 0.5,
+                   "created_at": T0, "namespace": ns})  # fmt: skip
+    q = "SELECT ?s WHERE { ?s ?p ?o }"
+
+    def subjects(result: Any) -> set[str]:
+        return {r["s"].value.rsplit("/", 1)[1] for r in result}
+
+    for asked, want in (("", {"e"}), ([""], {"e"}), (["a", ""], {"a", "e"})):
+        assert subjects(store.query(q, namespace=asked)) == want
+        assert (
+            subjects(store.query(q, namespace=asked, valid_during=(None, None))) == want
+        )
+    with pytest.raises(oms.SchemaError):
+        store.query(q, namespace=[], valid_during=(None, None))
+    with pytest.raises(oms.SchemaError):
+        store.query(q, namespace=[])
+    token = "t" * 24
+    app = create_app(store, tokens={token: Token(namespaces=("",))})
+    with running(app) as base:
+        for params in ({}, {"valid_during": "../.."}, {"system_during": "../.."}):
+            answer = httpx.get(f"{base}/sparql", params={"query": q, **params},
+                               headers={"authorization": f"Bearer {token}"})  # fmt: skip
+            rows = answer.json()["results"]["bindings"]
+            assert {b["s"]["value"].rsplit("/", 1)[1] for b in rows} == {"e"}, params

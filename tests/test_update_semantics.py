@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import oms_rdf as oms
 from oms_rdf import GrainStore
 from oms_rdf.http.app import Token, create_app
 from tests.helpers import running
@@ -28,6 +29,18 @@ def held(result: object) -> set[str]:
     return {" ".join(str(t) for t in row) for row in result}  # type: ignore[attr-defined]
 
 
+class Coarse:
+    """A clock that moves on a millisecond every ``reads`` readings (a coarse
+    clock, read often): several requests fall in one millisecond."""
+
+    def __init__(self, start: int = T0, reads: int = 1_000) -> None:
+        self.start, self.reads, self.count = start, reads, 0
+
+    def __call__(self) -> int:
+        self.count += 1
+        return self.start + self.count // self.reads
+
+
 def test_delete_then_insert_in_one_millisecond_keeps_the_triple() -> None:
     """The re-inserted triple's grain has the retracted grain's bytes (same
     fields, same created_at): it must still be in the knowledge."""
@@ -38,17 +51,35 @@ def test_delete_then_insert_in_one_millisecond_keeps_the_triple() -> None:
     )
     assert store.query(ASK_ACME) is True
     assert report.retracted == [] and report.believed == 1
-    # Three requests in the same millisecond: the retraction is written, and a
-    # grain cannot be made current again, so the triple comes back as a new
-    # grain, a millisecond later.
+    # In three requests of one millisecond, the retraction is written, and a
+    # grain cannot be made current again: on a clock that does not move, the
+    # insertion is refused and writes nothing.
     store.update(f"DELETE DATA {{ {ANN} <{EX}acme> }}")
-    assert store.query(ASK_ACME) is False
+    before = sorted(map(str, store.backend.quads()))
+    with pytest.raises(oms.StoreError) as refused:
+        store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
+    assert refused.value.code == "ERR_CONFLICT" and "same millisecond" in str(
+        refused.value
+    )
+    assert sorted(map(str, store.backend.quads())) == before
+
+
+def test_a_triple_closed_in_the_same_millisecond_comes_back_at_the_next() -> None:
+    """On a clock that moves, the request waits for the next millisecond and
+    is made there whole: later requests, a forward-only store's too, go on."""
+    clock = Coarse(reads=10**9)  # it stands still until told
+    store = GrainStore(clock=clock, forward_only=True)
+    store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
+    store.update(f"DELETE DATA {{ {ANN} <{EX}acme> }}")
+    clock.reads = 50  # now it moves, a millisecond every 50 readings
     again = store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}")
-    assert again.added == 1
-    assert store.query(ASK_ACME, valid_at=T0 + 1, as_of=T0 + 1) is True
-    # As of the millisecond of the retraction, it stays retracted: an as-of
-    # answer once given is not changed by a later request.
-    assert store.query(ASK_ACME, valid_at=T0, as_of=T0) is False
+    assert again.added == 1 and store.query(ASK_ACME) is True
+    [grain] = store.beliefs(EX + "ann")
+    assert grain["created_at"] > T0  # made at a later millisecond
+    assert store.query(ASK_ACME, valid_at=T0, as_of=T0) is False  # as then
+    assert store.update(f"INSERT DATA {{ {ANN} <{EX}acme> }}").believed == 1
+    assert len(store.update(f"DELETE DATA {{ {ANN} <{EX}acme> }}").retracted) == 1
+    assert store.update(f"INSERT DATA {{ {ANN} <{EX}x> }}").added == 1
     assert store.verify_audit().ok
 
 
@@ -79,7 +110,7 @@ def test_an_insert_is_believed_only_where_a_held_belief_covers_it() -> None:
 
 
 def test_a_ground_delete_where_deletes_only_when_its_where_has_a_solution() -> None:
-    store = GrainStore(clock=lambda: T0 + 10 * YEAR)
+    store = GrainStore(clock=Coarse(T0 + 10 * YEAR, reads=100))
     one, two = f"{ANN} <{EX}acme>", f"{ANN} <{EX}initech>"
     store.update(f"INSERT DATA {{ {one} }}")
     report = store.update(f"DELETE {{ {one} . {two} }} WHERE {{ {one} . {two} }}")
@@ -206,11 +237,12 @@ requests = st.lists(
 def test_the_knowledge_is_what_a_plain_store_holds(
     asked: list[list[tuple[str, list[int]]]], ticks: list[int]
 ) -> None:
-    """Random requests, the clock standing still or moving between them."""
-    clock = [T0]
-    store, plain = GrainStore(clock=lambda: clock[0]), ox.Store()
+    """Random requests on a coarse clock, several of them in one millisecond
+    or a few milliseconds apart."""
+    clock = Coarse(reads=200)
+    store, plain = GrainStore(clock=clock), ox.Store()
     for request, tick in zip(asked, ticks, strict=False):
-        clock[0] += tick
+        clock.start += tick
         text = " ;\n".join(operation(kind, picked) for kind, picked in request)
         store.update(text)
         plain.update(text)
@@ -218,3 +250,35 @@ def test_the_knowledge_is_what_a_plain_store_holds(
         assert default == held(plain.query(KNOWLEDGE)), text
         named = "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
         assert held(store.query(named)) == held(plain.query(named)), text
+
+
+def test_post_sparql_refuses_a_question_s_times_on_an_update_and_names_a_bad_portion() -> (
+    None
+):
+    store = GrainStore(clock=lambda: T0)
+    tokens = {"w" * 24: Token(namespaces=None, write=True)}
+    auth = {"authorization": f"Bearer {'w' * 24}"}
+    insert = {"update": f"INSERT DATA {{ {ANN} <{EX}x> }}"}
+    with running(create_app(store, tokens=tokens)) as base:
+        for name in ("valid_at", "as_of", "valid_during", "system_during"):
+            answer = httpx.post(f"{base}/sparql?{name}=2024", headers=auth, data=insert)
+            assert answer.status_code == 400, answer.text
+            assert (answer.json()["code"], answer.json()["path"]) == ("ERR_QUERY", name)
+        answer = httpx.post(f"{base}/sparql?valid_from=zz", headers=auth, data=insert)
+        assert (answer.json()["code"], answer.json()["path"]) == (
+            "ERR_SCHEMA",
+            "valid_from",
+        )
+        inverted = httpx.get(f"{base}/sparql", params={"query": "ASK {}",
+                             "valid_during": "2025/2024"}, headers=auth)  # fmt: skip
+        assert (inverted.json()["code"], inverted.json()["path"]) == (
+            "ERR_RANGE", "valid_during")  # fmt: skip
+        described = httpx.get(
+            f"{base}/sparql", params={"valid_during": "zz"}, headers=auth
+        )
+        assert (
+            described.status_code == 400 and described.json()["path"] == "valid_during"
+        )
+    assert store.is_empty()
+    grain = store.put(oms.Belief("a", "b", "c", 0.5, created_at=T0))
+    assert f"nih:sha-256;{grain}" in store and grain in store

@@ -44,8 +44,9 @@ class OneLineErrors(click.Group):
             refuse_undecodable(ctx.meta.get(_ARGUMENTS, []))
             refuse_repeated(self, ctx.meta.get(_ARGUMENTS, []))
             done = super().invoke(ctx)
-            # A write that changed nothing (nothing to import, a DELETE DATA of
-            # what nobody believes) leaves no new store behind either.
+            # A write that recorded nothing (a DELETE DATA of what nobody
+            # believes) leaves no new store behind either; an import records
+            # itself, even of nothing, and keeps it.
             undo_new_store(ctx)
             return done
         except (OmsError, OSError) as exc:

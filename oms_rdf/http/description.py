@@ -54,7 +54,7 @@ from ..rdf.vocab import OMS, OMS_NS, RDF, RDFS, XSD
 from ..store import GrainStore, Solutions
 from ..times import to_millis
 from .auth import Token
-from .bodies import param_millis
+from .bodies import param_millis, param_span
 from .lanes import Job
 from .responses import error_response, refusal
 from .results import RDF_FORMATS, RESULT_TYPES, QueryRequest, negotiate
@@ -168,6 +168,9 @@ def description_work(
             for name in ("valid_at", "as_of")
             if name in params
         }
+        for name in ("valid_during", "system_during"):  # read, to refuse a bad one
+            if name in params:
+                param_span(params[name][0], name)
     except OmsError as exc:
         return refusal(exc)
     media = negotiate(request.headers.get("accept", "*/*"), RESULT_TYPES["graph"])

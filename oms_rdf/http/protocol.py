@@ -188,6 +188,7 @@ class SparqlProtocol:
         texts = params["update"]
         try:  # which of two values counts is nowhere written down
             given_once(params, (*TIME_PARAMETERS, "namespace"))
+            _update_times(params)
         except OmsError as exc:
             return refusal(exc)
         namespace = _update_namespace(token, params.get("namespace", [None])[0])
@@ -326,6 +327,27 @@ def _query_request(
         named_graph_uris=params.get("named-graph-uri") or None,
         timeout=timeout,
     )
+
+
+def _update_times(params: Params) -> None:
+    """Refuse a question's times on an update, and a portion that is no time.
+
+    Raises:
+        QueryError: ERR_QUERY for ``valid_at``, ``as_of``, ``valid_during`` or
+            ``system_during``: an update is about the portion ``valid_from`` to
+            ``valid_to``, and would silently ignore them.
+        SchemaError: as :func:`param_millis`, naming the parameter.
+    """
+    for name in ("valid_at", "as_of", "valid_during", "system_during"):
+        if name in params:
+            raise QueryError(
+                f"{name} asks a question of a time; an update changes the portion "
+                "of valid time given by valid_from and valid_to",
+                path=name,
+            )
+    for name in ("valid_from", "valid_to"):
+        if name in params:
+            param_millis(params[name][0], name)
 
 
 def _update_namespace(token: Token, asked: str | None) -> str | Response | None:

@@ -36,6 +36,7 @@ pyoxigraph reads the request (see :mod:`.update_syntax`); no rdflib is involved.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,11 +44,12 @@ from typing import Any
 import pyoxigraph as ox
 
 from ..codec.grain import Grain, system_from
-from ..errors import ErrorCode, SchemaError
+from ..errors import ErrorCode, SchemaError, StoreError
 from ..rdf.mapping import address_of, belief_terms
 from ..rdf.terms import skolem
 from ..rdf.vocab import OMS
 from ..store import PREFIXES, RESERVED_GRAPHS, GrainStore
+from ..store.admission import successor_fields
 from ..store.grain_facts import stored_form
 from ..store.lookup import believers
 from ..store.portion import Portion, portion_of
@@ -111,20 +113,48 @@ def update(
     # The prefixes a query may use undeclared; relative IRIs against base_iri.
     operations = data_operations(text, PREFIXES, base_iri)
     portion = portion_of(valid_from, valid_to)
-    report = UpdateReport()
-    with store.transaction(event="update", by=by, reason=reason) as tx:
-        plan = _Plan(tx, namespace, confidence, portion, report)
-        for operation in operations:
-            if operation.kind == "insert":
-                plan.insert(operation.quads)
-            elif operation.kind == "delete":
-                plan.delete(operation.quads)
-            elif operation.kind == "delete_where":
-                plan.delete_matched(operation.quads)
-            elif operation.graph is not None:
-                plan.create(operation.graph)
-        plan.apply(by=by, reason=reason)
-    return report
+    while True:
+        report = UpdateReport()
+        try:
+            with store.transaction(event="update", by=by, reason=reason) as tx:
+                plan = _Plan(tx, namespace, confidence, portion, report)
+                for operation in operations:
+                    plan.run(operation)
+                plan.apply(by=by, reason=reason)
+        except _Again as again:  # nothing was written: the transaction was left
+            _next_millisecond(store, again.at)
+            continue
+        return report
+
+
+class _Again(Exception):  # noqa: N818 - not an error: the request is made again
+    """A triple to insert whose grain has the bytes of a grain closed in the
+    request's millisecond: made again at the next one (a grain is its bytes,
+    and a closed one is never current again)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__(at)
+        self.at = at
+
+
+def _next_millisecond(store: GrainStore, at: int) -> None:
+    """Wait for the store's clock to pass ``at`` (a millisecond, on a clock
+    that moves).
+
+    Raises:
+        StoreError: ERR_CONFLICT when it has not moved on within a second.
+    """
+    deadline = time.monotonic() + 1.0
+    while store.clock() <= at:
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"a triple to insert was retracted or superseded in this same "
+                f"millisecond ({at}), and its belief would be the same grain, which "
+                "cannot be current again; the store's clock did not move on "
+                "within a second: ask again once it has",
+                code=ErrorCode.CONFLICT,
+            )
+        time.sleep(0.0005)
 
 
 class _Plan:
@@ -151,6 +181,17 @@ class _Plan:
         # subject, relation and graph of the beliefs to retract -> their addresses
         self.leaving_by: dict[tuple[Any, Any, Any], list[str]] = {}
 
+    def run(self, operation: DataOperation) -> None:
+        """Check one operation of the request, seeing what the ones before did."""
+        if operation.kind == "insert":
+            self.insert(operation.quads)
+        elif operation.kind == "delete":
+            self.delete(operation.quads)
+        elif operation.kind == "delete_where":
+            self.delete_matched(operation.quads)
+        elif operation.graph is not None:
+            self.create(operation.graph)
+
     def insert(self, quads: list[ox.Quad]) -> None:
         """Adopt each triple as a belief unless one (new, or stored and held)
         asserts it over all of the valid time inserted (the portion, else from
@@ -173,7 +214,7 @@ class _Plan:
                 self.report.believed += 1
                 continue
             if not self.empty and grain.address in self.store:
-                grain = self._restamped(grain)
+                raise _Again(self.created)  # closed: made in this millisecond
             self.new[grain.address] = grain
             self.terms[grain.address] = claim
             self.claims.setdefault(claim, []).append(grain.address)
@@ -189,17 +230,6 @@ class _Plan:
         start, end = self.portion or (self.created, None)
         low, high = _interval(grain)
         return low <= start and (high is None or (end is not None and end <= high))
-
-    def _restamped(self, grain: Grain) -> Grain:
-        """The belief for a triple whose bytes a closed grain has (retracted, or
-        superseded, in the request's millisecond): a grain is its bytes and
-        cannot be made current again, so the new one is made a millisecond
-        later, the first moment a new grain can say it."""
-        fields = dict(grain.fields)
-        while grain.address in self.store:
-            fields["created_at"] += 1
-            grain = Grain.from_dict(fields)
-        return grain
 
     def _belief(self, quad: ox.Quad) -> Grain:
         grain = adopted_grain(
@@ -341,9 +371,12 @@ class _Plan:
                 )
         report.retracted += leaving
         for old, new in pairs:
+            # The inserted triple holds over the whole portion, as a new belief
+            # would: given whole, as a grain, not completed from the old one's.
+            successor = Grain.from_dict(successor_fields(old, new.fields, reason))
             store.supersede(
                 old,
-                dict(new.fields),
+                successor,
                 justification=reason,
                 by=by,
                 valid_from=start,

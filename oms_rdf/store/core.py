@@ -130,6 +130,8 @@ class Core:
         return open_[2] if open_ and open_[0] == threading.get_ident() else self._clock
 
     def __contains__(self, address: object) -> bool:
+        if isinstance(address, str):
+            address = address.removeprefix(NIH_PREFIX)  # a node IRI's text too
         if not isinstance(address, str) or len(address) != 64:
             return False
         node = grain_iri(address)

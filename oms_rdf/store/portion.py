@@ -179,10 +179,8 @@ def _end(end: int | None) -> str:
 
 def over_portion(new: GrainLike, portion: Portion, old: Grain) -> GrainLike:
     """A mapping ``new`` valid over the portion within ``old``'s valid time (SQL:2011:
-    the updated row's period is the intersection), unless it gives a valid time
-    of its own (:func:`rest_of` takes the portion, or that intersection): one
-    end given is its whole valid time, never completed from ``old``'s."""
-    if not isinstance(new, Mapping) or "valid_from" in new or "valid_to" in new:
+    the updated row's period is the intersection), unless it says otherwise."""
+    if not isinstance(new, Mapping):
         return new
     start, end = within(portion, old)
     fields = dict(new)

@@ -378,9 +378,20 @@ class Questions:
 
 
 def namespaces_of(namespace: str | Sequence[str] | None) -> tuple[str | None, ...]:
-    """The namespaces to gather knowledge from: None is every namespace."""
+    """The namespaces to gather knowledge from: None is every namespace.
+
+    Raises:
+        SchemaError: ERR_SCHEMA for an empty list, which would keep no
+            namespace (read as none given, it would open every one).
+    """
     if namespace is None or isinstance(namespace, str):
         return (namespace,)
+    if not namespace:
+        raise SchemaError(
+            "namespace: expected a namespace, a list of them, or None for every "
+            "one; found an empty list, which keeps none",
+            path="namespace",
+        )
     return tuple(dict.fromkeys(namespace))
 
 

@@ -101,7 +101,7 @@ class SparqlQueries:
         refused). ``valid_at``/``as_of`` ask the same
         query of the knowledge of that point (a missing one means now), with the
         semantics of :meth:`beliefs`; ``namespace`` keeps one namespace (or those
-        of a list).
+        of a list; an empty list, which would keep none, is refused).
         ``grains=True`` queries the store as laid out (grain nodes, index, blobs,
         audit; see ``ontology/README.md``).
 
@@ -209,7 +209,7 @@ class SparqlQueries:
         sparql = seen_as_blank(sparql, values)
         check_valid(sparql, values)
         clause = GrainClause(
-            None, tuple(n for n in namespaces_of(namespace) if n), during
+            None, tuple(n for n in namespaces_of(namespace) if n is not None), during
         )
         text = rewrite(sparql, clause, lateral=self.core.backend.lateral_joins)
         if text is None:
