@@ -191,6 +191,18 @@ def test_a_first_write_that_changes_nothing_leaves_no_store_behind(
     assert (new / "CURRENT").is_file()
     run("--store", str(new), "update", nobody.replace("/c>", "/d>"))
     assert (new / "CURRENT").is_file()  # a store that was there stays
+    # A store in folders that do not exist yet: made with them, and a refused
+    # first write takes them away again.
+    deep = tmp_path / "x" / "y" / "store"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**V1["input"], "created_at": -5}))
+    refused(["--store", str(deep), "put", str(bad)], "ERR_RANGE")
+    assert not (tmp_path / "x").exists()
+    run("--store", str(deep), "update", adds)
+    assert (deep / "CURRENT").is_file()
+    library = oms.GrainStore(tmp_path / "p" / "q" / "store")
+    library.put(oms.Belief("a", "b", "c", 0.5, created_at=1))
+    library.close()
 
 
 def test_mcp_makes_a_store_only_where_nothing_is_and_says_so(tmp_path: Path) -> None:

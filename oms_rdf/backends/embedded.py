@@ -75,6 +75,8 @@ class LocalBackend:
             elif read_only:
                 self.store = _open_read_only(Path(path))
             else:
+                # Created if missing, its folders too (the lock file sits beside it).
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
                 # The writer's lock first: only then is a vacuum left half made
                 # this process's to finish (it may be another's, running).
                 held = writer_lock(Path(path))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the server backends need the [remote] extra: imported when 
 _NOT_IN_HOSTS = frozenset('<>"{}|\\^`')
 NEW_STORE = "oms_rdf.new_store"  # ctx.meta: the store this command made, if any
 KEPT_STORE = "oms_rdf.kept_store"  # ctx.meta: the same, kept whatever happens
+NEW_FOLDERS = "oms_rdf.new_folders"  # ctx.meta: the top folder made above it, if any
 ENDPOINTS = ("--query-url", "--update-url", "--store-url")
 
 
@@ -79,6 +80,7 @@ def open_store(
     if check_store_path(where.path, create=create):
         folder = Path(where.path)
         ctx.meta[KEPT_STORE if keep_new else NEW_STORE] = (folder, folder.is_dir())
+        ctx.meta[NEW_FOLDERS] = _missing_above(folder)
     return closing(ctx, on_disk(where.path, read=read, **options))
 
 
@@ -195,6 +197,10 @@ def undo_new_store(ctx: click.Context) -> None:
     if made is None or _holds_a_write(made[0]):
         return
     folder, was_empty_folder = made
+    above: Path | None = ctx.meta.pop(NEW_FOLDERS, None)
+    if above is not None:  # the folders opening it made go too
+        shutil.rmtree(above, ignore_errors=True)
+        return
     if not was_empty_folder:
         shutil.rmtree(folder, ignore_errors=True)
         return
@@ -203,6 +209,16 @@ def undo_new_store(ctx: click.Context) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
+
+
+def _missing_above(folder: Path) -> Path | None:
+    """The topmost missing folder above ``folder``, which opening it makes."""
+    top = None
+    for parent in folder.absolute().parents:
+        if parent.exists():
+            break
+        top = parent
+    return top
 
 
 def _holds_a_write(folder: Path) -> bool:
