@@ -202,6 +202,31 @@ def test_vacuum_beside_another_threads_reads_leaves_a_whole_store(
     again.close()
 
 
+def test_a_vacuum_that_gives_up_on_a_reader_leaves_the_store_to_reopen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine iterator nobody lets go of keeps RocksDB open: the vacuum
+    gives up (nothing changed), and once the iterator is gone and the store
+    closed, it opens again in the same process, whole."""
+    from oms_rdf.backends import vacuum
+
+    monkeypatch.setattr(vacuum, "SWAP_WAIT", 0.5)
+    path = tmp_path / "store"
+    store = oms.GrainStore(path, clock=lambda: NOW)
+    person_everywhere(store)
+    before = plain_dump(store)
+    held = store.backend.quads()
+    next(held)
+    with pytest.raises(oms.StoreError) as info:
+        store.vacuum()
+    assert info.value.code == oms.ErrorCode.CONFLICT
+    del held
+    store.close()
+    again = oms.GrainStore(path, clock=lambda: NOW)
+    assert plain_dump(again) == before and again.verify_audit().ok
+    again.close()
+
+
 def test_a_hold_blocks_erasure() -> None:
     store = oms.GrainStore(clock=lambda: NOW)
     held = store.put(oms.Belief(NAME, "owes", "tax", 0.9, created_at=1,

@@ -282,3 +282,47 @@ def test_post_sparql_refuses_a_question_s_times_on_an_update_and_names_a_bad_por
     assert store.is_empty()
     grain = store.put(oms.Belief("a", "b", "c", 0.5, created_at=T0))
     assert f"nih:sha-256;{grain}" in store and grain in store
+
+
+def test_a_replacement_keeps_the_past_of_every_belief_of_the_old_triple() -> None:
+    """Two held beliefs assert the old triple: the one in force where the new
+    one begins is superseded, the other retracted from there on, or left as it
+    is when its valid time ended before: the old triple stays true for the
+    past, as with one belief."""
+    clock = [T0 + 10 * YEAR]
+    store = GrainStore(clock=lambda: clock[0])
+    o1 = f"INSERT DATA {{ {ANN} <{EX}acme> }}"
+    store.update(o1, valid_from=T0, valid_to=T0 + YEAR)  # ended long ago
+    clock[0] += 1
+    store.update(o1, valid_from=T0 + 2 * YEAR)  # from year 2 on
+    clock[0] += 1
+    report = store.update(
+        f"DELETE DATA {{ {ANN} <{EX}acme> }} ; INSERT DATA {{ {ANN} <{EX}initech> }}"
+    )
+    assert len(report.superseded) == 1 and report.retracted == []
+
+    def works(year: float) -> list[str]:
+        at = T0 + int(year * YEAR)
+        found = store.query(f"SELECT ?o WHERE {{ {ANN} ?o }}", valid_at=at)
+        return [r["o"].value.rsplit("/", 1)[1] for r in found]
+
+    assert [works(y) for y in (0.5, 1.5, 3, 9.9)] == [["acme"], [], ["acme"], ["acme"]]
+    assert works(10.5) == ["initech"]
+    # Both in force where the new one begins: the earlier is superseded (its
+    # past stays), the later retracted from there on (its past stays too).
+    clock[0] = T0 + 10 * YEAR
+    store = GrainStore(clock=lambda: clock[0])
+    store.update(o1, valid_from=T0, valid_to=T0 + 20 * YEAR)
+    clock[0] += 1
+    store.update(o1, valid_from=T0 + 5 * YEAR)  # beyond year 20: a second belief
+    clock[0] += 1
+    report = store.update(
+        f"DELETE DATA {{ {ANN} <{EX}acme> }} ; INSERT DATA {{ {ANN} <{EX}initech> }}"
+    )
+    assert len(report.superseded) == 1 and len(report.retracted) == 1
+    [older] = store.beliefs_by_status("superseded", EX + "ann")
+    assert older["valid_from"] == T0
+    assert [works(y) for y in (1, 6, 10.5, 25)] == [
+        ["acme"], ["acme"], ["initech"], ["initech"]]  # fmt: skip
+    [piece] = store.derived(report.retracted[0])  # the later one's past, kept
+    assert (piece["valid_from"], piece["valid_to"]) == (T0 + 5 * YEAR, clock[0])

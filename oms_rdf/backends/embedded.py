@@ -279,7 +279,8 @@ class LocalBackend:
 
     def close(self) -> None:
         """Flush and release the store (an on-disk store can then be reopened)."""
-        if isinstance(self.store, Closed):
+        if isinstance(self.store, Closed):  # closed already (a vacuum gave up)
+            self._release()  # the writer's lock too (it runs once)
             return
         if not self.read_only:
             self.flush()

@@ -358,16 +358,24 @@ class _Plan:
         store, report = self.store, self.report
         pairs = self._replacements()
         replaced = {old for old, _new in pairs}
-        leaving = [a for a in self.leaving if a not in replaced]
-        whole = [a for a in leaving if self._covers(store.get(a))]
+        cuts = self._cuts(pairs)
+        leaving = [
+            a for a in self.leaving if a not in replaced and cuts.get(a, 0) is not None
+        ]
+        whole = [a for a in leaving if a not in cuts and self._covers(store.get(a))]
         if whole:  # together: a triple two of them assert leaves the knowledge
             store.retract_all(whole, reason=reason or "", by=by)
         start, end = self.portion or (None, None)
         retracted_whole = set(whole)  # a set: one lookup per address below
         for address in leaving:
             if address not in retracted_whole:
+                cut = cuts.get(address)
                 store.retract(
-                    address, reason=reason or "", by=by, valid_from=start, valid_to=end
+                    address,
+                    reason=reason or "",
+                    by=by,
+                    valid_from=start if cut is None else cut,
+                    valid_to=end if cut is None else None,
                 )
         report.retracted += leaving
         for old, new in pairs:
@@ -389,6 +397,27 @@ class _Plan:
             store.put_many(rest)
         report.added = len(self.new)
 
+    def _cuts(self, pairs: list[tuple[str, Grain]]) -> dict[str, int | None]:
+        """Where the other held beliefs of a replaced triple are retracted from
+        (without a portion): from the new belief's valid start, so that their
+        past stays as the superseded one's does; None for one whose valid
+        time ends before it, which is left as it is."""
+        if self.portion is not None:
+            return {}
+        cuts: dict[str, int | None] = {}
+        for addresses in self.leaving_by.values():
+            for old, new in pairs:
+                if old not in addresses:
+                    continue
+                start = _interval(new)[0]
+                for other in addresses:
+                    low, high = _interval(self.store.get(other))
+                    if other == old or low >= start:
+                        continue  # retracted whole: it said nothing before
+                    ends_before = high is not None and high <= start
+                    cuts[other] = None if ends_before else start
+        return cuts
+
     def _replacements(self) -> list[tuple[str, Grain]]:
         """The held beliefs the new ones replace: (old address, new belief)."""
         pairs: list[tuple[str, Grain]] = []
@@ -396,11 +425,18 @@ class _Plan:
         functional = self.store.functional_relations
         for address, grain in self.new.items():
             claim = self.terms[address]
-            deleted = [
-                old
-                for old in self.leaving_by.get((claim[0], claim[1], claim[3]), ())
-                if old not in taken and self._replaces(grain, old, claim)
-            ]
+            # The one in force where the new one begins (else the earliest) is
+            # superseded; the others of the triple are retracted from there
+            # (see _cuts).
+            begins = _interval(grain)[0]
+            deleted = sorted(
+                (
+                    old
+                    for old in self.leaving_by.get((claim[0], claim[1], claim[3]), ())
+                    if old not in taken and self._replaces(grain, old, claim)
+                ),
+                key=lambda old: _order(self.store.get(old), begins),
+            )
             if not deleted and grain["relation"] in functional:
                 # Not asked for by the request, so as any automatic revision: a
                 # lower tier never replaces a higher one (put then disputes both).
@@ -440,6 +476,13 @@ class _Plan:
             if self._replaces(grain, address, claim):
                 found.append(address)
         return found
+
+
+def _order(held: Grain, at: int) -> tuple[bool, int]:
+    """Which held belief a new one valid from ``at`` supersedes first: one in
+    force at ``at``, then the earliest."""
+    low, high = _interval(held)
+    return not (low <= at and (high is None or at < high)), low
 
 
 def _interval(grain: Grain) -> Portion:
