@@ -405,17 +405,17 @@ class _Plan:
         if self.portion is not None:
             return {}
         cuts: dict[str, int | None] = {}
-        for addresses in self.leaving_by.values():
-            for old, new in pairs:
-                if old not in addresses:
-                    continue
-                start = _interval(new)[0]
-                for other in addresses:
-                    low, high = _interval(self.store.get(other))
-                    if other == old or low >= start:
-                        continue  # retracted whole: it said nothing before
-                    ends_before = high is not None and high <= start
-                    cuts[other] = None if ends_before else start
+        key_of = {a: key for key, found in self.leaving_by.items() for a in found}
+        for old, new in pairs:
+            key = key_of.get(old)  # none for a functional rival, not deleted
+            others = [a for a in self.leaving_by[key] if a != old] if key else []
+            start = _interval(new)[0]
+            for other in others:
+                low, high = _interval(self.store.get(other))
+                if low >= start:
+                    continue  # retracted whole: it said nothing before
+                ends_before = high is not None and high <= start
+                cuts[other] = None if ends_before else start
         return cuts
 
     def _replacements(self) -> list[tuple[str, Grain]]:
