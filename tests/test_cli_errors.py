@@ -266,3 +266,18 @@ def test_a_blank_justification_is_none(tmp_path: Path) -> None:
 def test_an_address_too_long_is_err_hash_length(tmp_path: Path) -> None:
     db, (address,) = store_with(tmp_path, "Acme")
     refused(["--store", db, "get", address + "00"], "ERR_HASH_LENGTH", "66")
+
+
+def test_a_source_of_other_than_one_grain_is_the_data_s_error(tmp_path: Path) -> None:
+    """supersede, revise and disclose take one grain: a file of none or two is
+    refused with the spec's code and exit 1, as put refuses a bad file."""
+    from tests.test_cli import V1, refused, run
+
+    db = str(tmp_path / "db")
+    address = run(
+        "--store", db, "put", "-", stdin=json.dumps(V1["input"])
+    ).output.strip()
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps([V1["input"], {**V1["input"], "object": "other"}]))
+    refused(["--store", db, "supersede", address[:12], str(two)], "ERR_SCHEMA",
+            "expected one grain; found 2")  # fmt: skip

@@ -128,9 +128,9 @@ def sparql_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
 def one_grain(ctx: click.Context, param: click.Parameter, source: str) -> Any:
     """A SOURCE argument that holds exactly one grain: its blob or JSON fields."""
     items = grains_from(source)
-    if len(items) != 1:
-        raise click.BadParameter(
-            f"holds {len(items)} grains, expected one", ctx, param, "SOURCE"
+    if len(items) != 1:  # what the file holds, not how it was asked: not usage
+        raise SchemaError(
+            f"{source}: expected one grain; found {len(items)}", path=source
         )
     return items[0]
 
