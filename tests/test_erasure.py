@@ -182,6 +182,7 @@ def test_vacuum_beside_another_threads_reads_leaves_a_whole_store(
         while not stop.is_set():
             try:
                 answers.append(len(store.beliefs(relation="r")))
+                assert len(store.backend) > 0  # the engine's own length too
             except oms.StoreError as exc:  # a swap it waited too long for
                 errors.append(exc.code)
 

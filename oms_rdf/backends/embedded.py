@@ -291,6 +291,8 @@ class LocalBackend:
         return len(self.store)
 
 
+# An in-memory store holding at most this many quads is copied to take pieces
+# (see LocalBackend.load_pieces): the copy costs less than the overlap saves.
 _STAGED_AT_MOST = 100_000
 
 

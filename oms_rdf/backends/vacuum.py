@@ -157,13 +157,22 @@ class Swapping:
         self._backend, self._swapped = backend, swapped
 
     def __getattr__(self, name: str) -> Any:
+        return getattr(self._swapped_in(), name)
+
+    def __len__(self) -> int:
+        return len(self._swapped_in())
+
+    def __iter__(self) -> Iterator[ox.Quad]:
+        return iter(self._swapped_in())
+
+    def _swapped_in(self) -> Any:
         if not self._swapped.wait(SWAP_CALL_WAIT):
             raise StoreError(
                 f"the store at {self._backend.path} is being swapped for its "
                 "vacuumed copy; ask again",
                 code=ErrorCode.CONFLICT,
             )
-        return getattr(self._backend.store, name)
+        return self._backend.store
 
 
 class Closed:
@@ -179,8 +188,6 @@ class Closed:
         raise StoreError(f"the store at {self.path or 'memory'} is closed")
 
 
-# An in-memory store holding at most this many quads is copied to take pieces
-# (see LocalBackend.load_pieces): the copy costs less than the overlap saves.
 def vacuum_paths(path: Path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".vacuum"), path.with_name(
         path.name + ".vacuum-ready"
