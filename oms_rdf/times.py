@@ -163,8 +163,7 @@ def span_millis(text: str, name: str = "range") -> tuple[int | None, int | None]
 
     For the command line and HTTP, where a range is one value
     (``--valid-during``, ``?valid_during=``); each end is read by :func:`to_millis`
-    (no time holds a ``/``). Whether the range holds any time is the question's
-    to check.
+    (no time holds a ``/``).
 
     >>> span_millis("2024-01-01/2025-01-01")
     (1704067200000, 1735689600000)
@@ -173,7 +172,8 @@ def span_millis(text: str, name: str = "range") -> tuple[int | None, int | None]
 
     Raises:
         SchemaError: ERR_SCHEMA for text without exactly one ``/``, or an end
-            that is no time; ERR_RANGE as :func:`to_millis`.
+            that is no time; ERR_RANGE as :func:`to_millis`, and for a range
+            that ends where or before it begins.
     """
     ends = text.split("/")
     if len(ends) != 2:
@@ -185,6 +185,12 @@ def span_millis(text: str, name: str = "range") -> tuple[int | None, int | None]
     start, end = (
         None if end.strip() in ("", "..") else to_millis(end, name) for end in ends
     )
+    if start is not None and end is not None and end <= start:
+        raise SchemaError(
+            f"{name}: a range [{start}, {end}) holds no time; expected its end "
+            "after its start",
+            code=ErrorCode.RANGE,
+        )
     return start, end
 
 

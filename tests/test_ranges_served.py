@@ -182,6 +182,10 @@ def test_the_command_line_asks_a_range(tmp_path: Path) -> None:
                                    "--valid-during", on(1)])  # fmt: skip
     assert bad.exit_code != 0 and "ERR_SCHEMA" in bad.output
     assert "START/END" in bad.output
+    inverted = CliRunner().invoke(
+        cli, ["--store", str(path), "query", ASK, "--valid-during", f"{on(8)}/{on(1)}"]
+    )
+    assert inverted.exit_code == 1 and "ERR_RANGE" in inverted.output
 
 
 def test_the_mcp_sparql_tool_asks_a_range() -> None:

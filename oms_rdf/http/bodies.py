@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
-from ..errors import DecodeError, ErrorCode, SchemaError, TimeRangeError
+from ..errors import DecodeError, ErrorCode, SchemaError
 from ..io import loads_json_grain
 from ..io.jsonl import unique_keys
 from ..times import span_millis, to_millis
@@ -191,17 +191,9 @@ def param_span(text: str, name: str) -> tuple[int | None, int | None]:
     (:func:`oms_rdf.times.span_millis`).
 
     Raises:
-        SchemaError: as ``span_millis``, naming the parameter as its path;
-            ERR_RANGE for a range that ends where or before it begins.
+        SchemaError: as ``span_millis``, naming the parameter as its path.
     """
-    start, end = _named(span_millis, text, name)
-    if start is not None and end is not None and end <= start:
-        raise TimeRangeError(
-            f"{name}: a range [{start}, {end}) holds no time; expected its end "
-            "after its start",
-            path=name,
-        )
-    return start, end
+    return _named(span_millis, text, name)
 
 
 def _named(read: Callable[[str, str], T], text: str, name: str) -> T:
