@@ -80,7 +80,8 @@ def open_store(
     if check_store_path(where.path, create=create):
         folder = Path(where.path)
         ctx.meta[KEPT_STORE if keep_new else NEW_STORE] = (folder, folder.is_dir())
-        ctx.meta[NEW_FOLDERS] = _missing_above(folder)
+        if not keep_new:  # taken away with it if the command is refused
+            ctx.meta[NEW_FOLDERS] = _missing_above(folder)
     return closing(ctx, on_disk(where.path, read=read, **options))
 
 

@@ -52,7 +52,7 @@ from ..store import PREFIXES, RESERVED_GRAPHS, GrainStore
 from ..store.admission import successor_fields
 from ..store.grain_facts import stored_form
 from ..store.lookup import believers
-from ..store.portion import Portion, portion_of
+from ..store.portion import Portion, portion_of, valid_interval
 from ..store.state import check_texts
 from ..times import MAX_MS, TimeLike
 from .adopt import adopted_grain, refuse_reserved
@@ -228,7 +228,7 @@ class _Plan:
         """Whether a held belief is valid over all the valid time an insertion
         is for: the portion, else from the request's time on."""
         start, end = self.portion or (self.created, None)
-        low, high = _interval(grain)
+        low, high = valid_interval(grain)
         return low <= start and (high is None or (end is not None and end <= high))
 
     def _belief(self, quad: ox.Quad) -> Grain:
@@ -309,7 +309,7 @@ class _Plan:
             grain = self.store.get(address)
             if self.portion is None and system_from(grain) > self.created:
                 continue  # held, but it enters the knowledge later
-            low, high = _interval(grain)
+            low, high = valid_interval(grain)
             low, high = max(low, start), stop if high is None else min(high, stop)
             if low < high:
                 spans.append((low, high))
@@ -341,7 +341,7 @@ class _Plan:
         """Whether a belief's valid time meets the request's portion (if any)."""
         if self.portion is None:
             return True
-        low, high = _interval(grain)
+        low, high = valid_interval(grain)
         start, end = self.portion
         return (high is None or start < high) and (end is None or low < end)
 
@@ -349,7 +349,7 @@ class _Plan:
         """Whether the request's portion (if any) holds all of a belief's valid time."""
         if self.portion is None:
             return True
-        low, high = _interval(grain)
+        low, high = valid_interval(grain)
         start, end = self.portion
         return start <= low and (end is None or (high is not None and high <= end))
 
@@ -409,9 +409,9 @@ class _Plan:
         for old, new in pairs:
             key = key_of.get(old)  # none for a functional rival, not deleted
             others = [a for a in self.leaving_by[key] if a != old] if key else []
-            start = _interval(new)[0]
+            start = valid_interval(new)[0]
             for other in others:
-                low, high = _interval(self.store.get(other))
+                low, high = valid_interval(self.store.get(other))
                 if low >= start:
                     continue  # retracted whole: it said nothing before
                 ends_before = high is not None and high <= start
@@ -428,7 +428,7 @@ class _Plan:
             # The one in force where the new one begins (else the earliest) is
             # superseded; the others of the triple are retracted from there
             # (see _cuts).
-            begins = _interval(grain)[0]
+            begins = valid_interval(grain)[0]
             deleted = sorted(
                 (
                     old
@@ -481,12 +481,8 @@ class _Plan:
 def _order(held: Grain, at: int) -> tuple[bool, int]:
     """Which held belief a new one valid from ``at`` supersedes first: one in
     force at ``at``, then the earliest."""
-    low, high = _interval(held)
+    low, high = valid_interval(held)
     return not (low <= at and (high is None or at < high)), low
-
-
-def _interval(grain: Grain) -> Portion:
-    return grain.get("valid_from", system_from(grain)), grain.get("valid_to")
 
 
 def _claim_of(quad: ox.Quad) -> _Claim:
