@@ -10,12 +10,14 @@ from collections import Counter
 from itertools import product
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oms_rdf as oms
 from oms_rdf.backends.embedded import LocalBackend
+from oms_rdf.rdf.terms import GENID
 from oms_rdf.store.intervals import Extent, Intervals, rectangles, versions
 from tests.test_lookup import link
 from tests.test_time_travel import WORKS_AT, play
@@ -566,3 +568,63 @@ def test_a_point_past_every_bound_a_graph_can_spell_is_answered() -> None:
     far = 10**20  # beyond the largest time a graph's name spells
     assert layer.graphs_at(far, far) == [module._graph(open_ended)]
     assert layer.graphs_at(1, 1) == [module._graph(closed), module._graph(open_ended)]
+
+
+def _skolem_versions(layer: Intervals) -> int:
+    assert layer.store is not None
+    return sum(
+        any(
+            isinstance(t, ox.NamedNode) and t.value.startswith(GENID)
+            for t in (q.subject, q.object)
+        )
+        for q in layer.store
+    )
+
+
+def test_blank_nodes_come_back_from_the_layer_as_they_come_and_go() -> None:
+    """The layer's answers skip looking for stored blank nodes while it holds
+    none: its count of versions naming one stays exact, read whole from the
+    grain layer's text and kept up from terms, and a blank node written later
+    is given back as one."""
+    clock = [T0]
+    store = oms.GrainStore(clock=lambda: clock[0])
+    lines = f"<{EX}a> <{EX}knows> <{EX}b> .\n_:x <{EX}knows> <{EX}c> .\n"
+    store.import_(io.BytesIO(lines.encode()), format="ntriples")
+    layer = store.core.intervals
+    layer.read_at_question = 1
+    query = f"SELECT ?s ?o WHERE {{ ?s <{EX}knows> ?o }}"
+
+    def asked(day: int) -> list[tuple[str, ...]]:
+        point = {"valid_at": T0 + day * DAY, "as_of": T0 + day * DAY}
+        expected = answer(store.snapshot(**point).query(query))
+        rows = store.query(query, **point)
+        assert answer(rows) == expected
+        assert layer.blank == _skolem_versions(layer)
+        return sorted(
+            (type(row["s"]).__name__, type(row["o"]).__name__) for row in rows
+        )
+
+    assert asked(0) == [("BlankNode", "NamedNode"), ("NamedNode", "NamedNode")]
+    assert layer.blank == 1  # read whole, from text
+    (blank,) = [
+        g for g in store.beliefs(relation=f"{EX}knows") if g["subject"].startswith("_:")
+    ]
+    clock[0] = T0 + DAY
+    store.retract(blank.address, reason="no longer known")
+    assert asked(1) == [("NamedNode", "NamedNode")]
+    assert asked(0)[0][0] == "BlankNode"  # its past is kept, and given back
+    clock[0] = T0 + 2 * DAY
+    store.put(oms.Belief(subject="_:y", relation=f"{EX}knows", object=f"{EX}d",
+                         confidence=0.9, created_at=clock[0]))  # fmt: skip
+    assert asked(2) == [("BlankNode", "NamedNode"), ("NamedNode", "NamedNode")]
+    assert layer.blank == 2  # kept up, from terms
+    fresh = oms.GrainStore(clock=lambda: clock[0])
+    fresh.core.intervals.read_at_question = 1
+    fresh.put(oms.Belief(subject=f"{EX}a", relation=f"{EX}knows", object=f"{EX}b",
+                         confidence=0.9, created_at=T0))  # fmt: skip
+    rows = fresh.query(query, valid_at=T0, as_of=T0)
+    assert fresh.core.intervals.blank == 0  # answered as the engine reads it
+    (row,) = rows
+    assert (row[0], row[-1], len(row)) == (row["s"], row["o"], 2)
+    with pytest.raises(IndexError):
+        row[2]

@@ -50,6 +50,7 @@ from ..rdf.clause import GrainClause
 from ..rdf.limits import CACHED_TEXT_CHARS, text_cache
 from ..rdf.mapping import Row
 from ..rdf.tables import query_prefixes
+from ..rdf.terms import GENID
 from ..rdf.vocab import RDF
 from .belief_extents import BeliefExtents, Extent
 from .interval_reads import GrainRead, Triple, read, read_text
@@ -238,6 +239,7 @@ class Intervals:
         self.extents: Counter[Extent] = Counter()  # versions per extent
         self.versions = 0  # of them all
         self.of_predicate: Counter[str] = Counter()  # versions by predicate
+        self.blank = 0  # versions that may hold a stored blank node (_blank)
         self._graphs_at: dict[tuple[int, int], list[ox.NamedNode]] = {}
         self._named = _NameOrder()  # the extents with versions, by their names
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
@@ -331,6 +333,7 @@ class Intervals:
         )
         self.versions = 0
         self.of_predicate = Counter()
+        self.blank = 0
         self.beliefs = BeliefExtents()
         self._named = _NameOrder()
         by_triple: dict[Triple, list[list[Extent]]] = {}
@@ -361,6 +364,7 @@ class Intervals:
                 if not self.extents[extent]:
                     self._named.remove(extent)
                 self.of_predicate[str(quad.predicate)] -= 1
+                self.blank -= _blank(quad.subject, quad.object)
                 self.versions -= 1
         self.extents = +self.extents  # drop the extents no version has
         by_triple: dict[Triple, list[list[Extent]]] = {t: [] for t in triples}
@@ -407,6 +411,7 @@ class Intervals:
                 else versions([e for b in beliefs for e in b])
             )
             self.of_predicate[str(triple[1])] += len(cut)
+            self.blank += len(cut) * _blank(triple[0], triple[2])
             for extent in cut:
                 if not self.extents[extent]:
                     self._named.add(extent)
@@ -480,6 +485,24 @@ _MOVES_PER_SORT = 1_000
 def _named(extent: Extent) -> tuple[int, int, int, int, ox.NamedNode]:
     sf, st, vf, vt = _name_order(extent)
     return sf, st, vf, vt, _graph(extent)
+
+
+_SKOLEM = "<" + GENID
+
+
+def _blank(subject: Any, object: Any) -> bool:
+    """Whether a version's terms (or N-Triples text) may hold a stored blank
+    node, a skolem IRI; a quoted triple is taken to."""
+    for term in (subject, object):
+        if isinstance(term, str):  # the same answer as for its term
+            iri = term.startswith("<") and not term.startswith("<<")
+            if not term.startswith('"') and (not iri or term.startswith(_SKOLEM)):
+                return True
+        elif type(term) is not ox.Literal and (
+            type(term) is not ox.NamedNode or term.value.startswith(GENID)
+        ):
+            return True
+    return False
 
 
 def _address(node: str) -> str:

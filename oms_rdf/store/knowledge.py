@@ -82,7 +82,8 @@ class QueryRow:
 
     __slots__ = ("_index", "_values")
 
-    def __init__(self, index: Mapping[str, int], values: tuple[Any, ...]) -> None:
+    def __init__(self, index: Mapping[str, int], values: Any) -> None:
+        # values: the terms in the variables' order, a tuple or the engine's row
         self._index = index
         self._values = values
 
@@ -90,8 +91,8 @@ class QueryRow:
         position = self._index.get(key)  # type: ignore[arg-type]
         if position is not None:  # a name: the common case, one lookup
             return self._values[position]
-        if isinstance(key, int):
-            return self._values[key]
+        if isinstance(key, int):  # as a tuple does, for an engine's row too
+            return self._values[range(len(self._values))[key]]
         name = key.value if isinstance(key, ox.Variable) else key
         try:
             return self._values[self._index[name]]
@@ -139,9 +140,14 @@ class Solutions:
     """
 
     def __init__(
-        self, solutions: Any, prefixes: Mapping[str, str] | None = None
+        self,
+        solutions: Any,
+        prefixes: Mapping[str, str] | None = None,
+        *,
+        as_stored: bool = False,
     ) -> None:
         self._solutions: Any = solutions
+        self._as_stored = as_stored  # no stored blank node to give back
         self.variables: list[ox.Variable] = list(solutions.variables)
         self._index = {v.value: i for i, v in enumerate(self.variables)}
         self._kept: list[QueryRow] | None = None
@@ -153,8 +159,12 @@ class Solutions:
             return
         index = self._index
         with _evaluating():
-            for row in self._solutions or ():
-                yield QueryRow(index, tuple(map(unskolem, row)))
+            if self._as_stored:  # the engine's row: its terms made when read
+                for row in self._solutions or ():
+                    yield QueryRow(index, row)
+            else:
+                for row in self._solutions or ():
+                    yield QueryRow(index, tuple(map(unskolem, row)))
         self._solutions = None  # read to its end: the engine's result goes
 
     @property
@@ -316,9 +326,14 @@ def run_query(
     target: Any,
     sparql: str,
     substitutions: Mapping[str | ox.Variable, Any] | None = None,
+    *,
+    as_stored: bool = False,
     **dataset: Any,
 ) -> QueryResult:
     """Run a query on a pyoxigraph store (or backend) and give plain results back.
+
+    ``as_stored``: the target holds no skolem IRI, so the rows of a SELECT are
+    given as the engine reads them, not looked through for blank nodes.
 
     Raises:
         QueryError: ERR_QUERY for a malformed query, with its line and column.
@@ -342,7 +357,8 @@ def run_query(
         return bool(result)
     answer: Solutions | Triples
     if isinstance(result, ox.QuerySolutions):
-        answer = Solutions(result, PREFIXES | query_prefixes(sparql))
+        prefixes = PREFIXES | query_prefixes(sparql)
+        answer = Solutions(result, prefixes, as_stored=as_stored)
     elif _DESCRIBE.match(sparql):
         answer = Triples(_described(target, result, dataset.get("default_graph")))
     else:

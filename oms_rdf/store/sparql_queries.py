@@ -288,6 +288,7 @@ class SparqlQueries:
             if layer is None:
                 return None
             graphs = None
+            as_stored = not core.intervals.blank  # no blank node to give back
             if len(core.intervals.extents) > core.intervals.named_at_most:
                 if not values:  # a scan: naming the graphs may cost less
                     graphs = core.intervals.scan_graphs(sparql, valid, known)
@@ -295,11 +296,11 @@ class SparqlQueries:
                     clause = VersionClause(None, (), valid_at=valid, as_of=known)
                     text = rewrite(sparql, clause, lateral=True)
                     if text is not None:
-                        return _read_whole(run_query(layer, text, values))
+                        answer = run_query(layer, text, values, as_stored=as_stored)
+                        return _read_whole(answer)
             graphs = graphs or core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
-            answer = run_query(
-                layer, sparql, values, default_graph=graphs, named_graphs=[]
-            )
+            dataset = {"default_graph": graphs, "named_graphs": []}
+            answer = run_query(layer, sparql, values, as_stored=as_stored, **dataset)
             return _read_whole(answer)
 
     def _asked_of_grains(
