@@ -686,3 +686,27 @@ def test_a_tombstone_past_year_9999_is_refused_in_json_lines() -> None:
     with pytest.raises(oms.OmsError) as info:
         oms.GrainStore().import_(io.BytesIO(line), format="jsonl")
     assert info.value.code == "ERR_RANGE"
+
+
+def test_only_a_consent_grain_withdraws_a_consent() -> None:
+    """A withdrawal is a Consent grain's (spec §5 Consent): a plain triple in
+    the knowledge, or a belief's unknown keys of the same names, withdraw
+    nothing, whatever namespace wrote them."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    grant = store.put(consent())
+    field = "https://w3id.org/oms-rdf/field/"
+    store.update(
+        f'INSERT DATA {{ <urn:x> <{field}prior_consent> "{grant}" . '
+        f"<urn:x> <{field}is_withdrawal> true }}",
+        namespace="elsewhere",
+    )
+    store.put({"type": "belief", "subject": "x", "relation": "r", "object": "o",
+               "confidence": 0.5, "created_at": 2, "prior_consent": grant,
+               "is_withdrawal": True})  # fmt: skip
+    late = store.put(dependent(grant, t=4))
+    many = store.put_many([dependent(grant, t=5, obj="post")])
+    assert store.pending_erasure() == []
+    assert store.process_erasures(now=NOW + 10**12, sla_days=0).erased == []
+    assert late in store and many[0] in store
+    store.put(consent(withdrawn_from=grant, t=6))  # the real one
+    assert sorted(store.pending_erasure()) == sorted([late, *many])

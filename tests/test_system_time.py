@@ -523,3 +523,15 @@ def test_a_retraction_is_weighed_against_the_system_start_the_store_keeps(
     store.retract(held, reason="x", at=T0 + 10)
     assert store.status(held).status == "retracted"
     store.close()
+
+
+def test_a_belief_about_a_namespace_does_not_fill_it(clock: Clock) -> None:
+    """A namespace holds grains only in the grain layer: a belief whose relation
+    is ``oms:namespace``, about a grain's node, puts nothing in it."""
+    store = oms.GrainStore(clock=clock, forward_only=True)
+    ann = store.put(belief("ann", "Acme", T0 + 90))
+    store.put(oms.Belief(f"nih:sha-256;{ann}", str(OMS.namespace), "fresh", 0.9,
+                         created_at=T0 + 91))  # fmt: skip
+    with store.load_history(reason="the fresh log", namespace="fresh"):
+        early = store.put(belief("bo", "Initech", T0 + 10, namespace="fresh"))
+    assert store.beliefs("bo", namespace="fresh", as_of=T0 + 10)[0].address == early

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from pyoxigraph import Literal, Quad
+from pyoxigraph import DefaultGraph, Literal, Quad
 
 from ..backends.base import Backend
 from ..codec import EPOCH, MS
@@ -249,9 +249,10 @@ class SystemClock:
 
 
 def _in_namespace(backend: Backend, namespace: str) -> bool:
-    """Whether the store holds a grain of ``namespace``."""
+    """Whether the store holds a grain of ``namespace`` (read in the grain
+    layer: a belief may have ``oms:namespace`` as its relation)."""
     term = Literal(namespace)
-    for quad in backend.quads(None, OMS.namespace, term, None):
+    for quad in backend.quads(None, OMS.namespace, term, DefaultGraph()):
         if next(backend.quads(quad.subject, OMS.blob, None, OMS.blobs), None):
             return True
     return False

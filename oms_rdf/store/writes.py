@@ -13,7 +13,7 @@ from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, ErrorCode, OmsError, PolicyError, StoreError
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
-from ..rdf.vocab import FIELD_NS, OMS
+from ..rdf.vocab import FIELD_NS, OMS, RDF
 from .admission import accept, check_new
 from .core import Core
 from .erasure import erased_addresses, refuse_erased
@@ -30,6 +30,7 @@ T = TypeVar("T")
 _PRIOR_CONSENT = NamedNode(FIELD_NS + "prior_consent")
 _IS_WITHDRAWAL = NamedNode(FIELD_NS + "is_withdrawal")
 _TRUE = Literal(True)
+_GRAIN_LAYER = DefaultGraph()  # the grain layer: only the store writes there
 
 
 class Writes:
@@ -198,7 +199,7 @@ class Writes:
         by, term = subject_pattern(grain["subject"])
         stored = [
             self.core.get(address_of(q.subject))
-            for q in self.core.backend.quads(None, by, term, DefaultGraph())
+            for q in self.core.backend.quads(None, by, term, _GRAIN_LAYER)
             if isinstance(q.subject, NamedNode)
             and next(
                 self.core.backend.quads(q.subject, OMS.systemTo, None, OMS.index), None
@@ -352,13 +353,7 @@ class Writes:
             != "consent_cascade"
         ):
             return []
-        withdrawn = list(
-            self.core.backend.quads(None, _PRIOR_CONSENT, Literal(basis), None)
-        )
-        if not any(
-            next(self.core.backend.quads(q.subject, _IS_WITHDRAWAL, _TRUE, None), None)
-            for q in withdrawn
-        ):
+        if not self._withdrawn(basis):
             return []
         now = self.core.clock()
         mark = Quad(
@@ -366,6 +361,19 @@ class Writes:
         )
         return [mark, *self.core.audit_rows("consent_withdrawn", target=grain.address,
                                            reason="its processing basis was withdrawn before", count=1)]  # fmt: skip
+
+    def _withdrawn(self, consent: str) -> bool:
+        """Whether a Consent grain withdrawing ``consent`` is stored. Read in
+        the grain layer only, and of Consent grains only: a belief's triple, or
+        a belief's unknown keys of the same names, withdraw nothing."""
+        backend = self.core.backend
+        for quad in backend.quads(None, _PRIOR_CONSENT, Literal(consent), _GRAIN_LAYER):
+            node = quad.subject
+            if next(
+                backend.quads(node, _IS_WITHDRAWAL, _TRUE, _GRAIN_LAYER), None
+            ) and next(backend.quads(node, RDF.type, OMS.Consent, _GRAIN_LAYER), None):
+                return True
+        return False
 
     def _withdrawal(self, grain: Grain) -> list[Quad | Row]:
         """Pending-erasure marks for the dependents of a withdrawn consent."""
