@@ -7,6 +7,7 @@ After every refusal the store must be exactly as it was.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -191,3 +192,59 @@ def test_a_policy_without_a_mode_is_locked(store: GrainStore, policy: Any) -> No
     a = store.put(belief("a", invalidation_policy=policy))
     refused(store, lambda: store.supersede(a, belief("b", T0 + 1), justification="x"))
     refused(store, lambda: store.retract(a, reason="x"))
+
+
+# --- erasing a grain between a policy and what it protects (§8.4) -----------------
+
+FORMATS = ("trig", "nquads", "mg", "jsonl", "jsonld")
+
+
+def _travelled(store: GrainStore, fmt: str) -> GrainStore:
+    out = io.BytesIO()
+    store.export(out, format=fmt)
+    copy = GrainStore(clock=lambda: T0 + 100 * DAY)
+    copy.import_(io.BytesIO(out.getvalue()), format=fmt)
+    return copy
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_erasing_a_version_between_keeps_the_lineage_protected(
+    store: GrainStore, fmt: str
+) -> None:
+    """A lineage policy covers the whole chain (spec §8.4): erasing a version in
+    the middle, which no hold covers, must not lift it from the versions after
+    it, here or in a copy of the store."""
+    a = store.put(belief("a", invalidation_policy=LINEAGE_SOFT))
+    b = store.supersede(a, belief("b", T0 + 1), justification="first change")
+    c = store.supersede(b, belief("c", T0 + 2), justification="second change")
+    store.erase(b, reason="the person asked")
+    assert store.status(c).protected_by == (a,)
+    for where in (store, _travelled(store, fmt)):
+        refused(where, lambda w=where: w.retract(c, reason=" "), "lineage")
+        where.retract(c, reason="a justified change")  # soft: a reason overrides
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_erasing_a_derived_grain_between_keeps_the_subtree_protected(
+    store: GrainStore, fmt: str
+) -> None:
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "locked", "scope": "subtree"}))  # fmt: skip
+    middle = store.put(belief("middle", T0 + 1, subject="m", derived_from=[root]))
+    leaf = store.put(belief("leaf", T0 + 2, subject="l", derived_from=[middle]))
+    store.erase(middle, reason="the person asked")
+    for where in (store, _travelled(store, fmt)):
+        refused(where, lambda w=where: w.contradict(leaf), "subtree")
+        refused(where, lambda w=where: w.retract(leaf, reason="gone"), "subtree")
+
+
+def test_an_erased_policy_protects_nothing_after_it(store: GrainStore) -> None:
+    """The policy is the protecting grain's: erased too, it protects no more."""
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "locked", "scope": "subtree"}))  # fmt: skip
+    middle = store.put(belief("middle", T0 + 1, subject="m", derived_from=[root]))
+    leaf = store.put(belief("leaf", T0 + 2, subject="l", derived_from=[middle]))
+    store.erase(middle, reason="the person asked")
+    store.erase(root, reason="the person asked")
+    store.contradict(leaf)
+    assert store.status(leaf).verification == "contradicted"

@@ -176,6 +176,7 @@ def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
     for key, prop in (
         ("oms_rdf:conflicts", OMS.conflictsWith),
         ("oms_rdf:split", OMS.splitInto),
+        ("oms_rdf:protected", OMS.protectedBy),
     ):
         for other in field(key, list) or ():
             other = check_address(other if isinstance(other, str) else repr(other))
@@ -261,7 +262,7 @@ def manifest_entry(store: GrainStore, address: str) -> dict[str, Any]:
 
 def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
     """The local (``oms_rdf:``) manifest fields: evidence, conflicts, erasure
-    marks, splits.
+    marks, splits, protection kept through an erasure.
 
     Spec §11.3 lets an exporter add local fields; these keep what the store has
     learnt about a grain when it travels as ``.mg`` or JSON Lines.
@@ -279,6 +280,8 @@ def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
         entry["oms_rdf:conflicts"] = list(state.conflicts_with)
     if state.split_into:
         entry["oms_rdf:split"] = list(state.split_into)
+    if state.protected_by:
+        entry["oms_rdf:protected"] = list(state.protected_by)
     if state.pending_erasure is not None:
         entry["oms_rdf:pe"] = state.pending_erasure
     events = []

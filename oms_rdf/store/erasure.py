@@ -45,7 +45,7 @@ from ..rdf.vocab import OMS, PROV, RDF
 from ..times import iso
 from .lookup import believers
 from .policy import effective_mode
-from .protectors import protectors
+from .protectors import any_policy, passed_on, protectors
 from .state import check_texts
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ def _erase(
             return report
         ops = [_forget(grain) for grain in targets]
         leaving = _knowledge_leaving(store, targets)
-        insert: list[Any] = []
+        insert: list[Any] = _protection_kept(store, targets)
         for grain in targets:
             node = grain_iri(grain.address)
             insert.append(ox.Quad(node, OMS.erasedAt, millis_literal(now), OMS.index))
@@ -265,6 +265,32 @@ def _erase(
             - erased
         )
     return report
+
+
+def _protection_kept(store: GrainStore, targets: list[Grain]) -> list[ox.Quad]:
+    """Markers keeping the protection the erased grains pass on (spec §8.4: a
+    store may keep a protected-root marker per grain). A ``subtree`` policy
+    reaches a grain through the grains it derives from, a ``lineage`` policy
+    through its supersession chain: erased, a grain between them would cut the
+    walk, and the grains after it would lose a protection no one lifted. So
+    each grain derived from an erased one, or in its chain, is marked with the
+    grains whose policy reaches it, found before the erasure."""
+    if not any_policy(store.core):
+        return []
+    erased = {g.address for g in targets}
+    reached: set[str] = set()
+    for grain in targets:
+        reached.update(g.address for g in store.questions.derived(grain.address))
+        reached.update(g.address for g in store.questions.history(grain.address))
+    marks = []
+    for address in sorted(reached - erased):
+        for marker in passed_on(store.core, store.questions, address):
+            if marker not in erased:
+                node = grain_iri(address)
+                marks.append(
+                    ox.Quad(node, OMS.protectedBy, grain_iri(marker), OMS.index)
+                )
+    return marks
 
 
 def _under_hold(store: GrainStore, address: str, now: int) -> bool:

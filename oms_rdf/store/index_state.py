@@ -58,4 +58,5 @@ def index_state(address: str, quads: Iterable[Quad]) -> IndexState:
         effective_confidence=number(OMS.effectiveConfidence),
         pending_erasure=number(OMS.pendingErasure),
         conflicts_with=addresses(OMS.conflictsWith),
+        protected_by=addresses(OMS.protectedBy),
     )

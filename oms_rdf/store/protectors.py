@@ -19,7 +19,14 @@ from .portion import is_piece
 from .questions import Questions
 from .state import same_claim
 
-__all__ = ["cosigners", "own_policy", "protectors", "transition"]
+__all__ = [
+    "any_policy",
+    "cosigners",
+    "own_policy",
+    "passed_on",
+    "protectors",
+    "transition",
+]
 
 _CONSENT_DEFAULT = {"mode": "soft_locked"}
 
@@ -27,9 +34,11 @@ _CONSENT_DEFAULT = {"mode": "soft_locked"}
 def protectors(core: Core, questions: Questions, address: str) -> list[Protector]:
     """The policies that protect a grain from a change: its own, those of its
     derivation ancestors with ``scope: subtree`` (within MAX_HOPS, spec §8.4,
-    §8.5), and those with ``scope: lineage`` anywhere in its supersession chain."""
+    §8.5), and those with ``scope: lineage`` anywhere in its supersession chain;
+    also those an erasure marked it with, that reached it through the grain
+    erased (see :func:`passed_on`)."""
     grain = core.get(address)
-    if not _any_policy(core):
+    if not any_policy(core):
         # What protects a grain is a stored grain's policy, its own or passed on:
         # none here (its fields need not even be decoded), but a Consent's default.
         consent = grain.type_byte == CONSENT.byte
@@ -48,10 +57,42 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
             and policy.get("scope") == "lineage"
         ):
             out.append(_protector(member, policy, "lineage"))
+    return out + _marked(core, address, {(p.address, p.via) for p in out})
+
+
+_PASSED_ON = {"subtree": "subtree ancestor", "lineage": "lineage"}
+
+
+def passed_on(core: Core, questions: Questions, address: str) -> list[str]:
+    """The grains whose policy of scope ``subtree`` or ``lineage`` protects a
+    grain: what an erasure marks the grains after it with (``oms:protectedBy``),
+    since the walks that find them go through the grain it erases."""
+    vias = set(_PASSED_ON.values())
+    found = protectors(core, questions, address)
+    return sorted({p.address for p in found if p.via in vias})
+
+
+def _marked(
+    core: Core, address: str, found: Container[tuple[str, str]]
+) -> list[Protector]:
+    """The protection an erasure kept for a grain: each marking grain still
+    stored, with its policy as it is now (a timed lock may have run out)."""
+    out = []
+    marks = core.backend.quads(grain_iri(address), OMS.protectedBy, None, OMS.index)
+    for quad in list(marks):
+        marker = address_of(quad.object)  # type: ignore[arg-type]
+        if marker not in core:
+            continue  # erased too: its policy went with it
+        grain = core.get(marker)
+        policy = grain.get("invalidation_policy")
+        scope = policy.get("scope") if isinstance(policy, Mapping) else None
+        via = _PASSED_ON.get(scope) if isinstance(scope, str) else None
+        if via is not None and (marker, via) not in found:
+            out.append(_protector(grain, policy, via))
     return out
 
 
-def _any_policy(core: Core) -> bool:
+def any_policy(core: Core) -> bool:
     """Whether a stored grain has an ``invalidation_policy`` (one lookup).
     Every policy a grain inherits (subtree, lineage, a goal's) is the field of
     another stored grain: in a store without one, the walks find nothing."""

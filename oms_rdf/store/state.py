@@ -51,6 +51,8 @@ class IndexState:
     effective_confidence: float | None = None  # set once evidence has adjusted it
     pending_erasure: int | None = None  # epoch ms its consent was withdrawn
     conflicts_with: tuple[str, ...] = ()  # disputed rivals on a functional relation
+    # grains whose subtree or lineage policy reached it through a grain since erased
+    protected_by: tuple[str, ...] = ()
 
     @property
     def is_current(self) -> bool:
