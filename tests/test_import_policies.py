@@ -86,3 +86,43 @@ def test_a_recorded_supersession_of_a_protected_grain_still_restores(fmt: str) -
     target.import_(io.BytesIO(export(source, fmt)), format=fmt)
     assert [g.address for g in target.beliefs("agent", as_of=10**13)] == [new]
     assert target.status(soft).superseded_by == new
+
+
+SUBTREE_ROOT = oms.Belief("agent", "rule", "keep the audit trail", 1.0, created_at=1,
+                          invalidation_policy={"mode": "locked", "scope": "subtree"})  # fmt: skip
+LEAF = oms.Belief("agent", "note", "trail kept in two places", 1.0, created_at=3,
+                  derived_from=[SUBTREE_ROOT.address])  # fmt: skip
+
+
+def _leaf_retracted_elsewhere(fmt: str) -> bytes:
+    """A store that never held the root closed its leaf: its export says so."""
+    elsewhere = oms.GrainStore(clock=lambda: 10)
+    elsewhere.put(LEAF)
+    elsewhere.retract(LEAF.address, reason="not needed")
+    return export(elsewhere, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_import_cannot_close_a_grain_a_stored_subtree_lock_covers(fmt: str) -> None:
+    """``retract`` refuses to close a grain a locked ancestor's subtree covers;
+    so does an import, whose index state says it was closed."""
+    store = oms.GrainStore(clock=lambda: 10)
+    store.put(SUBTREE_ROOT)
+    before = quads(store)
+    with pytest.raises(oms.PolicyError, match="subtree policy") as caught:
+        store.import_(io.BytesIO(_leaf_retracted_elsewhere(fmt)), format=fmt)
+    assert caught.value.code == oms.ErrorCode.INVALIDATION_DENIED
+    assert quads(store) == before
+    report = store.import_(io.BytesIO(_leaf_retracted_elsewhere(fmt)), format=fmt,
+                           skip_invalid=True)  # fmt: skip
+    assert LEAF.address not in store and report.skipped
+
+
+def test_an_import_cannot_close_a_grain_a_subtree_lock_it_brings_covers() -> None:
+    root_alone = oms.GrainStore(clock=lambda: 10)
+    root_alone.put(SUBTREE_ROOT)
+    both = export(root_alone, "nquads") + _leaf_retracted_elsewhere("nquads")
+    store = oms.GrainStore(clock=lambda: 10)
+    with pytest.raises(oms.PolicyError, match="subtree policy"):
+        store.import_(io.BytesIO(both), format="nquads")
+    assert len(store) == 0

@@ -15,9 +15,10 @@ import fills the reserved graphs only from an export "whose index agrees"):
   grain a change over a portion of valid time split one into, entering as the
   grain was closed;
 - a grain whose own policy nothing may override (``locked``, a ``hold``, a mode
-  unknown here, which fails closed) is never closed. A ``timed`` lock, a
-  signature mode or a goal's own transitions may have allowed what the index
-  says, and are not judged again.
+  unknown here, which fails closed) is never closed, nor is a grain that such
+  a policy of a derivation ancestor (new or stored) covers by its ``subtree``
+  scope. A ``timed`` lock, a signature mode or a goal's own transitions may
+  have allowed what the index says, and are not judged again.
 
 The state is taken as N-Triples text, the form every import has at hand.
 """
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..codec.grain import Grain, system_from
 from ..codec.schema import GOAL
@@ -35,6 +36,7 @@ from ..rdf.mapping import NIH_PREFIX, grain_iri
 from ..rdf.vocab import OMS
 from ..times import to_millis
 from .policy import effective_mode
+from .protectors import subtree
 
 if TYPE_CHECKING:
     from . import GrainStore
@@ -65,17 +67,18 @@ class ImportStates:
         self.states: dict[str, dict[str, str]] = {}  # grain -> index field -> term
         self.erased: set[str] = set()  # grains the source marks erased
         self.splits: dict[str, list[str]] = {}  # grain -> its oms:splitInto terms
+        self.kept: dict[str, Grain] = {}  # new grains with parents or a policy
 
     def see(self, grain: Grain) -> None:
         """Take one new grain."""
         self.starts[grain.address] = system_from(grain)
         policy = grain.get("invalidation_policy")
+        if grain.get("derived_from") or policy is not None:
+            self.kept[grain.address] = grain  # a link of a subtree walk
         if policy is None or grain.type_byte == GOAL.byte:
             return
-        raw = policy.get("mode") if isinstance(policy, Mapping) else None
-        mode = effective_mode(policy, 0)
-        if raw != "timed" and mode in ("locked", "hold"):
-            self.sealed[grain.address] = mode if raw == mode else f"{raw!r}"
+        if (seal := _seal(policy)) is not None:
+            self.sealed[grain.address] = seal
 
     def index(self, address: str, predicate: str, term: str) -> None:
         """Take one index row of a grain (predicate and object as N-Triples)."""
@@ -153,7 +156,33 @@ class ImportStates:
                 code=ErrorCode.INVALIDATION_DENIED,
                 path="$.invalidation_policy",
             )
+        if closing and (above := self._sealed_above(address)) is not None:
+            return PolicyError(
+                f"its index state closes it, but grain {above[0][:12]}…, which it "
+                f"derives from, has a subtree policy ({above[1]}) that lets nothing "
+                "supersede, retract or contradict it",
+                code=ErrorCode.INVALIDATION_DENIED,
+                path="$.derived_from",
+            )
         return None
+
+    def _sealed_above(self, address: str) -> tuple[str, str] | None:
+        """A derivation ancestor, new or stored, whose ``subtree`` policy lets
+        nothing close the grain, with that policy; as the store's own
+        operations find it (:func:`.protectors.subtree`)."""
+        grain = self.kept.get(address)
+        if grain is None or not grain.get("derived_from"):
+            return None
+        for protector in subtree(grain, self._find):
+            if (seal := _seal(protector.policy)) is not None:
+                return protector.address, seal
+        return None
+
+    def _find(self, address: str) -> Grain | None:
+        found = self.kept.get(address)
+        if found is None and address in self.store:
+            found = self.store.get(address)
+        return found
 
     def _successor(self, address: str, state: dict[str, str]) -> OmsError | None:
         """What a grain's successor must be: another grain, here, not older."""
@@ -278,6 +307,17 @@ def _statuses(state: dict[str, str]) -> OmsError | None:
     else:
         return None
     return DecodeError(f"its index state says it is {why}: the store never writes that")
+
+
+def _seal(policy: Any) -> str | None:
+    """The mode of a policy that lets nothing close its grain (``locked``, a
+    ``hold``, a mode unknown here, which fails closed), as the refusal says it;
+    None for another, a ``timed`` lock included (it may have been open)."""
+    raw = policy.get("mode") if isinstance(policy, Mapping) else None
+    mode = effective_mode(policy, 0)
+    if raw != "timed" and mode in ("locked", "hold"):
+        return mode if raw == mode else f"{raw!r}"
+    return None
 
 
 def _address(term: str) -> str | None:

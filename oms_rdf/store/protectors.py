@@ -4,7 +4,7 @@ co-signers of a supersession (spec §8)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from ..codec.grain import Grain, system_from
@@ -47,7 +47,7 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
     if (policy := own_policy(grain)) is not None:
         out.append(_protector(grain, policy, "own"))
     out += _goals_superseded(core, grain)
-    out += _subtree(core, grain)
+    out += subtree(grain, lambda a: core.get(a) if a in core else None)
     # lineage: policies anywhere in the supersession chain.
     for member in _lineage(core, questions, address).values():
         policy = member.get("invalidation_policy")
@@ -106,19 +106,20 @@ def any_policy(core: Core) -> bool:
 _ANY_POLICY = f"ASK {{ ?grain {OMS.invalidationPolicy} ?policy }}"
 
 
-def _subtree(core: Core, grain: Grain) -> list[Protector]:
+def subtree(grain: Grain, find: Callable[[str], Grain | None]) -> list[Protector]:
     """The policies of a grain's derivation ancestors with ``scope: subtree``,
-    within MAX_HOPS (spec §8.4, §8.5). A piece cut from a grain over a portion
-    of valid time restates it (:func:`.portion.is_piece`): that step is no hop,
-    or cutting a grain again and again would wear its protection away."""
+    within MAX_HOPS (spec §8.4, §8.5), each ancestor found by ``find`` (None:
+    not held). A piece cut from a grain over a portion of valid time restates
+    it (:func:`.portion.is_piece`): that step is no hop, or cutting a grain
+    again and again would wear its protection away."""
     out: list[Protector] = []
     hops, todo = {grain.address: 0}, deque([grain])
     while todo:  # breadth first, a step of no hop taken before the others
         child = todo.popleft()
         for parent in child.get("derived_from", ()):
-            if parent not in core:
+            ancestor = find(parent)
+            if ancestor is None:
                 continue
-            ancestor = core.get(parent)
             step = 0 if is_piece(child, ancestor) else 1
             far = hops[child.address] + step
             if far > MAX_HOPS or hops.get(parent, MAX_HOPS + 1) <= far:
