@@ -131,6 +131,23 @@ def test_a_refused_operation_refuses_the_whole_transaction(
     assert dump(store) == before
 
 
+def test_a_refusal_caught_in_the_block_is_its_operation_alone(
+    store: oms.GrainStore,
+) -> None:
+    """As documented: caught inside the block, a refusal writes nothing of its
+    operation, and the block's other operations are written at its end."""
+    *written, refused = publication(store)
+    with store.transaction() as tx:
+        for step in written:
+            step(tx)
+        with pytest.raises(oms.PolicyError):
+            refused(tx)
+    assert events(store).count("transaction") == 1
+    assert [g["object"] for g in store.beliefs("ann")] == ["Umbrella"]
+    assert store.beliefs("bo") == [] and store.beliefs("di")
+    assert store.status(address(store, "cy")).status == "active"
+
+
 @pytest.mark.parametrize(
     ("first", "then"),
     [

@@ -334,7 +334,8 @@ class GrainStore:
         verification marks inside ``with store.transaction() as tx:`` are each
         checked as they are called, against the store as it was when the block
         began; they are written together when it ends, with one audit event
-        listing them, or not at all when it raises. An operation on a grain an
+        listing them, or not at all when it raises (a refusal caught in the
+        block is its operation's alone). An operation on a grain an
         earlier one created or changed is refused (ERR_CONFLICT); imports and
         erasure are not part of a transaction (see :mod:`.transaction`).
         ``event`` names the audit event (``"transaction"``; a SPARQL Update's is
