@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
-from .codec import content_address, decode, encode, verify
+from .codec import content_address, decode, encode, signing, verify
 from .codec.grain import Belief, Grain
 from .errors import (
     ConflictWarning,
@@ -96,5 +96,6 @@ __all__ = [
     "grain_to_quads",
     "plot",
     "quads_to_grain",
+    "signing",
     "verify",
 ]

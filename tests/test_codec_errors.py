@@ -314,8 +314,10 @@ def test_naive_datetime_refused(belief_fields: dict[str, Any]) -> None:
 
 
 def test_nfc_collision_refused(belief_fields: dict[str, Any]) -> None:
-    with pytest.raises(SchemaError, match="twice"):
+    """Two keys that NFC makes one are a duplicate key, as in a blob (§2.1)."""
+    with pytest.raises(EncodeError, match="twice") as caught:
         oms.encode({**belief_fields, "context": {"caf\u00e9": 1, "cafe\u0301": 2}})
+    assert caught.value.code == "ERR_CORRUPT"
 
 
 def test_lone_surrogate_refused(belief_fields: dict[str, Any]) -> None:
@@ -408,3 +410,34 @@ def test_an_unknown_type_needs_an_application_type_byte(type_byte: int) -> None:
 def test_an_unknown_type_with_an_application_byte_round_trips(type_byte: int) -> None:
     blob = raw_blob({"ca": 1768471200000, "t": "mystery", "x": 1}, type_byte=type_byte)
     assert oms.encode(oms.decode(blob), type_byte=type_byte) == blob
+
+
+@pytest.mark.parametrize("where", ["context", "unknown", "created_at", "count"])
+def test_an_integer_too_long_to_print_is_out_of_range(
+    belief_fields: dict[str, Any], where: str
+) -> None:
+    """Python will not write an integer of more than 4,300 digits: the refusal
+    must say so without writing it."""
+    huge = -(10**5000) if where == "count" else 10**5000
+    fields = dict(belief_fields)
+    if where == "context":
+        fields["context"] = {"n": huge}
+    elif where == "unknown":
+        fields["zz"] = huge
+    elif where == "count":
+        fields = {"type": "workflow", "created_at": 1, "trigger": "t", "steps": ["s"],
+                  "nodes": ["a"], "edges": [], "run_count": huge}  # fmt: skip
+    else:
+        fields["created_at"] = huge
+    with pytest.raises(oms.OmsError, match="2\\^") as caught:
+        oms.encode(fields)
+    assert caught.value.code == "ERR_RANGE"
+
+
+@pytest.mark.parametrize("blob", [None, 5, "\x01" + "x" * 20, [1, 0, 1], {"a": 1}])
+def test_every_entry_point_refuses_what_is_no_bytes(blob: Any) -> None:
+    for call in (oms.content_address, oms.Grain.from_blob, oms.decode,
+                 lambda b: oms.verify(b, "0" * 64)):  # fmt: skip
+        with pytest.raises(oms.DecodeError, match="expected bytes") as caught:
+            call(blob)
+        assert caught.value.code == "ERR_CORRUPT"

@@ -325,3 +325,14 @@ def test_an_envelope_with_bytes_after_it_or_a_header_not_a_map_is_refused(
     listed = cbor2.dumps(cbor2.CBORTag(18, [protected, [1], payload, signature]))
     with pytest.raises(oms.SignatureError, match="maps"):
         signing.verify_signature(listed)
+
+
+def test_the_design_names_reach_signing_from_the_package(
+    key: signing.SigningKey, signed_grain: oms.Grain
+) -> None:
+    """Design §5: ``oms.signing.generate_key/sign/verify/parse_did``."""
+    envelope = oms.signing.sign(signed_grain.blob, key)
+    assert oms.signing.verify(envelope) == (signed_grain.blob, key.did)
+    assert oms.signing.parse_did(key.did) is not None
+    with pytest.raises(oms.SignatureError):
+        oms.signing.verify(envelope[:-1] + bytes([envelope[-1] ^ 1]))

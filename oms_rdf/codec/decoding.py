@@ -21,6 +21,7 @@ from .header import (
     UNREADABLE,
     VERSION,
     Header,
+    blob_bytes,
     check_size,
     read_header,
     required_sensitivity,
@@ -51,10 +52,7 @@ def decode(blob: bytes, /) -> dict[str, Any]:
         SchemaError: ERR_SCHEMA, ERR_EMPTY, ERR_RANGE, ERR_HASH_FORMAT,
             ERR_HASH_LENGTH.
     """
-    if type(blob) is not bytes:
-        if not isinstance(blob, bytes | bytearray | memoryview):
-            raise DecodeError(f"expected bytes, found {type(blob).__name__}")
-        blob = bytes(blob)
+    blob = blob_bytes(blob)
     check_size(len(blob))  # before parsing: a length check, like ERR_TOO_SHORT
     wire: Any = _UNPARSED
     if len(blob) >= MIN_BLOB and blob[0] == VERSION and not blob[1] & _UNREADABLE_FLAGS:

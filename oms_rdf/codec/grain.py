@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, final
 
 from . import DEFAULT_NAMESPACE, Header, decode, encode_fields, read_header, verify
+from .header import blob_bytes
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -145,7 +146,7 @@ class Grain:
             DecodeError, SchemaError: as :func:`oms_rdf.decode`.
             IntegrityError: ERR_INTEGRITY when ``address`` does not match.
         """
-        blob = bytes(blob)
+        blob = blob_bytes(blob)
         if address is not None:
             verify(blob, address)
         fields = decode(blob)

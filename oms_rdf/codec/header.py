@@ -37,6 +37,19 @@ N-Quads, TriG and Turtle parsers. Larger content belongs outside the grain
 """
 
 
+def blob_bytes(blob: object, /) -> bytes:
+    """A blob given as bytes, a bytearray or a memoryview, as bytes.
+
+    Raises:
+        DecodeError: ERR_CORRUPT for anything else (a list of numbers is no blob).
+    """
+    if type(blob) is bytes:
+        return blob
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise DecodeError(f"expected bytes, found {type(blob).__name__}")
+    return bytes(blob)
+
+
 def check_size(size: int, /) -> None:
     """Refuse a blob of ``size`` bytes above :data:`MAX_BLOB` (ERR_RANGE).
 
@@ -146,6 +159,7 @@ def content_address(blob: bytes, /) -> str:
     >>> content_address(blob) == hashlib.sha256(blob).hexdigest()
     True
     """
+    blob = blob_bytes(blob)
     if len(blob) < MIN_BLOB or blob[0] != VERSION:
         read_header(blob)  # raises with the reason
     return hashlib.sha256(blob).hexdigest()

@@ -74,6 +74,7 @@ __all__ = [
     "sign",
     "sign_supersession",
     "supersession_draft",
+    "verify",
     "verify_disclosed",
     "verify_signature",
     "verify_supersession",
@@ -304,6 +305,9 @@ def verify_signature(envelope: bytes, /) -> tuple[bytes, str]:
     blob, did = _open(envelope, GRAIN_CONTENT_TYPE)
     _signed_grain(blob, "a grain in a COSE envelope must say so in its header")
     return blob, did
+
+
+verify = verify_signature  # the design's name: oms.signing.verify(envelope)
 
 
 def _signed_grain(blob: bytes, fix: str) -> None:

@@ -183,10 +183,10 @@ class Walk:
             if key in out or (
                 names is not None and key in names and names[key].full in out
             ):
-                raise self.fail(
+                raise self.fail(  # a duplicate key, as in a blob or JSON (§2.1)
                     f"key {key!r} appears twice (after NFC normalisation)",
                     path,
-                    ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
+                    ErrorCode.CORRUPT,
                 )
         text: str = key
         return text
@@ -300,7 +300,9 @@ class Walk:
     def integer(self, value: int, path: str, low: int, high: int) -> int:
         if not low <= value <= high:
             raise self.fail(
-                f"integer {value} outside [{low}, {high}]", path, ErrorCode.RANGE
+                f"integer {_shown(value)} outside [{low}, {high}]",
+                path,
+                ErrorCode.RANGE,
             )
         return value
 
@@ -398,7 +400,8 @@ class Walk:
             )
         if f.full == "created_at" and not 0 <= value // 1000 <= _U32_MAX:
             raise self.fail(
-                f"created_at {value} ms is outside the header's u32 seconds (1970-2106)",
+                f"created_at {_shown(value)} (ms) is outside the header's u32 seconds "
+                "(1970-2106)",
                 path,
                 ErrorCode.RANGE,
             )
@@ -409,7 +412,7 @@ class Walk:
         if type(value) is not int:
             raise self.fail(f"expected an integer, found {type(value).__name__}", path)
         if kind is Kind.COUNT and value < 0:
-            raise self.fail(f"count {value} is negative", path, ErrorCode.RANGE)
+            raise self.fail(f"count {_shown(value)} is negative", path, ErrorCode.RANGE)
         if kind is Kind.BYTE:
             return self.integer(value, path, 0, 255)
         return self.integer(value, path, INT_MIN, UINT_MAX)
@@ -467,3 +470,11 @@ def check_grain(fields: Mapping[str, Any], gtype: GrainType | None) -> None:
         )
     for rule in gtype.rules:
         rule(fields)
+
+
+def _shown(value: int) -> str:
+    """An integer as a message shows it: whole, or its size when too long to
+    print (Python refuses to write one of more than 4,300 digits)."""
+    if -(10**30) < value < 10**30:
+        return str(value)
+    return f"{'-' if value < 0 else ''}2^{abs(value).bit_length() - 1} or beyond"
