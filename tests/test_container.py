@@ -289,6 +289,22 @@ def test_a_manifest_that_is_not_a_map_is_refused() -> None:
     assert info.value.path is not None and info.value.path.startswith("manifest at")
 
 
+def test_a_manifest_with_a_key_twice_is_refused() -> None:
+    """A map's keys are unique (spec §2.1): the reader, which takes the
+    manifest an entry at a time, refuses a second entry for one grain."""
+    address = oms.content_address(BLOBS[0])
+    manifest = {address: {"vstatus": "verified"}}
+    buffer = io.BytesIO()
+    write_mg(BLOBS[:1], buffer, manifest=manifest)
+    body = buffer.getvalue()[:-32]
+    entry = msgpack.packb(manifest)[1:]  # the pair after the map header 0x81
+    body = body[: body.rindex(msgpack.packb(manifest))] + b"\x82" + entry + entry
+    data = body + hashlib.sha256(body).digest()
+    with pytest.raises(DecodeError, match="two entries") as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == "ERR_CORRUPT" and info.value.path == "manifest entry 1"
+
+
 def _peak(read: Any) -> tuple[BaseException | None, int]:
     """Run ``read()``; return what it raised and the peak of traced memory."""
     tracemalloc.start()

@@ -150,6 +150,7 @@ class TailReader:
         self.unpacker.feed(bytes(self.buffer))
         self.buffer = bytearray()
         count = self._next(self.unpacker.read_map_header, where, "a map")
+        seen: set[bytes] = set()  # digests: a duplicate key is corrupt (spec §2.1)
         for number in range(count):
             key = self._next(self.unpacker.unpack, where)
             value = self._next(self.unpacker.unpack, where)
@@ -159,7 +160,16 @@ class TailReader:
                     f"entry {number} maps {type(key).__name__} to {type(value).__name__}",
                     path=where,
                 )
-            yield check_address(key, path=f"manifest entry {number}"), value
+            address = check_address(key, path=f"manifest entry {number}")
+            digest = bytes.fromhex(address)
+            if digest in seen:
+                raise DecodeError(
+                    f"the manifest has two entries for grain {address}; a map's "
+                    "keys are unique",
+                    path=f"manifest entry {number}",
+                )
+            seen.add(digest)
+            yield address, value
 
     def _next(
         self, read: Callable[[], Any], where: str, what: str = "MessagePack"
