@@ -125,3 +125,41 @@ def test_a_transaction_is_its_own_threads_alone() -> None:
     importer.join(10)
     assert len(imported) == 1 and len(store) == 2
     assert store.status(made.address).status == "active"
+
+
+def test_a_write_does_not_wait_for_a_long_query_at_a_point() -> None:
+    """A question at a point asked of the interval layer is begun under the
+    store's lock and read after it: a write meanwhile commits at once, and the
+    answer is the layer as the question found it."""
+    ex = "http://example.org/"
+    lines = [f"<{ex}s{i}> <{ex}p> <{ex}o{i}> ." for i in range(1500)]
+    store = oms.GrainStore(clock=lambda: 10**12)
+    store.import_(io.BytesIO("\n".join(lines).encode()), format="ntriples")
+    store.core.intervals.read_at_question = 1
+    point = {"valid_at": 10**12, "as_of": 10**12}
+    store.query("ASK { ?s ?p ?o }", **point)  # the layer read: the next is asked of it
+    slow = (
+        "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f "
+        "FILTER (STR(?c) = CONCAT(STR(?f), 'x')) }"
+    )
+    answers: list[object] = []
+    asking = threading.Thread(
+        target=lambda: answers.append(store.query(slow, **point).rows()[0]["n"].value)
+    )
+    asking.start()
+    deadline = time.monotonic() + 60
+    while not store.core.intervals.reading:  # until the question is being asked
+        assert time.monotonic() < deadline and asking.is_alive()
+        time.sleep(0.005)
+    store.put(oms.Belief(f"{ex}s0", f"{ex}p", f"{ex}new", 0.9, created_at=10**12))
+    assert asking.is_alive()  # the write did not wait for it
+    layer = store.core.intervals.store
+    mine = f"SELECT ?o WHERE {{ <{ex}s0> <{ex}p> ?o }}"
+    expected = {f"<{ex}o0>", f"<{ex}new>"}
+    # Asked meanwhile: the layer is not caught up under the question reading it.
+    assert {str(r["o"]) for r in store.query(mine, **point)} == expected
+    assert store.core.intervals.dirty  # answered from the grain layer instead
+    asking.join()
+    assert answers == ["0"]
+    assert {str(r["o"]) for r in store.query(mine, **point)} == expected
+    assert store.core.intervals.store is layer and not store.core.intervals.dirty

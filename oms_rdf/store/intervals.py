@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -245,6 +246,8 @@ class Intervals:
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
+        self._readers = 0  # questions being answered from the layer's store
+        self._counting = threading.Lock()
         self.beliefs = BeliefExtents()  # each belief's, named graphs' too
 
     def forget(self) -> None:
@@ -283,8 +286,26 @@ class Intervals:
                 return None
             self._build(backend)
         elif self.dirty:
+            if self.reading:
+                return None  # not changed under a question: asked elsewhere
             self._catch_up(backend)
         return self.store if self.usable else None
+
+    def begin_reading(self) -> None:
+        """A question is asked of the layer's store, outside the store's lock:
+        until :meth:`done_reading`, a catch-up does not change that store (a
+        new one, read whole, may replace it)."""
+        with self._counting:
+            self._readers += 1
+
+    @property
+    def reading(self) -> bool:
+        """Whether a question is being asked of the layer's store."""
+        return self._readers > 0
+
+    def done_reading(self) -> None:
+        with self._counting:
+            self._readers -= 1
 
     def graphs_at(self, valid_at: int, as_of: int) -> list[ox.NamedNode]:
         """The graphs whose extent holds the point, in the order of their names

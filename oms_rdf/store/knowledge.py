@@ -42,6 +42,7 @@ __all__ = [
     "Snapshot",
     "Solutions",
     "Triples",
+    "read_whole",
     "run_query",
 ]
 
@@ -320,6 +321,15 @@ def check_valid(sparql: str, substitutions: Mapping[Any, Any]) -> None:
 @lru_cache(maxsize=256)
 def _checked(sparql: str, substitutions: tuple[tuple[Any, Any], ...]) -> None:
     run_query(ox.Store(), sparql, dict(substitutions))
+
+
+def read_whole(answer: QueryResult) -> QueryResult:
+    """The answer with every row or triple read, kept to be read again."""
+    if isinstance(answer, Solutions):
+        answer.rows()
+    elif isinstance(answer, Triples):
+        answer.triples()
+    return answer
 
 
 def run_query(

@@ -13,19 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
-from pyoxigraph import (
-    Variable,
-)
+from pyoxigraph import Variable
 
 from ..codec.grain import Grain
 from ..errors import QueryError
 from ..rdf.clause import IN_FORCE_CALL, During, GrainClause, grain_clause
 from ..rdf.inforce import current_beliefs_query, snapshot_query
 from ..rdf.limits import check_query, text_cache
-from ..rdf.mapping import (
-    belief_terms,
-    millis_literal,
-)
+from ..rdf.mapping import belief_terms, millis_literal
 from ..rdf.sparql import term_for
 from ..rdf.tables import GrainList, query_prefixes
 from ..rdf.terms import unskolem
@@ -39,12 +34,12 @@ from .knowledge import (
     RESERVED_GRAPHS,
     QueryResult,
     Snapshot,
-    Solutions,
     Triples,
     check_dataset_args,
     check_held,
     check_range_args,
     check_valid,
+    read_whole,
     run_query,
 )
 from .lookup import in_force_call
@@ -267,41 +262,54 @@ class SparqlQueries:
         there, or (more extents than a dataset should name, and a query the
         rewrite takes) with each triple pattern matched in a graph whose extent
         holds the point, unless the query is one scan that names fewer graphs
-        than its predicate has versions (Intervals.scan_graphs). None where the layer does not answer: a backend other
-        processes write or that is not in this process, a query of named
-        graphs, a form other than SELECT, ASK or CONSTRUCT, a store with times
-        it cannot order, or a process's first question (see Intervals)."""
+        than its predicate has versions (Intervals.scan_graphs). None where the
+        layer does not answer (Intervals.ready; a form other than SELECT, ASK
+        or CONSTRUCT)."""
         core = self.core
-        backend = core.backend
         if _form(sparql) not in _PLAIN_FORMS:
             return None
-        clock = core.clock
-        valid, known = (
-            millis_or_now(valid_at, clock, "valid_at"),
-            millis_or_now(as_of, clock, "as_of"),
-        )
-        # The layer as of the store's last write, the answer read whole: the
-        # layer's store may be replaced after, and no answer should be the last
-        # to hold the old one (pyoxigraph drops an object on its own thread).
+        valid = millis_or_now(valid_at, core.clock, "valid_at")
+        known = millis_or_now(as_of, core.clock, "as_of")
+        # Planned under the lock, on the layer as of the store's last write, and
+        # asked after it: a write never waits for a long question, and does not
+        # change the layer's store meanwhile (Intervals.begin_reading). Read
+        # whole: no answer outlives the call to hold a layer store since replaced.
         with core.lock:
-            layer = core.intervals.ready(backend)
-            if layer is None:
-                return None
-            graphs = None
-            as_stored = not core.intervals.blank  # no blank node to give back
-            if len(core.intervals.extents) > core.intervals.named_at_most:
-                if not values:  # a scan: naming the graphs may cost less
-                    graphs = core.intervals.scan_graphs(sparql, valid, known)
-                if graphs is None:
-                    clause = VersionClause(None, (), valid_at=valid, as_of=known)
-                    text = rewrite(sparql, clause, lateral=True)
-                    if text is not None:
-                        answer = run_query(layer, text, values, as_stored=as_stored)
-                        return _read_whole(answer)
-            graphs = graphs or core.intervals.graphs_at(valid, known) or [_NO_GRAPH]
-            dataset = {"default_graph": graphs, "named_graphs": []}
-            answer = run_query(layer, sparql, values, as_stored=as_stored, **dataset)
-            return _read_whole(answer)
+            planned = self._on_layer(sparql, bool(values), valid, known)
+        if planned is None:
+            return None
+        layer, text, dataset, as_stored = planned
+        try:
+            answer = run_query(layer, text, values, as_stored=as_stored, **dataset)
+            return read_whole(answer)
+        finally:
+            core.intervals.done_reading()
+
+    def _on_layer(
+        self, sparql: str, bound: bool, valid: int, known: int
+    ) -> tuple[ox.Store, str, dict[str, Any], bool] | None:
+        """How a query at (``valid``, ``known``) is asked of the interval layer:
+        its store, the text, the dataset and whether the answer is as stored;
+        None where the layer does not answer. The store is held for reading."""
+        intervals = self.core.intervals
+        layer = intervals.ready(self.core.backend)
+        if layer is None:
+            return None
+        graphs = None
+        as_stored = not intervals.blank  # no blank node to give back
+        text = None  # a rewrite testing each pattern's graph, or the graphs named
+        if len(intervals.extents) > intervals.named_at_most:
+            if not bound:  # a scan: naming the graphs may cost less
+                graphs = intervals.scan_graphs(sparql, valid, known)
+            if graphs is None:
+                clause = VersionClause(None, (), valid_at=valid, as_of=known)
+                text = rewrite(sparql, clause, lateral=True)
+        dataset: dict[str, Any] = {}
+        if text is None:
+            graphs = graphs or intervals.graphs_at(valid, known) or [_NO_GRAPH]
+            text, dataset = sparql, {"default_graph": graphs, "named_graphs": []}
+        intervals.begin_reading()
+        return layer, text, dataset, as_stored
 
     def _asked_of_grains(
         self,
@@ -348,7 +356,7 @@ class SparqlQueries:
             answer = run_query(
                 backend, text, values, custom_functions={IN_FORCE_CALL: call}
             )
-            return _read_whole(answer)
+            return read_whole(answer)
 
     def frame(
         self,
@@ -583,12 +591,3 @@ def _form(sparql: str) -> str | None:
 def _literals(span: tuple[int | None, int | None]) -> Any:
     """A range's ends as ``xsd:dateTime`` literals (None: open)."""
     return tuple(None if t is None else millis_literal(t) for t in span)
-
-
-def _read_whole(answer: QueryResult) -> QueryResult:
-    """The answer with every row or triple read, kept to be read again."""
-    if isinstance(answer, Solutions):
-        answer.rows()
-    elif isinstance(answer, Triples):
-        answer.triples()
-    return answer
