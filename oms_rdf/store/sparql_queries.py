@@ -338,11 +338,14 @@ class SparqlQueries:
                 millis_or_now(valid_at, clock, "valid_at"),
                 millis_or_now(as_of, clock, "as_of"),
             )
+            # Beside a question reading the interval layer, not the lookups that
+            # hold the lock (below) but the rule in SPARQL, on the snapshot.
+            called = backend.python_functions and not self.core.intervals.reading
             clause = grain_clause(
                 millis_literal(valid),
                 millis_literal(known),
                 namespaces_of(namespace),
-                called=backend.python_functions,
+                called=called,
             )
         text = rewrite(sparql, clause, lateral=backend.lateral_joins)
         if text is None:
