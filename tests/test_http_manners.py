@@ -98,6 +98,10 @@ def test_no_acceptable_type_is_a_406(base: str, query: str, accept: str) -> None
         f"{base}/sparql", params={"query": query}, headers={"accept": accept}
     )
     assert got.status_code == 406 and got.json()["code"] == "ERR_QUERY"
+    assert "accept" in got.headers["vary"].lower()  # RFC 9110 §12.5.5
+    described = httpx.get(f"{base}/sparql", headers={"accept": "text/html"})
+    assert described.status_code == 406  # the service description, refused
+    assert "accept" in described.headers["vary"].lower()
 
 
 def test_head_is_get_without_the_body(base: str) -> None:

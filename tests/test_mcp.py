@@ -424,6 +424,16 @@ def test_the_tool_schemas_refuse_what_the_tools_refuse() -> None:
         assert tools and all(
             t.input_schema.get("additionalProperties") is False for t in tools
         )
+        # The limits' bounds in JSON Schema's own words, which clients check.
+        limits = {
+            t.name: t.input_schema["properties"]["limit"]
+            for t in tools
+            if "limit" in t.input_schema["properties"]
+        }
+        assert limits.keys() >= {"recall", "beliefs_at", "sparql"}
+        for name, limit in limits.items():
+            assert limit["minimum"] == 1 and limit["maximum"] >= 100, name
+            assert "ge" not in limit and "le" not in limit, name
 
     session(GrainStore(), script)
 

@@ -48,7 +48,7 @@ import pyoxigraph as ox
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import ErrorCode, OmsError
+from ..errors import OmsError
 from ..rdf.terms import is_absolute_iri
 from ..rdf.vocab import OMS, OMS_NS, RDF, RDFS, XSD
 from ..store import GrainStore, Solutions
@@ -56,7 +56,7 @@ from ..times import to_millis
 from .auth import Token
 from .bodies import param_millis, param_span
 from .lanes import Job
-from .responses import error_response, refusal
+from .responses import not_acceptable, refusal
 from .results import RDF_FORMATS, RESULT_TYPES, QueryRequest, negotiate
 
 __all__ = [
@@ -176,9 +176,7 @@ def description_work(
     media = negotiate(request.headers.get("accept", "*/*"), RESULT_TYPES["graph"])
     if media is None:
         offered = ", ".join(RESULT_TYPES["graph"])
-        return error_response(
-            406, ErrorCode.QUERY, f"not acceptable; the description comes as {offered}"
-        )
+        return not_acceptable(f"not acceptable; the description comes as {offered}")
     endpoint = endpoint_iri(request)
 
     def work(job: Job) -> tuple[bytes, str]:

@@ -37,7 +37,7 @@ from .description import description_work, endpoint_iri, with_base
 from .federation import is_federated
 from .isolation import isolated_answer, isolation_for
 from .lanes import Job, Lane, wait_on
-from .responses import busy, error_response, refusal
+from .responses import busy, error_response, not_acceptable, refusal
 from .results import (
     RDF_FORMATS,
     RESULT_TYPES,
@@ -424,8 +424,4 @@ def _holds_triples(body: bytes, media: str) -> bool:
 
 
 def _not_acceptable(offered: tuple[str, ...]) -> Response:
-    return error_response(
-        406,
-        ErrorCode.QUERY,
-        f"not acceptable; this answer comes as {', '.join(offered)}",
-    )
+    return not_acceptable(f"not acceptable; this answer comes as {', '.join(offered)}")

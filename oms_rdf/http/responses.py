@@ -29,12 +29,21 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def not_acceptable(message: str) -> Response:
+    """Return the 406 of an Accept header no answer's media type meets; it says
+    the answer varies with Accept, as the answers it refuses do (RFC 9110)."""
+    return error_response(406, ErrorCode.QUERY, message, "Accept", headers=_VARY)
+
+
+_VARY = {"Vary": "Accept"}
+
+
 def refusal(exc: OmsError) -> Response:
     """Return an error of ours as the SPARQL endpoint answers it: a policy's
     refusal is a 403, the caller's fault a 400 (a time out of range too, though
     its class is a policy's), no acceptable media type a 406, the store's a 500."""
     if exc.path == "Accept":
-        status = 406
+        return not_acceptable(exc.message)
     elif isinstance(exc, PolicyError) and not isinstance(exc, ValueError):
         status = 403
     else:

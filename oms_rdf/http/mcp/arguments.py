@@ -79,7 +79,9 @@ def _whole(value: object) -> object:
     return value
 
 
-# Before a strict int (a limit): 5 and 5.0 are taken, "5", 5.5 and true are not.
+# Last in the Annotated of a strict int (a limit), so that it runs first and the
+# schema keeps its bounds as minimum/maximum: 5 and 5.0 are taken, "5", 5.5 and
+# true are not.
 WHOLE = BeforeValidator(_whole)
 
 

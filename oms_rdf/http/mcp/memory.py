@@ -206,7 +206,7 @@ class Memory:
     def recall(
         self,
         query: Text,
-        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=100)] = 10,
+        limit: Annotated[int, Strict(), Field(ge=1, le=100), WHOLE] = 10,
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
@@ -234,7 +234,7 @@ class Memory:
         namespace: Namespace | None = None,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=1000)] = 100,
+        limit: Annotated[int, Strict(), Field(ge=1, le=1000), WHOLE] = 100,
     ) -> dict[str, Any]:
         """List the beliefs true at valid_at as known at as_of (both default to now).
 
@@ -395,7 +395,7 @@ class Memory:
         query: Query,
         valid_at: When | None = None,
         as_of: When | None = None,
-        limit: Annotated[int, WHOLE, Strict(), Field(ge=1, le=MAX_ROWS)] = 1000,
+        limit: Annotated[int, Strict(), Field(ge=1, le=MAX_ROWS), WHOLE] = 1000,
         valid_during: Span | None = None,
         system_during: Span | None = None,
     ) -> dict[str, Any]:
