@@ -196,3 +196,33 @@ def test_the_callers_reason_is_the_update_events_reason() -> None:
     )
     with pytest.raises(oms.SchemaError), store.transaction(reason=b"bytes"):  # type: ignore[arg-type]
         pass
+
+
+def test_rdflibs_default_graph_written_over_http_is_the_default_graph() -> None:
+    """rdflib's SPARQLUpdateStore writes a Graph's ``addN`` and ``update`` into
+    ``GRAPH <urn:x-rdflib:default>`` for the dataset's default graph, which its
+    reads name as a default-graph-uri: both are the default graph here."""
+    from rdflib import Graph, Literal, URIRef
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+    store = GrainStore(clock=lambda: T0)
+    with served(store) as client:
+        endpoint = f"{str(client.base_url).rstrip('/')}/sparql"
+        remote = SPARQLUpdateStore(
+            endpoint, endpoint, method="POST_FORM",
+            headers={"Authorization": f"Bearer {WRITER}"},
+        )  # fmt: skip
+        graph = Graph(store=remote, identifier=DATASET_DEFAULT_GRAPH_ID)
+        graph.addN([(URIRef(EX + "ann"), URIRef(EX + "name"), Literal("Ann"), graph)])
+        graph.update(f'INSERT DATA {{ <{EX}bo> <{EX}name> "Bo" }}')
+        seen = {
+            str(s) for s, _p, _o in graph.triples((None, URIRef(EX + "name"), None))
+        }
+        assert seen == {EX + "ann", EX + "bo"}
+    assert store.query(f"SELECT ?s WHERE {{ ?s <{EX}name> ?n }}").rows()
+    assert store.query("ASK { GRAPH <urn:x-rdflib:default> { ?s ?p ?o } }") is False
+    store.update("DELETE DATA { GRAPH <urn:x-rdflib:default> "
+                 f'{{ <{EX}bo> <{EX}name> "Bo" }} }}', reason="gone")  # fmt: skip
+    assert [str(r["s"].value) for r in store.query(
+        f"SELECT ?s WHERE {{ ?s <{EX}name> ?n }}")] == [EX + "ann"]  # fmt: skip

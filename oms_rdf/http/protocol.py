@@ -23,6 +23,7 @@ from starlette.routing import Route
 from ..errors import ErrorCode, OmsError, QueryError
 from ..rdf.limits import check_query
 from ..rdf.terms import is_absolute_iri
+from ..rdf.vocab import RDFLIB_DEFAULT_GRAPH
 from ..store import GrainStore
 from .auth import OPEN, Authorize, Token
 from .bodies import (
@@ -51,7 +52,7 @@ __all__ = ["QueryRequest", "SparqlProtocol", "run_query"]
 Params = dict[str, list[str]]  # a request's parameters, each name's values in order
 
 _FORM = "application/x-www-form-urlencoded"
-_RDFLIB_DEFAULT = "urn:x-rdflib:default"  # rdflib's SPARQLStore's default graph
+_RDFLIB_DEFAULT = RDFLIB_DEFAULT_GRAPH.value  # the default graph, to rdflib
 
 
 class SparqlProtocol:

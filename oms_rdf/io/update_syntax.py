@@ -28,6 +28,7 @@ import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, SchemaError
 from ..rdf.terms import is_absolute_iri
+from ..rdf.vocab import RDFLIB_DEFAULT_GRAPH
 
 __all__ = ["DataOperation", "data_operations"]
 
@@ -126,7 +127,18 @@ def _operation(kind: str, trig: str) -> DataOperation:
     graph = quads[0].graph_name if quads else None
     if kind == "create" and isinstance(graph, ox.NamedNode):
         return DataOperation(kind, [], graph=graph)  # its one quad names it
+    # rdflib's SPARQLUpdateStore writes a Graph's triples into GRAPH <its
+    # identifier>; the dataset's default graph's identifier means that graph.
+    quads = [
+        ox.Quad(q.subject, q.predicate, q.object, _DEFAULT)
+        if q.graph_name == RDFLIB_DEFAULT_GRAPH
+        else q
+        for q in quads
+    ]
     return DataOperation(kind, quads)
+
+
+_DEFAULT = ox.DefaultGraph()
 
 
 def _fetches(text: str) -> bool:
