@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import pyoxigraph as ox
@@ -160,17 +161,21 @@ def test_create_graph_tells_a_token_nothing_of_other_namespaces() -> None:
     assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
 
 
+def _update_store(client: Any) -> Any:
+    """rdflib's SPARQLUpdateStore on the served endpoint, as the writer."""
+    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+    endpoint = f"{str(client.base_url).rstrip('/')}/sparql"
+    return SPARQLUpdateStore(endpoint, endpoint, method="POST_FORM",
+                             headers={"Authorization": f"Bearer {WRITER}"})  # fmt: skip
+
+
 def test_rdflibs_dataset_makes_a_graph_and_writes_in_it_over_http() -> None:
     from rdflib import Dataset, Literal, URIRef
-    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
     store = GrainStore(clock=lambda: T0)
     with served(store) as client:
-        endpoint = f"{str(client.base_url).rstrip('/')}/sparql"
-        remote = SPARQLUpdateStore(
-            endpoint, endpoint, method="POST_FORM",
-            headers={"Authorization": f"Bearer {WRITER}"},
-        )  # fmt: skip
+        remote = _update_store(client)
         dataset = Dataset(store=remote)
         graph = dataset.graph(URIRef(EX + "g"))  # sends CREATE GRAPH
         graph.add((URIRef(EX + "ann"), URIRef(EX + "name"), Literal("Ann")))
@@ -204,15 +209,10 @@ def test_rdflibs_default_graph_written_over_http_is_the_default_graph() -> None:
     reads name as a default-graph-uri: both are the default graph here."""
     from rdflib import Graph, Literal, URIRef
     from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-    from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
     store = GrainStore(clock=lambda: T0)
     with served(store) as client:
-        endpoint = f"{str(client.base_url).rstrip('/')}/sparql"
-        remote = SPARQLUpdateStore(
-            endpoint, endpoint, method="POST_FORM",
-            headers={"Authorization": f"Bearer {WRITER}"},
-        )  # fmt: skip
+        remote = _update_store(client)
         graph = Graph(store=remote, identifier=DATASET_DEFAULT_GRAPH_ID)
         graph.addN([(URIRef(EX + "ann"), URIRef(EX + "name"), Literal("Ann"), graph)])
         graph.update(f'INSERT DATA {{ <{EX}bo> <{EX}name> "Bo" }}')
