@@ -710,3 +710,40 @@ def test_only_a_consent_grain_withdraws_a_consent() -> None:
     assert late in store and many[0] in store
     store.put(consent(withdrawn_from=grant, t=6))  # the real one
     assert sorted(store.pending_erasure()) == sorted([late, *many])
+
+
+def test_a_withdrawal_is_the_consents_own() -> None:
+    """Honouring a withdrawal erases, in every namespace, what the consent
+    allowed: only its data subject may take back what it gave its grantee.
+    Another party's is refused by put, put_many and imports, and withdraws
+    nothing."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    grant = store.put(consent())
+    pending = store.put(dependent(grant))
+    before = nquads(store)
+    for party in ("subject_did", "grantee_did"):
+        forged = {**consent(withdrawn_from=grant, t=3), party: "did:key:z6Mkmallory",
+                  "namespace": "elsewhere"}  # fmt: skip
+        for write in (store.put, lambda g: store.put_many([g])):
+            with pytest.raises(oms.PolicyError, match="its consent's own") as caught:
+                write(forged)
+            assert caught.value.code == "ERR_INVALIDATION_DENIED"
+        source = oms.GrainStore(clock=lambda: NOW)
+        source.put(forged)
+        out = io.BytesIO()
+        source.export(out, format="jsonl")
+        with pytest.raises(oms.PolicyError, match="its consent's own"):
+            store.import_(io.BytesIO(out.getvalue()), format="jsonl")
+    assert nquads(store) == before and store.pending_erasure() == []
+    # The subject's own, from any namespace, is honoured at once.
+    store.put({**consent(withdrawn_from=grant, t=3), "namespace": "elsewhere"})
+    assert store.pending_erasure() == [pending]
+
+
+def test_a_consent_its_withdrawal_and_a_dependent_in_one_put_many() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    grant = oms.Grain.from_dict(consent())
+    late = dependent(grant.address, t=4)
+    store.put_many([grant, oms.Grain.from_dict(consent(withdrawn_from=grant.address,
+                                                       t=3)), late])  # fmt: skip
+    assert store.pending_erasure() == [late.address]

@@ -38,6 +38,7 @@ from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 from .admission import check_axes
 from .audit import check as check_audit
+from .consent import foreign_withdrawal, is_withdrawal
 from .erasure import erased_addresses
 from .import_states import ImportStates
 from .journal import Journal, cyclic_gc_paused
@@ -250,6 +251,7 @@ class ImportPolicies:
         self.states = ImportStates(store)
         self.index = self.states.index  # take one index row of a grain
         self.withdrawals: list[Grain] = []  # honoured once the import is written
+        self.consents: dict[str, Grain] = {}  # the import's own
         self.dependents: list[Grain] = []  # grains with a processing basis: too
         self.misplaced: dict[str, OmsError] = {}  # grains with times put refuses
 
@@ -260,8 +262,10 @@ class ImportPolicies:
             check_axes(grain)
         except OmsError as exc:
             self.misplaced[grain.address] = exc
-        if grain.type_byte == CONSENT.byte and grain.get("is_withdrawal") is True:
+        if is_withdrawal(grain):
             self.withdrawals.append(grain)
+        elif grain.type_byte == CONSENT.byte:
+            self.consents[grain.address] = grain  # what a withdrawal is checked by
         if isinstance(grain.get("processing_basis"), str):
             self.dependents.append(grain)
         if grain.type_byte != BELIEF.byte:
@@ -277,6 +281,10 @@ class ImportPolicies:
         tells the new grains the import brings in already superseded or retracted."""
         yield from self.misplaced.items()
         yield from self.states.refusals()
+        for withdrawal in self.withdrawals:
+            refusal = foreign_withdrawal(self.store.core, withdrawal, self.consents)
+            if refusal is not None:
+                yield withdrawal.address, refusal
         current = {a: g for a, g in self.protected.items() if not closed(a)}
         for grain in self.children:
             try:

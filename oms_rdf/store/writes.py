@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Variable
@@ -13,8 +13,9 @@ from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, ErrorCode, OmsError, PolicyError, StoreError
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
-from ..rdf.vocab import FIELD_NS, OMS, RDF
+from ..rdf.vocab import FIELD_NS, OMS
 from .admission import accept, check_new
+from .consent import foreign_withdrawal, withdraws
 from .core import Core
 from .erasure import erased_addresses, refuse_erased
 from .invalidation import Invalidation
@@ -83,6 +84,8 @@ class Writes:
                 return grain.address
             refuse_erased(self.core.backend, grain.address)  # erasure is one-way
             check_new(self.core, grain)
+            if (foreign := foreign_withdrawal(self.core, grain)) is not None:
+                raise foreign
             rivals = self._rivals(grain, self._made_rivals(grain))
             refusal = (
                 self._auto_revise(grain, signature, rivals, justification)
@@ -118,8 +121,6 @@ class Writes:
         check_many(items, "items")
         accepted = [_numbered(accept, i, item) for i, item in enumerate(items)]
         with self.core.lock:
-            delete: list[Row] = []
-            extra: list[Quad | Row] = []
             seen: set[str] = set()
             fresh: list[tuple[Grain, Signature | None]] = []
             empty = self.core.is_empty()  # then no grain is stored already: no lookups
@@ -135,20 +136,7 @@ class Writes:
                     )  # erasure is one-way
                 seen.add(grain.address)
                 fresh.append((grain, signature))
-            batch = {g.address: g for g, _ in fresh}
-            earlier: list[Grain] = []
-            tick = None if progress is None else progress("mapping", len(fresh))
-            for grain, _signature in fresh:
-                check_new(self.core, grain, batch)
-                if self.functional_relations or grain.type_byte == CONSENT.byte:
-                    rivals = self._rivals(grain, [*self._made_rivals(grain), *earlier])
-                    removed, added = self._dispute(grain, rivals)
-                    delete += removed
-                    extra += added + self._withdrawal(grain)
-                    earlier.append(grain)
-                extra += self._after_withdrawal(grain)
-                if tick is not None:
-                    tick(1)
+            delete, extra = self._checked(fresh, progress)
             # Every check has passed: the grains' rows are made as they are written.
             rows = (
                 row
@@ -176,6 +164,38 @@ class Writes:
             else:
                 self.core.write([], made)
         return [g.address for g, _ in accepted]
+
+    def _checked(
+        self, fresh: list[tuple[Grain, Signature | None]], progress: Stage | None
+    ) -> tuple[list[Row], list[Quad | Row]]:
+        """Check a batch's new grains as :meth:`put` does, in order; return
+        the rows their disputes take away and the rows they add beside their
+        own (disputes, consent withdrawals honoured)."""
+        delete: list[Row] = []
+        extra: list[Quad | Row] = []
+        batch = {g.address: g for g, _ in fresh}
+        earlier: list[Grain] = []
+        tick = None if progress is None else progress("mapping", len(fresh))
+        consents = {a: g for a, g in batch.items() if g.type_byte == CONSENT.byte}
+        withdrawn = {  # consents withdrawn in the batch: its dependents too
+            g.get("prior_consent")
+            for g in consents.values()
+            if withdraws(self.core, g, consents)
+        }
+        for grain, _signature in fresh:
+            check_new(self.core, grain, batch)
+            if (refusal := foreign_withdrawal(self.core, grain, consents)) is not None:
+                raise refusal
+            if self.functional_relations or grain.type_byte == CONSENT.byte:
+                rivals = self._rivals(grain, [*self._made_rivals(grain), *earlier])
+                removed, added = self._dispute(grain, rivals)
+                delete += removed
+                extra += added + self._withdrawal(grain, consents)
+                earlier.append(grain)
+            extra += self._after_withdrawal(grain, withdrawn)
+            if tick is not None:
+                tick(1)
+        return delete, extra
 
     # --- conflicts on functional relations --------------------------------------
 
@@ -342,10 +362,13 @@ class Writes:
             if rows:
                 self.core.write([], rows)
 
-    def _after_withdrawal(self, grain: Grain) -> list[Quad | Row]:
+    def _after_withdrawal(
+        self, grain: Grain, withdrawn: Container[str] = ()
+    ) -> list[Quad | Row]:
         """A ``consent_cascade`` grain whose processing basis was withdrawn
-        already: pending erasure from the start, as its elders are (spec §5
-        Consent: a withdrawal is honoured at once, for what comes later too)."""
+        already (or is by a grain arriving with it, ``withdrawn``): pending
+        erasure from the start, as its elders are (spec §5 Consent: a
+        withdrawal is honoured at once, for what comes later too)."""
         basis = grain.get("processing_basis")
         if (
             not isinstance(basis, str)
@@ -353,7 +376,7 @@ class Writes:
             != "consent_cascade"
         ):
             return []
-        if not self._withdrawn(basis):
+        if basis not in withdrawn and not self._withdrawn(basis):
             return []
         now = self.core.clock()
         mark = Quad(
@@ -363,21 +386,25 @@ class Writes:
                                            reason="its processing basis was withdrawn before", count=1)]  # fmt: skip
 
     def _withdrawn(self, consent: str) -> bool:
-        """Whether a Consent grain withdrawing ``consent`` is stored. Read in
-        the grain layer only, and of Consent grains only: a belief's triple, or
+        """Whether a withdrawal of ``consent`` is stored, the consent's own
+        (:mod:`.consent`). Read in the grain layer only: a belief's triple, or
         a belief's unknown keys of the same names, withdraw nothing."""
         backend = self.core.backend
         for quad in backend.quads(None, _PRIOR_CONSENT, Literal(consent), _GRAIN_LAYER):
             node = quad.subject
-            if next(
+            if isinstance(node, NamedNode) and next(
                 backend.quads(node, _IS_WITHDRAWAL, _TRUE, _GRAIN_LAYER), None
-            ) and next(backend.quads(node, RDF.type, OMS.Consent, _GRAIN_LAYER), None):
-                return True
+            ):
+                if withdraws(self.core, self.core.get(address_of(node))):
+                    return True
         return False
 
-    def _withdrawal(self, grain: Grain) -> list[Quad | Row]:
-        """Pending-erasure marks for the dependents of a withdrawn consent."""
-        if grain.type_byte != CONSENT.byte or grain.get("is_withdrawal") is not True:
+    def _withdrawal(
+        self, grain: Grain, consents: Mapping[str, Grain] = {}
+    ) -> list[Quad | Row]:
+        """Pending-erasure marks for the dependents of the consent ``grain``
+        withdraws, its own (:mod:`.consent`; ``consents``: arriving with it)."""
+        if not withdraws(self.core, grain, consents):
             return []
         withdrawn = grain.get("prior_consent")
         now = self.core.clock()
