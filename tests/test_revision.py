@@ -323,6 +323,26 @@ def test_auto_revise_supersedes_when_entrenchment_allows() -> None:
     assert [g["object"] for g in store.beliefs("alice")] == ["Initech"]
 
 
+@pytest.mark.parametrize("auto_revise", [False, True])
+def test_a_grain_of_another_type_is_no_rival_of_a_belief(auto_revise: bool) -> None:
+    """An event with the same subject and relation says what happened, not
+    what is held: a belief neither disputes nor supersedes it."""
+    store = GrainStore(clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"],
+                       auto_revise=auto_revise)  # fmt: skip
+    event = store.put({"type": "event", "content": "chat log", "subject": "alice",
+                       "relation": "works_at", "object": "Evil Corp", "created_at": T0})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ConflictWarning
+        b = store.put(job("Acme", T0 + DAY))
+        (c,) = store.put_many([{**job("Acme", T0 + 2 * DAY), "subject": "bob"}])
+        store.put({"type": "event", "content": "chat", "subject": "bob",
+                   "relation": "works_at", "object": "Hooli", "created_at": T0})  # fmt: skip
+    assert store.status(event).status == "active" and store.conflicts() == []
+    assert store.status(event).verification == "unverified"
+    assert [g.address for g in store.history(b)] == [b]
+    assert store.status(c).verification == "unverified"
+
+
 def test_auto_revise_disputes_a_lower_tier() -> None:
     store = GrainStore(
         clock=lambda: T0 + 10 * DAY, functional_relations=["works_at"], auto_revise=True

@@ -226,7 +226,13 @@ class Writes:
             )
             is None
         ]
-        candidates = [g for g in [*stored, *batch] if g.address != grain.address]
+        # Beliefs only: another grain type with a subject and relation (an
+        # event, say) asserts nothing a belief could dispute or revise.
+        candidates = [
+            g
+            for g in [*stored, *batch]
+            if g.address != grain.address and g.type_byte == BELIEF.byte
+        ]
         found = [
             candidates[i]
             for i in conflicts(grain.fields, [g.fields for g in candidates])
