@@ -206,11 +206,13 @@ def test_the_callers_reason_is_the_update_events_reason() -> None:
 def test_rdflibs_default_graph_written_over_http_is_the_default_graph() -> None:
     """rdflib's SPARQLUpdateStore writes a Graph's ``addN`` and ``update`` into
     ``GRAPH <urn:x-rdflib:default>`` for the dataset's default graph, which its
-    reads name as a default-graph-uri: both are the default graph here."""
+    reads name as a default-graph-uri: over HTTP both are the default graph. In
+    the library a graph is the graph its update names."""
     from rdflib import Graph, Literal, URIRef
     from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
     store = GrainStore(clock=lambda: T0)
+    names = f"SELECT ?s WHERE {{ ?s <{EX}name> ?n }}"
     with served(store) as client:
         remote = _update_store(client)
         graph = Graph(store=remote, identifier=DATASET_DEFAULT_GRAPH_ID)
@@ -220,9 +222,10 @@ def test_rdflibs_default_graph_written_over_http_is_the_default_graph() -> None:
             str(s) for s, _p, _o in graph.triples((None, URIRef(EX + "name"), None))
         }
         assert seen == {EX + "ann", EX + "bo"}
-    assert store.query(f"SELECT ?s WHERE {{ ?s <{EX}name> ?n }}").rows()
-    assert store.query("ASK { GRAPH <urn:x-rdflib:default> { ?s ?p ?o } }") is False
-    store.update("DELETE DATA { GRAPH <urn:x-rdflib:default> "
-                 f'{{ <{EX}bo> <{EX}name> "Bo" }} }}', reason="gone")  # fmt: skip
-    assert [str(r["s"].value) for r in store.query(
-        f"SELECT ?s WHERE {{ ?s <{EX}name> ?n }}")] == [EX + "ann"]  # fmt: skip
+        assert store.query("ASK { GRAPH <urn:x-rdflib:default> { ?s ?p ?o } }") is False
+        graph.update(f'DELETE DATA {{ <{EX}bo> <{EX}name> "Bo" }}')
+        assert [str(r["s"].value) for r in store.query(names)] == [EX + "ann"]
+    store.update(
+        f'INSERT DATA {{ GRAPH <urn:x-rdflib:default> {{ <{EX}cy> <{EX}name> "Cy" }} }}'
+    )
+    assert store.query("ASK { GRAPH <urn:x-rdflib:default> { ?s ?p ?o } }") is True

@@ -21,9 +21,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import ErrorCode, OmsError, QueryError
+from ..io.update import update
 from ..rdf.limits import check_query
 from ..rdf.terms import is_absolute_iri
-from ..rdf.vocab import RDFLIB_DEFAULT_GRAPH
 from ..store import GrainStore
 from .auth import OPEN, Authorize, Token
 from .bodies import (
@@ -52,7 +52,7 @@ __all__ = ["QueryRequest", "SparqlProtocol", "run_query"]
 Params = dict[str, list[str]]  # a request's parameters, each name's values in order
 
 _FORM = "application/x-www-form-urlencoded"
-_RDFLIB_DEFAULT = RDFLIB_DEFAULT_GRAPH.value  # the default graph, to rdflib
+_RDFLIB_DEFAULT = "urn:x-rdflib:default"  # rdflib's name of the default graph
 
 
 class SparqlProtocol:
@@ -203,12 +203,16 @@ class SparqlProtocol:
             return refusal(exc)
 
         def apply(job: Job) -> tuple[bytes, str]:
-            report = self.store.update(
+            # rdflib's SPARQLUpdateStore writes a Graph's triples into GRAPH
+            # <its identifier>: the dataset's default graph's means that graph.
+            report = update(
+                self.store,
                 texts[0],
                 namespace=namespace,
                 valid_from=params.get("valid_from", [None])[0],
                 valid_to=params.get("valid_to", [None])[0],
                 base_iri=base if is_absolute_iri(base) else None,
+                default_alias=_RDFLIB_DEFAULT,
             )
             body = {
                 "added": report.added,

@@ -85,8 +85,12 @@ def update(
     valid_from: TimeLike | None = None,
     valid_to: TimeLike | None = None,
     base_iri: str | None = None,
+    default_alias: str | None = None,
 ) -> UpdateReport:
     """Apply an update request to ``store`` as belief operations (see the module).
+
+    ``default_alias``: a graph name that means the default graph in this
+    request (the HTTP endpoint's for rdflib's, which names it so).
 
     One request is one transaction. Every operation is parsed and checked first,
     in order, each seeing what the ones before it would do (a triple deleted and
@@ -111,7 +115,8 @@ def update(
     """
     check_texts(namespace=namespace, by=by, reason=reason)
     # The prefixes a query may use undeclared; relative IRIs against base_iri.
-    operations = data_operations(text, PREFIXES, base_iri)
+    alias = None if default_alias is None else ox.NamedNode(default_alias)
+    operations = data_operations(text, PREFIXES, base_iri, alias)
     portion = portion_of(valid_from, valid_to)
     while True:
         report = UpdateReport()

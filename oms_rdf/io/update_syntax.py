@@ -28,7 +28,6 @@ import pyoxigraph as ox
 
 from ..errors import ErrorCode, QueryError, SchemaError
 from ..rdf.terms import is_absolute_iri
-from ..rdf.vocab import RDFLIB_DEFAULT_GRAPH
 
 __all__ = ["DataOperation", "data_operations"]
 
@@ -92,12 +91,16 @@ class _Op:
 
 
 def data_operations(
-    text: str, prefixes: Mapping[str, str] | None = None, base: str | None = None
+    text: str,
+    prefixes: Mapping[str, str] | None = None,
+    base: str | None = None,
+    default_alias: ox.NamedNode | None = None,
 ) -> list[DataOperation]:
     """Read an update request into its INSERT DATA and DELETE DATA quads, in order.
 
     ``prefixes``: prefixes the request may use without declaring them; ``base``:
-    the IRI its relative IRIs resolve against (its own declarations win).
+    the IRI its relative IRIs resolve against (its own declarations win);
+    ``default_alias``: a graph name that means the default graph.
 
     Raises:
         QueryError: ERR_QUERY for malformed SPARQL (with the parser's line and
@@ -119,22 +122,23 @@ def data_operations(
             _check_syntax(text, given, base, stop_at=ops[0].start if ops else 0)
         raise
     _check_syntax(text, given, base)
-    return [_operation(kind, trig) for kind, trig in plans]
+    return [_operation(kind, trig, default_alias) for kind, trig in plans]
 
 
-def _operation(kind: str, trig: str) -> DataOperation:
+def _operation(
+    kind: str, trig: str, default_alias: ox.NamedNode | None
+) -> DataOperation:
     quads = _read(trig)
     graph = quads[0].graph_name if quads else None
     if kind == "create" and isinstance(graph, ox.NamedNode):
         return DataOperation(kind, [], graph=graph)  # its one quad names it
-    # rdflib's SPARQLUpdateStore writes a Graph's triples into GRAPH <its
-    # identifier>; the dataset's default graph's identifier means that graph.
-    quads = [
-        ox.Quad(q.subject, q.predicate, q.object, _DEFAULT)
-        if q.graph_name == RDFLIB_DEFAULT_GRAPH
-        else q
-        for q in quads
-    ]
+    if default_alias is not None:
+        quads = [
+            ox.Quad(q.subject, q.predicate, q.object, _DEFAULT)
+            if q.graph_name == default_alias
+            else q
+            for q in quads
+        ]
     return DataOperation(kind, quads)
 
 

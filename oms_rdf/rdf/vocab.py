@@ -22,9 +22,6 @@ FIELD_NS = (
 
 # A graph the store never writes: named where a dataset must hold no graph.
 NO_GRAPH = NamedNode(OMS_NS + "noGraph")
-# rdflib's name of a dataset's default graph (DATASET_DEFAULT_GRAPH_ID), which its
-# SPARQL stores send as a default-graph-uri and write into with GRAPH.
-RDFLIB_DEFAULT_GRAPH = NamedNode("urn:x-rdflib:default")
 
 
 class Namespace:
