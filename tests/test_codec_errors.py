@@ -441,3 +441,9 @@ def test_every_entry_point_refuses_what_is_no_bytes(blob: Any) -> None:
         with pytest.raises(oms.DecodeError, match="expected bytes") as caught:
             call(blob)
         assert caught.value.code == "ERR_CORRUPT"
+
+
+def test_a_map_key_too_long_to_print_is_refused(belief_fields: dict[str, Any]) -> None:
+    with pytest.raises(oms.OmsError, match="map keys are text") as caught:
+        oms.encode({**belief_fields, "context": {10**5000: 1}})
+    assert caught.value.code == "ERR_SCHEMA"

@@ -157,7 +157,8 @@ class Walk:
         encoding = self.encoding
         if type(key) is not str:
             raise self.fail(
-                f"map keys are text; found {type(key).__name__} {key!r}",
+                f"map keys are text; found {type(key).__name__} "
+                f"{_shown(key) if type(key) is int else repr(key)[:80]}",
                 path,
                 ErrorCode.SCHEMA if encoding else ErrorCode.CORRUPT,
             )

@@ -112,6 +112,9 @@ class QueryRow:
     def __len__(self) -> int:
         return len(self._values)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # the engine's row does not pickle
+        return QueryRow, (dict(self._index), tuple(self._values))
+
     def __repr__(self) -> str:
         pairs = ", ".join(
             f"{name}={self._values[i]}" for name, i in self._index.items()

@@ -9,6 +9,7 @@ cannot say it so, asked of that point's knowledge built from the grains in force
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -275,7 +276,7 @@ class SparqlQueries:
         # change the layer's store meanwhile (Intervals.begin_reading). Read
         # whole: no answer outlives the call to hold a layer store since replaced.
         with core.lock:
-            planned = self._on_layer(sparql, bool(values), valid, known)
+            planned = self._on_layer(sparql, values, valid, known)
         if planned is None:
             return None
         layer, text, dataset, as_stored = planned
@@ -286,7 +287,7 @@ class SparqlQueries:
             core.intervals.done_reading()
 
     def _on_layer(
-        self, sparql: str, bound: bool, valid: int, known: int
+        self, sparql: str, values: Mapping[Any, Any], valid: int, known: int
     ) -> tuple[ox.Store, str, dict[str, Any], bool] | None:
         """How a query at (``valid``, ``known``) is asked of the interval layer:
         its store, the text, the dataset and whether the answer is as stored;
@@ -295,11 +296,11 @@ class SparqlQueries:
         layer = intervals.ready(self.core.backend)
         if layer is None:
             return None
-        graphs = None
-        as_stored = not intervals.blank  # no blank node to give back
-        text = None  # a rewrite testing each pattern's graph, or the graphs named
+        # No stored blank node to give back, nor one a binding or IRI() brings.
+        as_stored = not intervals.blank and not values and not _MINTS.search(sparql)
+        graphs, text = None, None  # the graphs named, or a rewrite testing them
         if len(intervals.extents) > intervals.named_at_most:
-            if not bound:  # a scan: naming the graphs may cost less
+            if not values:  # a scan: naming the graphs may cost less
                 graphs = intervals.scan_graphs(sparql, valid, known)
             if graphs is None:
                 clause = VersionClause(None, (), valid_at=valid, as_of=known)
@@ -574,6 +575,9 @@ def _dataset(
 
 
 _PLAIN_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT"})
+
+
+_MINTS = re.compile(r"(?i)\b(IRI|URI)\s*\(")  # what can make a skolem IRI
 
 
 @text_cache
