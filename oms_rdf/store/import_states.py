@@ -16,8 +16,8 @@ import fills the reserved graphs only from an export "whose index agrees"):
   grain was closed;
 - a grain whose own policy nothing may override (``locked``, a ``hold``, a mode
   unknown here, which fails closed) is never closed, nor is a grain that such
-  a policy of a derivation ancestor (new or stored) covers by its ``subtree``
-  scope. A ``timed`` lock, a signature mode or a goal's own transitions may
+  a policy of a derivation ancestor the store holds covers by its ``subtree``
+  scope (one the import brings may have come after the grain was closed). A ``timed`` lock, a signature mode or a goal's own transitions may
   have allowed what the index says, and are not judged again.
 
 The state is taken as N-Triples text, the form every import has at hand.
@@ -167,14 +167,17 @@ class ImportStates:
         return None
 
     def _sealed_above(self, address: str) -> tuple[str, str] | None:
-        """A derivation ancestor, new or stored, whose ``subtree`` policy lets
+        """A derivation ancestor the store holds whose ``subtree`` policy lets
         nothing close the grain, with that policy; as the store's own
-        operations find it (:func:`.protectors.subtree`)."""
+        operations find it (:func:`.protectors.subtree`, through the import's
+        grains too). One the import brings may have come after the grain was
+        closed, as the source's own operations allow: its backup restores."""
         grain = self.kept.get(address)
         if grain is None or not grain.get("derived_from"):
             return None
         for protector in subtree(grain, self._find):
-            if (seal := _seal(protector.policy)) is not None:
+            held = protector.address in self.store
+            if held and (seal := _seal(protector.policy)) is not None:
                 return protector.address, seal
         return None
 
