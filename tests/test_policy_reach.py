@@ -248,3 +248,46 @@ def test_an_erased_policy_protects_nothing_after_it(store: GrainStore) -> None:
     store.erase(root, reason="the person asked")
     store.contradict(leaf)
     assert store.status(leaf).verification == "contradicted"
+
+
+def test_a_grain_that_joins_after_the_erasure_inherits_the_protection(
+    store: GrainStore,
+) -> None:
+    """A successor or a derived grain written after the erasure reaches the
+    policy through the grain the erasure marked, as it would have through the
+    erased one."""
+    a = store.put(belief("a", invalidation_policy=LINEAGE_SOFT))
+    b = store.supersede(a, belief("b", T0 + 1), justification="first change")
+    c = store.supersede(b, belief("c", T0 + 2), justification="second change")
+    store.erase(b, reason="the person asked")
+    d = store.supersede(c, belief("d", T0 + 3), justification="third change")
+    refused(store, lambda: store.retract(d, reason=" "), "lineage")
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "soft_locked", "scope": "subtree"}))  # fmt: skip
+    middle = store.put(belief("middle", T0 + 1, subject="m", derived_from=[root]))
+    leaf = store.put(belief("leaf", T0 + 2, subject="l", derived_from=[middle]))
+    store.erase(middle, reason="the person asked")
+    later = store.put(belief("later", T0 + 3, subject="n", derived_from=[leaf]))
+    refused(store, lambda: store.contradict(later), "subtree")
+
+
+@pytest.mark.parametrize("fmt", ["nquads", "mg", "jsonl", "trig"])
+def test_a_copy_that_holds_the_erased_grain_takes_the_later_export(
+    store: GrainStore, fmt: str
+) -> None:
+    """The marks are the erasing store's: a copy made before the erasure still
+    holds the erased grain, and takes the later export as the same history.
+    A mark naming a grain erased since goes with it."""
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "locked", "scope": "subtree"}))  # fmt: skip
+    middle = store.put(belief("middle", T0 + 1, subject="m", derived_from=[root]))
+    leaf = store.put(belief("leaf", T0 + 2, subject="l", derived_from=[middle]))
+    copy = _travelled(store, fmt)
+    store.erase(middle, reason="the person asked")
+    out = io.BytesIO()
+    store.export(out, format=fmt)
+    copy.import_(io.BytesIO(out.getvalue()), format=fmt)
+    assert middle in copy and copy.status(leaf).protected_by == ()
+    assert store.status(leaf).protected_by == (root,)
+    store.erase(root, reason="the person asked")
+    assert store.status(leaf).protected_by == ()

@@ -129,16 +129,18 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
     node = f"<{NIH_PREFIX}{address}>"  # the grain's own rows; events are other nodes
     own = [row for row in rows if row[0] == node]
     given.load(rows_to_nquads(own).encode(), format=ox.RdfFormat.N_QUADS)
-    # The signer is read from the envelope, which the grain's bytes pin down.
+    # The signer is read from the envelope, which the grain's bytes pin down;
+    # protection an erasure kept (oms:protectedBy) is the erasing store's, and
+    # a copy that holds the erased grain has it through that grain.
     have = {
         str(q)
         for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
-        if q.predicate != OMS.signedBy
+        if q.predicate not in _NOT_HISTORY
     }
     if {
         str(q)
         for q in given
-        if q.predicate != OMS.signedBy and not _of_erased(store, q)
+        if q.predicate not in _NOT_HISTORY and not _of_erased(store, q)
     } != have:
         raise StoreError(
             f"grain {address[:12]}… is already in the store with another index state; "
@@ -148,6 +150,9 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
             code=ErrorCode.CONFLICT,
             path=address,
         )
+
+
+_NOT_HISTORY = (OMS.signedBy, OMS.protectedBy)
 
 
 def _of_erased(store: GrainStore, quad: ox.Quad) -> bool:

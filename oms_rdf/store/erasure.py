@@ -304,7 +304,8 @@ def _under_hold(store: GrainStore, address: str, now: int) -> bool:
 
 def _forget(grain: Grain) -> str:
     """SPARQL update operations removing every quad of one grain's node, index
-    state, evidence and disputes (no prologue); its knowledge triple is
+    state, evidence, disputes and the protection it passed on (no prologue);
+    its knowledge triple is
     :func:`_knowledge_leaving`'s.
 
     The node's rows are looked for in every graph but the knowledge graphs
@@ -317,6 +318,8 @@ def _forget(grain: Grain) -> str:
 WHERE {{ GRAPH {idx} {{ ?e <{oms}evidenceFor> {g} . ?e ?p ?o }} }} ;
 DELETE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }}
 WHERE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }} ;
+DELETE {{ GRAPH {idx} {{ ?r <{oms}protectedBy> {g} }} }}
+WHERE {{ GRAPH {idx} {{ ?r <{oms}protectedBy> {g} }} }} ;
 DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
 DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }}
   FILTER (?x != <{oms}current> && NOT EXISTS {{ ?k <{oms}graph> ?x }}) }}"""

@@ -47,9 +47,11 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
     if (policy := own_policy(grain)) is not None:
         out.append(_protector(grain, policy, "own"))
     out += _goals_superseded(core, grain)
-    out += subtree(grain, lambda a: core.get(a) if a in core else None)
+    ancestors: dict[str, int] = {}
+    out += subtree(grain, lambda a: core.get(a) if a in core else None, ancestors)
     # lineage: policies anywhere in the supersession chain.
-    for member in _lineage(core, questions, address).values():
+    chain = _lineage(core, questions, address)
+    for member in chain.values():
         policy = member.get("invalidation_policy")
         if (
             member.address != address
@@ -57,7 +59,18 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
             and policy.get("scope") == "lineage"
         ):
             out.append(_protector(member, policy, "lineage"))
-    return out + _marked(core, address, {(p.address, p.via) for p in out})
+    # What erasures marked on the grain, its ancestors and its chain: a grain
+    # that joined after an erasure inherits through the grains marked then.
+    found = {(p.address, p.via) for p in out}
+    marked = [(address, set(_PASSED_ON))]
+    marked += [(a, {"subtree"}) for a in ancestors if a != address]
+    marked += [(a, {"lineage"}) for a in chain if a != address]
+    for where, scopes in marked:
+        for protector in _marked(core, where, scopes):
+            if (protector.address, protector.via) not in found:
+                found.add((protector.address, protector.via))
+                out.append(protector)
+    return out
 
 
 _PASSED_ON = {"subtree": "subtree ancestor", "lineage": "lineage"}
@@ -72,11 +85,10 @@ def passed_on(core: Core, questions: Questions, address: str) -> list[str]:
     return sorted({p.address for p in found if p.via in vias})
 
 
-def _marked(
-    core: Core, address: str, found: Container[tuple[str, str]]
-) -> list[Protector]:
-    """The protection an erasure kept for a grain: each marking grain still
-    stored, with its policy as it is now (a timed lock may have run out)."""
+def _marked(core: Core, address: str, scopes: Container[str]) -> list[Protector]:
+    """The protection an erasure kept for a grain, of these scopes: each
+    marking grain still stored, with its policy as it is now (a timed lock may
+    have run out)."""
     out = []
     marks = core.backend.quads(grain_iri(address), OMS.protectedBy, None, OMS.index)
     for quad in list(marks):
@@ -86,9 +98,8 @@ def _marked(
         grain = core.get(marker)
         policy = grain.get("invalidation_policy")
         scope = policy.get("scope") if isinstance(policy, Mapping) else None
-        via = _PASSED_ON.get(scope) if isinstance(scope, str) else None
-        if via is not None and (marker, via) not in found:
-            out.append(_protector(grain, policy, via))
+        if isinstance(scope, str) and scope in _PASSED_ON and scope in scopes:
+            out.append(_protector(grain, policy, _PASSED_ON[scope]))
     return out
 
 
@@ -106,12 +117,17 @@ def any_policy(core: Core) -> bool:
 _ANY_POLICY = f"ASK {{ ?grain {OMS.invalidationPolicy} ?policy }}"
 
 
-def subtree(grain: Grain, find: Callable[[str], Grain | None]) -> list[Protector]:
+def subtree(
+    grain: Grain,
+    find: Callable[[str], Grain | None],
+    reached: dict[str, int] | None = None,
+) -> list[Protector]:
     """The policies of a grain's derivation ancestors with ``scope: subtree``,
     within MAX_HOPS (spec §8.4, §8.5), each ancestor found by ``find`` (None:
     not held). A piece cut from a grain over a portion of valid time restates
     it (:func:`.portion.is_piece`): that step is no hop, or cutting a grain
-    again and again would wear its protection away."""
+    again and again would wear its protection away. ``reached`` is given the
+    ancestors walked, with their hops."""
     out: list[Protector] = []
     hops, todo = {grain.address: 0}, deque([grain])
     while todo:  # breadth first, a step of no hop taken before the others
@@ -130,6 +146,8 @@ def subtree(grain: Grain, find: Callable[[str], Grain | None]) -> list[Protector
                     out.append(Protector(parent, policy, "subtree ancestor",
                                          ancestor.get("author_did")))  # fmt: skip
             hops[parent] = far
+            if reached is not None:
+                reached[parent] = far
             (todo.appendleft if step == 0 else todo.append)(ancestor)
     return out
 
