@@ -37,7 +37,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -246,8 +245,10 @@ class Intervals:
         self.dirty: set[str] = set()  # grain nodes written since (N-Triples)
         self.usable = True  # False: a time the layer cannot order (a type error)
         self.asked = 0  # questions at a point while it was not read
-        self._readers = 0  # questions being answered from the layer's store
-        self._counting = threading.Lock()
+        # The questions being asked of a layer store, outside the store's lock:
+        # each one's token, to the id of the store it reads. A dict's single
+        # steps need no lock, and a fork inherits none held.
+        self._reading: dict[object, int] = {}
         self.beliefs = BeliefExtents()  # each belief's, named graphs' too
 
     def forget(self) -> None:
@@ -291,21 +292,23 @@ class Intervals:
             self._catch_up(backend)
         return self.store if self.usable else None
 
-    def begin_reading(self) -> None:
-        """A question is asked of the layer's store, outside the store's lock:
-        until :meth:`done_reading`, a catch-up does not change that store (a
-        new one, read whole, may replace it)."""
-        with self._counting:
-            self._readers += 1
+    def begin_reading(self) -> object:
+        """Take the layer's store for a question asked outside the store's
+        lock: until :meth:`done_reading` is given the token returned, a
+        catch-up does not change that store (a new one, read whole, may
+        replace it)."""
+        token = object()
+        self._reading[token] = id(self.store)
+        return token
 
     @property
     def reading(self) -> bool:
         """Whether a question is being asked of the layer's store."""
-        return self._readers > 0
+        return id(self.store) in list(self._reading.values())
 
-    def done_reading(self) -> None:
-        with self._counting:
-            self._readers -= 1
+    def done_reading(self, token: object) -> None:
+        """Give back the store :meth:`begin_reading` took."""
+        self._reading.pop(token, None)
 
     def graphs_at(self, valid_at: int, as_of: int) -> list[ox.NamedNode]:
         """The graphs whose extent holds the point, in the order of their names

@@ -279,19 +279,20 @@ class SparqlQueries:
             planned = self._on_layer(sparql, values, valid, known)
         if planned is None:
             return None
-        layer, text, dataset, as_stored = planned
+        layer, text, dataset, as_stored, token = planned
         try:
             answer = run_query(layer, text, values, as_stored=as_stored, **dataset)
             return read_whole(answer)
         finally:
-            core.intervals.done_reading()
+            core.intervals.done_reading(token)
 
     def _on_layer(
         self, sparql: str, values: Mapping[Any, Any], valid: int, known: int
-    ) -> tuple[ox.Store, str, dict[str, Any], bool] | None:
+    ) -> tuple[ox.Store, str, dict[str, Any], bool, object] | None:
         """How a query at (``valid``, ``known``) is asked of the interval layer:
-        its store, the text, the dataset and whether the answer is as stored;
-        None where the layer does not answer. The store is held for reading."""
+        its store, the text, the dataset, whether the answer is as stored, and
+        the token of the store held for reading; None where the layer does not
+        answer."""
         intervals = self.core.intervals
         layer = intervals.ready(self.core.backend)
         if layer is None:
@@ -309,8 +310,7 @@ class SparqlQueries:
         if text is None:
             graphs = graphs or intervals.graphs_at(valid, known) or [_NO_GRAPH]
             text, dataset = sparql, {"default_graph": graphs, "named_graphs": []}
-        intervals.begin_reading()
-        return layer, text, dataset, as_stored
+        return layer, text, dataset, as_stored, intervals.begin_reading()
 
     def _asked_of_grains(
         self,
