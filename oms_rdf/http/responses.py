@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..errors import ErrorCode, OmsError, PolicyError
 
-__all__ = ["busy", "error_response", "refusal"]
+__all__ = ["busy", "error_response", "not_acceptable", "refusal"]
 
 
 def error_response(
