@@ -329,19 +329,18 @@ class SparqlQueries:
         if dataset:
             return None
         check_valid(sparql, values)
-        backend = self.core.backend
+        backend, whole = self.core.backend, False
         if valid_at is None and as_of is None:
             at = None if held_at is None else millis_literal(held_at)
             clause = grain_clause(None, None, namespaces_of(namespace), held_at=at)
         else:
-            clock = self.core.clock
-            valid, known = (
-                millis_or_now(valid_at, clock, "valid_at"),
-                millis_or_now(as_of, clock, "as_of"),
-            )
+            valid = millis_or_now(valid_at, self.core.clock, "valid_at")
+            known = millis_or_now(as_of, self.core.clock, "as_of")
             # Beside a question reading the interval layer, not the lookups that
-            # hold the lock (below) but the rule in SPARQL, on the snapshot.
-            called = backend.python_functions and not self.core.intervals.reading
+            # hold the lock (below) but the rule in SPARQL, on the snapshot, and
+            # its answer read whole here, as every other in process at a point.
+            whole = backend.python_functions
+            called = whole and not self.core.intervals.reading
             clause = grain_clause(
                 millis_literal(valid),
                 millis_literal(known),
@@ -352,7 +351,8 @@ class SparqlQueries:
         if text is None:
             return None
         if str(IN_FORCE_CALL) not in text:
-            return run_query(backend, text, values)
+            answer = run_query(backend, text, values)
+            return read_whole(answer) if whole else answer
         call = in_force_call(backend, valid_at=valid, as_of=known)
         # The lookups read the store as it is, the query a state of it: no write
         # may come between, so the answer is read whole here.
