@@ -305,6 +305,23 @@ def test_a_manifest_with_a_key_twice_is_refused() -> None:
     assert info.value.code == "ERR_CORRUPT" and info.value.path == "manifest entry 1"
 
 
+def test_a_manifest_out_of_order_is_refused() -> None:
+    """A canonical map's keys ascend (spec §2.1); read an entry at a time, the
+    order is what shows a key given twice without keeping the keys."""
+    first, second = sorted(oms.content_address(b) for b in BLOBS[:2])
+    buffer = io.BytesIO()
+    manifest = {first: {"vstatus": "verified"}, second: {"vstatus": "verified"}}
+    write_mg(BLOBS[:2], buffer, manifest=manifest)
+    body = buffer.getvalue()[:-32]
+    swapped = {second: manifest[second], first: manifest[first]}
+    packed = msgpack.packb(manifest)
+    body = body[: body.rindex(packed)] + msgpack.packb(swapped)
+    data = body + hashlib.sha256(body).digest()
+    with pytest.raises(DecodeError, match="out of order") as info:
+        list(read_mg(io.BytesIO(data)).blobs())
+    assert info.value.code == "ERR_CORRUPT" and info.value.path == "manifest entry 1"
+
+
 def _peak(read: Any) -> tuple[BaseException | None, int]:
     """Run ``read()``; return what it raised and the peak of traced memory."""
     tracemalloc.start()

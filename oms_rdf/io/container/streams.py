@@ -150,7 +150,7 @@ class TailReader:
         self.unpacker.feed(bytes(self.buffer))
         self.buffer = bytearray()
         count = self._next(self.unpacker.read_map_header, where, "a map")
-        seen: set[bytes] = set()  # digests: a duplicate key is corrupt (spec §2.1)
+        previous = ""  # a canonical map's keys ascend (spec §2.1): none twice
         for number in range(count):
             key = self._next(self.unpacker.unpack, where)
             value = self._next(self.unpacker.unpack, where)
@@ -161,14 +161,14 @@ class TailReader:
                     path=where,
                 )
             address = check_address(key, path=f"manifest entry {number}")
-            digest = bytes.fromhex(address)
-            if digest in seen:
+            if address <= previous:
+                what = "two entries for" if address == previous else "out of order at"
                 raise DecodeError(
-                    f"the manifest has two entries for grain {address}; a map's "
-                    "keys are unique",
+                    f"the manifest has {what} grain {address}; a canonical map's "
+                    "keys ascend, each once",
                     path=f"manifest entry {number}",
                 )
-            seen.add(digest)
+            previous = address
             yield address, value
 
     def _next(
