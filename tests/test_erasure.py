@@ -747,3 +747,60 @@ def test_a_consent_its_withdrawal_and_a_dependent_in_one_put_many() -> None:
     store.put_many([grant, oms.Grain.from_dict(consent(withdrawn_from=grant.address,
                                                        t=3)), late])  # fmt: skip
     assert store.pending_erasure() == [late.address]
+
+
+@pytest.mark.parametrize("way", ["put", "import"])
+def test_a_withdrawal_that_came_before_its_consent_is_honoured_when_it_comes(
+    way: str,
+) -> None:
+    """Whatever the order they arrive in, a consent's own withdrawal marks
+    every grain that names the consent, those stored before it too."""
+    grant = oms.Grain.from_dict(consent())
+    store = oms.GrainStore(clock=lambda: NOW)
+    early = store.put(dependent(grant.address, t=2))
+    store.put(consent(withdrawn_from=grant.address, t=3))
+    assert store.pending_erasure() == []  # whose consent it is, nothing says yet
+    if way == "put":
+        store.put(grant)
+    else:
+        source = oms.GrainStore(clock=lambda: NOW)
+        source.put(grant)
+        out = io.BytesIO()
+        source.export(out, format="jsonl")
+        store.import_(io.BytesIO(out.getvalue()), format="jsonl")
+    late = store.put(dependent(grant.address, t=4, obj="post"))
+    assert sorted(store.pending_erasure()) == sorted([early, late])
+
+
+def test_another_partys_withdrawal_before_the_consent_withdraws_nothing() -> None:
+    """Stored before the consent it names, it could not be refused; it then
+    withdraws nothing, and the store's own backup restores."""
+    grant = oms.Grain.from_dict(consent())
+    store = oms.GrainStore(clock=lambda: NOW)
+    pending = store.put(dependent(grant.address, t=2))
+    store.put({**consent(withdrawn_from=grant.address, t=3),
+               "subject_did": "did:key:z6Mkmallory"})  # fmt: skip
+    store.put(grant)
+    assert store.pending_erasure() == [] and pending in store
+    for fmt in ("jsonl", "mg", "trig", "nquads"):
+        out = io.BytesIO()
+        store.export(out, format=fmt)
+        restored = oms.GrainStore(clock=lambda: NOW)
+        restored.import_(io.BytesIO(out.getvalue()), format=fmt)
+        assert len(restored) == len(store) and restored.pending_erasure() == []
+
+
+def test_a_transaction_holds_withdrawals_to_the_consent_it_made() -> None:
+    store = oms.GrainStore(clock=lambda: NOW)
+    grant = oms.Grain.from_dict(consent())
+    early = store.put(dependent(grant.address, t=2))
+    with pytest.raises(oms.PolicyError, match="its consent's own"):
+        with store.transaction() as tx:
+            tx.put(grant)
+            tx.put({**consent(withdrawn_from=grant.address, t=3),
+                    "grantee_did": "did:key:z6Mkmallory"})  # fmt: skip
+    assert grant.address not in store
+    with store.transaction() as tx:
+        tx.put(grant)
+        tx.put(consent(withdrawn_from=grant.address, t=3))
+    assert store.pending_erasure() == [early]

@@ -38,7 +38,7 @@ from ..rdf.sparql import as_rows
 from ..rdf.vocab import OMS
 from .admission import check_axes
 from .audit import check as check_audit
-from .consent import foreign_withdrawal, is_withdrawal
+from .consent import foreign_withdrawal, is_withdrawal, withdrawals_of
 from .erasure import erased_addresses
 from .import_states import ImportStates
 from .journal import Journal, cyclic_gc_paused
@@ -121,8 +121,13 @@ class BulkImport:
         return policies
 
     def withdrawals(self) -> list[Grain]:
-        """The consent withdrawals the import brought in, each once."""
+        """The consent withdrawals the import brought in, and those stored of
+        the consents it brought (they came first), each once."""
         found = {g.address: g for p in self.checks for g in p.withdrawals}
+        core = self.store.core
+        for consent in (c for p in self.checks for c in p.consents):
+            if consent in self.store:
+                found.update((w.address, w) for w in withdrawals_of(core, consent))
         return [g for a, g in found.items() if a in self.store]
 
     def dependents(self) -> list[Grain]:
@@ -265,7 +270,7 @@ class ImportPolicies:
         if is_withdrawal(grain):
             self.withdrawals.append(grain)
         elif grain.type_byte == CONSENT.byte:
-            self.consents[grain.address] = grain  # what a withdrawal is checked by
+            self.consents[grain.address] = grain  # its withdrawals may be stored
         if isinstance(grain.get("processing_basis"), str):
             self.dependents.append(grain)
         if grain.type_byte != BELIEF.byte:
@@ -281,8 +286,8 @@ class ImportPolicies:
         tells the new grains the import brings in already superseded or retracted."""
         yield from self.misplaced.items()
         yield from self.states.refusals()
-        for withdrawal in self.withdrawals:
-            refusal = foreign_withdrawal(self.store.core, withdrawal, self.consents)
+        for withdrawal in self.withdrawals:  # of a consent the store holds already
+            refusal = foreign_withdrawal(self.store.core, withdrawal)
             if refusal is not None:
                 yield withdrawal.address, refusal
         current = {a: g for a, g in self.protected.items() if not closed(a)}

@@ -6,22 +6,46 @@ whose ``processing_basis`` is that consent, in any namespace, so it must be the
 consent's own: the same data subject (``subject_did``) taking back what it gave
 the same grantee (``grantee_did``). Another party's withdrawal, which anyone who
 knows a consent's address could write, is refused where it comes in (put,
-put_many, imports), and a withdrawal of a consent the store does not hold
-withdraws nothing here, since nothing says whose it is.
+put_many, a transaction, an import over a store that holds the consent). A
+withdrawal of a consent the store does not hold withdraws nothing until the
+consent comes: then it is honoured if it is the consent's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyoxigraph import DefaultGraph, Literal, NamedNode
+
 from ..codec.grain import Grain
 from ..codec.schema import CONSENT
 from ..errors import ErrorCode, PolicyError
+from ..rdf.mapping import address_of
+from ..rdf.vocab import FIELD_NS
 from .core import Core
 
-__all__ = ["foreign_withdrawal", "is_withdrawal", "withdraws"]
+__all__ = ["foreign_withdrawal", "is_withdrawal", "withdrawals_of", "withdraws"]
 
 _PARTIES = ("subject_did", "grantee_did")
+_PRIOR_CONSENT = NamedNode(FIELD_NS + "prior_consent")
+_GRAIN_LAYER = DefaultGraph()  # only the store writes there
+
+
+def withdrawals_of(
+    core: Core, consent: str, consents: Mapping[str, Grain] = {}
+) -> list[Grain]:
+    """The stored withdrawals of ``consent`` that are its own (``consents``:
+    arriving now, the consent among them). Read in the grain layer only: a
+    belief's triple withdraws nothing, nor does a belief's unknown key of the
+    same name (it is no Consent grain)."""
+    found = []
+    marks = core.backend.quads(None, _PRIOR_CONSENT, Literal(consent), _GRAIN_LAYER)
+    for quad in list(marks):
+        if isinstance(quad.subject, NamedNode):
+            grain = core.get(address_of(quad.subject))
+            if withdraws(core, grain, consents):
+                found.append(grain)
+    return found
 
 
 def is_withdrawal(grain: Grain) -> bool:
@@ -62,10 +86,13 @@ def foreign_withdrawal(
 def _consent(
     core: Core, withdrawal: Grain, consents: Mapping[str, Grain]
 ) -> Grain | None:
+    """The consent a withdrawal names: arriving with it, made by the open
+    transaction, or stored."""
     prior = withdrawal.get("prior_consent")
     if not isinstance(prior, str):
         return None
-    found = consents.get(prior)
+    pending = core.pending
+    found = consents.get(prior) or (pending.made.get(prior) if pending else None)
     if found is None and prior in core:
         found = core.get(prior)
     return found

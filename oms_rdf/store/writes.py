@@ -13,9 +13,9 @@ from ..codec.schema import BELIEF, CONSENT
 from ..errors import ConflictWarning, ErrorCode, OmsError, PolicyError, StoreError
 from ..rdf.mapping import Row, address_of, grain_iri, millis_literal, subject_pattern
 from ..rdf.sparql import QUERIES, as_rows, quad_row
-from ..rdf.vocab import FIELD_NS, OMS
+from ..rdf.vocab import OMS
 from .admission import accept, check_new
-from .consent import foreign_withdrawal, withdraws
+from .consent import foreign_withdrawal, is_withdrawal, withdrawals_of, withdraws
 from .core import Core
 from .erasure import erased_addresses, refuse_erased
 from .invalidation import Invalidation
@@ -28,9 +28,6 @@ from .state import GrainLike, Signature, check_many, check_texts
 T = TypeVar("T")
 
 
-_PRIOR_CONSENT = NamedNode(FIELD_NS + "prior_consent")
-_IS_WITHDRAWAL = NamedNode(FIELD_NS + "is_withdrawal")
-_TRUE = Literal(True)
 _GRAIN_LAYER = DefaultGraph()  # the grain layer: only the store writes there
 
 
@@ -97,6 +94,7 @@ class Writes:
             rows = self.core.rows_for(grain, signature)
             delete, extra = self._dispute(grain, rivals, refusal)
             extra += self._withdrawal(grain) + self._after_withdrawal(grain)
+            extra += self._withdrawn_before(grain)
             rows += as_rows(self.core.audit_rows("put", target=grain.address))
             if extra:
                 rows = [r for r in rows if r not in delete]
@@ -193,6 +191,7 @@ class Writes:
                 extra += added + self._withdrawal(grain, consents)
                 earlier.append(grain)
             extra += self._after_withdrawal(grain, withdrawn)
+            extra += self._withdrawn_before(grain)
             if tick is not None:
                 tick(1)
         return delete, extra
@@ -382,7 +381,7 @@ class Writes:
             != "consent_cascade"
         ):
             return []
-        if basis not in withdrawn and not self._withdrawn(basis):
+        if basis not in withdrawn and not withdrawals_of(self.core, basis):
             return []
         now = self.core.clock()
         mark = Quad(
@@ -391,19 +390,14 @@ class Writes:
         return [mark, *self.core.audit_rows("consent_withdrawn", target=grain.address,
                                            reason="its processing basis was withdrawn before", count=1)]  # fmt: skip
 
-    def _withdrawn(self, consent: str) -> bool:
-        """Whether a withdrawal of ``consent`` is stored, the consent's own
-        (:mod:`.consent`). Read in the grain layer only: a belief's triple, or
-        a belief's unknown keys of the same names, withdraw nothing."""
-        backend = self.core.backend
-        for quad in backend.quads(None, _PRIOR_CONSENT, Literal(consent), _GRAIN_LAYER):
-            node = quad.subject
-            if isinstance(node, NamedNode) and next(
-                backend.quads(node, _IS_WITHDRAWAL, _TRUE, _GRAIN_LAYER), None
-            ):
-                if withdraws(self.core, self.core.get(address_of(node))):
-                    return True
-        return False
+    def _withdrawn_before(self, grain: Grain) -> list[Quad | Row]:
+        """A Consent whose own withdrawal came first: its dependents are
+        marked now, as the withdrawal would have marked them."""
+        if grain.type_byte != CONSENT.byte or is_withdrawal(grain):
+            return []
+        mine = {grain.address: grain}
+        found = withdrawals_of(self.core, grain.address, mine)
+        return [row for w in found for row in self._withdrawal(w, mine)]
 
     def _withdrawal(
         self, grain: Grain, consents: Mapping[str, Grain] = {}
