@@ -646,6 +646,9 @@ def test_a_blank_node_a_query_brings_is_given_back_from_the_layer() -> None:
     assert row["x"] == ox.BlankNode("b1")
     (row,) = store.query(minted, **point)
     assert row["x"] == ox.BlankNode("zz")
+    written = f"SELECT ?x WHERE {{ ?s <{EX}knows> ?o VALUES ?x {{ <{GENID}zz> }} }}"
+    (row,) = store.query(written, **point)
+    assert row["x"] == ox.BlankNode("zz")
     (row,) = store.query(f"SELECT ?s ?o WHERE {{ ?s <{EX}knows> ?o }}", **point)
     again = pickle.loads(pickle.dumps(row))
     assert list(again) == list(row) and again["o"] == ox.NamedNode(f"{EX}b")

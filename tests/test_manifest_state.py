@@ -180,3 +180,16 @@ def test_an_older_entry_with_vstatus_disputed_and_bare_itype_is_read() -> None:
     state = store.status(grain.address)
     assert (state.verification, state.invalidation_type, state.reason) == (
         "disputed", "note", "as written once")  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["mg", "jsonl", "trig"])
+def test_a_store_takes_its_own_export_after_evidence(fmt: str) -> None:
+    """Evidence writes an SPRT status of "accumulating", which a manifest
+    leaves out as the state of a grain with none: the same history."""
+    store = oms.GrainStore(clock=lambda: NOW)
+    a = store.put(oms.Belief("a", "r", "o", 0.9, created_at=1))
+    store.evidence(a, "supporting", 0.9)
+    out = io.BytesIO()
+    store.export(out, format=fmt)
+    assert store.import_(io.BytesIO(out.getvalue()), format=fmt).added == 0
+    assert store.status(a).sprt_status == "accumulating"

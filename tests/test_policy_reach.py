@@ -291,3 +291,48 @@ def test_a_copy_that_holds_the_erased_grain_takes_the_later_export(
     assert store.status(leaf).protected_by == (root,)
     store.erase(root, reason="the person asked")
     assert store.status(leaf).protected_by == ()
+
+
+def test_a_lock_kept_by_an_erasure_bounds_an_import_too(store: GrainStore) -> None:
+    """An import may not bring, closed, a grain derived from one an erasure
+    marked with a locked subtree root, as retract may not close it."""
+    locked = {"mode": "locked", "scope": "subtree"}
+    root = store.put(belief("root", subject="root", invalidation_policy=locked))
+    middle = store.put(belief("middle", T0 + 1, subject="m", derived_from=[root]))
+    marked = belief("marked", T0 + 2, subject="k", derived_from=[middle])
+    store.put(marked)
+    store.erase(middle, reason="the person asked")
+    elsewhere = GrainStore(clock=lambda: T0 + 100 * DAY)
+    elsewhere.put(marked)
+    leaf = elsewhere.put(belief("leaf", T0 + 3, subject="l",
+                                derived_from=[Grain.from_dict(marked).address]))  # fmt: skip
+    elsewhere.retract(leaf, reason="closed there, where no root was")
+    out = io.BytesIO()
+    elsewhere.export(out, format="jsonl")
+    refused(store, lambda: store.import_(io.BytesIO(out.getvalue()), format="jsonl"),
+            "subtree policy")  # fmt: skip
+
+
+def test_a_mark_reaches_no_further_than_the_hops_of_the_grain_it_marked(
+    store: GrainStore,
+) -> None:
+    """The spec's 16 hops: a grain 20 hops below a locked root is not covered;
+    after an erasure near the root, the marks keep protection within 16 hops,
+    and say how far their root is, so that a later grain is covered as far."""
+    root = store.put(belief("root", subject="root",
+                            invalidation_policy={"mode": "locked", "scope": "subtree"}))  # fmt: skip
+    chain = [root]
+    for i in range(1, 21):
+        chain.append(store.put(belief(f"g{i}", T0 + i, subject=f"s{i}",
+                                      derived_from=[chain[-1]])))  # fmt: skip
+    store.erase(chain[2], reason="the person asked")
+    assert store.status(chain[16]).protected_by == (root,)
+    assert store.status(chain[17]).protected_by == ()
+    refused(store, lambda: store.contradict(chain[16]), "subtree")
+    store.contradict(chain[17])  # 17 hops: beyond reach
+    later = store.put(belief("later", T0 + 30, subject="t", derived_from=[chain[15]]))
+    refused(store, lambda: store.contradict(later), "subtree")  # 16 hops
+    further = store.put(
+        belief("further", T0 + 31, subject="u", derived_from=[chain[16]])
+    )
+    store.contradict(further)  # 17 hops

@@ -181,6 +181,12 @@ def _evidence_rows(address: str, entry: Mapping[str, Any]) -> list[Row]:
         for other in field(key, list) or ():
             other = check_address(other if isinstance(other, str) else repr(other))
             quads.append(ox.Quad(node, prop, grain_iri(other), idx))
+    for far in field("oms_rdf:hops", list) or ():
+        marker, _, hops = far.partition(" ") if isinstance(far, str) else ("", "", "")
+        if not hops.isdigit():
+            raise DecodeError(f'oms_rdf:hops: expected "ADDRESS HOPS", found {far!r}')
+        check_address(marker)
+        quads.append(ox.Quad(node, OMS.subtreeHops, ox.Literal(far), idx))
     if (marked := field("oms_rdf:pe", int)) is not None:
         quads.append(ox.Quad(node, OMS.pendingErasure, millis_literal(marked), idx))
     for event in field("oms_rdf:evidence", list) or ():
@@ -282,6 +288,8 @@ def _evidence_entry(store: GrainStore, state: IndexState) -> dict[str, Any]:
         entry["oms_rdf:split"] = list(state.split_into)
     if state.protected_by:
         entry["oms_rdf:protected"] = list(state.protected_by)
+    if state.subtree_hops:
+        entry["oms_rdf:hops"] = list(state.subtree_hops)
     if state.pending_erasure is not None:
         entry["oms_rdf:pe"] = state.pending_erasure
     events = []

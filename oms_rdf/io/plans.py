@@ -135,12 +135,10 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
     have = {
         str(q)
         for q in store.backend.quads(grain_iri(address), None, None, OMS.index)
-        if q.predicate not in _NOT_HISTORY
+        if not _not_history(q)
     }
     if {
-        str(q)
-        for q in given
-        if q.predicate not in _NOT_HISTORY and not _of_erased(store, q)
+        str(q) for q in given if not _not_history(q) and not _of_erased(store, q)
     } != have:
         raise StoreError(
             f"grain {address[:12]}… is already in the store with another index state; "
@@ -152,7 +150,17 @@ def check_same_state(store: GrainStore, address: str, rows: list[Row]) -> None:
         )
 
 
-_NOT_HISTORY = (OMS.signedBy, OMS.protectedBy)
+_NOT_HISTORY = (OMS.signedBy, OMS.protectedBy, OMS.subtreeHops)
+_ACCUMULATING = ox.Literal("accumulating")
+
+
+def _not_history(quad: ox.Quad) -> bool:
+    """A row that is no part of a grain's history: one of _NOT_HISTORY, or an
+    SPRT status of "accumulating", the state of a grain with none written (the
+    manifest writes none)."""
+    return quad.predicate in _NOT_HISTORY or (
+        quad.predicate == OMS.sprtStatus and quad.object == _ACCUMULATING
+    )
 
 
 def _of_erased(store: GrainStore, quad: ox.Quad) -> bool:

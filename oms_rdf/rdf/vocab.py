@@ -105,7 +105,7 @@ INDEX_PROPERTIES = names("""
     invalidationReason invalidationInitiator needsReview operation at actor target
     result reason count baseIri entityRelation forwardOnly blob envelope signedBy pendingErasure
     evidenceFor evidenceKind strength note logRatio sprtStatus sprtEntered
-    effectiveConfidence conflictsWith erasedAt protectedBy
+    effectiveConfidence conflictsWith erasedAt protectedBy subtreeHops
 """)
 # The journal of a write in progress (store/journal.py); never exported.
 JOURNAL_PROPERTIES = ("journalBefore", "journalGrain", "journalQuad")

@@ -284,12 +284,15 @@ def _protection_kept(store: GrainStore, targets: list[Grain]) -> list[ox.Quad]:
         reached.update(g.address for g in store.questions.history(grain.address))
     marks = []
     for address in sorted(reached - erased):
-        for marker in passed_on(store.core, store.questions, address):
+        node = grain_iri(address)
+        for marker, hops in passed_on(store.core, store.questions, address).items():
             if marker not in erased:
-                node = grain_iri(address)
                 marks.append(
                     ox.Quad(node, OMS.protectedBy, grain_iri(marker), OMS.index)
                 )
+            if marker not in erased and hops:  # a subtree's: how far up it is
+                far = ox.Literal(f"{marker} {hops}")
+                marks.append(ox.Quad(node, OMS.subtreeHops, far, OMS.index))
     return marks
 
 
@@ -320,6 +323,9 @@ DELETE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }}
 WHERE {{ GRAPH {idx} {{ ?r <{oms}conflictsWith> {g} }} }} ;
 DELETE {{ GRAPH {idx} {{ ?r <{oms}protectedBy> {g} }} }}
 WHERE {{ GRAPH {idx} {{ ?r <{oms}protectedBy> {g} }} }} ;
+DELETE {{ GRAPH {idx} {{ ?r <{oms}subtreeHops> ?h }} }}
+WHERE {{ GRAPH {idx} {{ ?r <{oms}subtreeHops> ?h
+  FILTER (STRSTARTS(?h, "{grain.address} ")) }} }} ;
 DELETE {{ {g} ?p ?o }} WHERE {{ {g} ?p ?o }} ;
 DELETE {{ GRAPH ?x {{ {g} ?p ?o }} }} WHERE {{ GRAPH ?x {{ {g} ?p ?o }}
   FILTER (?x != <{oms}current> && NOT EXISTS {{ ?k <{oms}graph> ?x }}) }}"""

@@ -36,7 +36,7 @@ from ..rdf.mapping import NIH_PREFIX, grain_iri
 from ..rdf.vocab import OMS
 from ..times import to_millis
 from .policy import effective_mode
-from .protectors import subtree
+from .protectors import marked, subtree
 
 if TYPE_CHECKING:
     from . import GrainStore
@@ -175,7 +175,13 @@ class ImportStates:
         grain = self.kept.get(address)
         if grain is None or not grain.get("derived_from"):
             return None
-        for protector in subtree(grain, self._find):
+        reached: dict[str, int] = {}
+        found = subtree(grain, self._find, reached)
+        core = self.store.core
+        for ancestor, hops in reached.items():  # what erasures kept of theirs
+            if ancestor in self.store:
+                found += marked(core, ancestor, ("subtree",), hops)
+        for protector in found:
             held = protector.address in self.store
             if held and (seal := _seal(protector.policy)) is not None:
                 return protector.address, seal

@@ -59,4 +59,5 @@ def index_state(address: str, quads: Iterable[Quad]) -> IndexState:
         pending_erasure=number(OMS.pendingErasure),
         conflicts_with=addresses(OMS.conflictsWith),
         protected_by=addresses(OMS.protectedBy),
+        subtree_hops=tuple(sorted(every.get(OMS.subtreeHops.value, ()))),
     )

@@ -37,6 +37,7 @@ class Protector:
     # spec §8.6), and how many satisfaction_evidence entries "satisfied" needs.
     allowed: frozenset[str] = frozenset()
     evidence_required: int = 0
+    hops: int = 0  # a subtree ancestor's: how far up it is (at most MAX_HOPS)
 
 
 def effective_mode(policy: Any, now_ms: int) -> str:

@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
+from pyoxigraph import Literal
+
 from ..codec.grain import Grain, system_from
 from ..codec.schema import CONSENT, GOAL
 from ..codec.signing import supersession_draft, verify_supersession
@@ -22,9 +24,11 @@ from .state import same_claim
 __all__ = [
     "any_policy",
     "cosigners",
+    "marked",
     "own_policy",
     "passed_on",
     "protectors",
+    "subtree",
     "transition",
 ]
 
@@ -62,11 +66,11 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
     # What erasures marked on the grain, its ancestors and its chain: a grain
     # that joined after an erasure inherits through the grains marked then.
     found = {(p.address, p.via) for p in out}
-    marked = [(address, set(_PASSED_ON))]
-    marked += [(a, {"subtree"}) for a in ancestors if a != address]
-    marked += [(a, {"lineage"}) for a in chain if a != address]
-    for where, scopes in marked:
-        for protector in _marked(core, where, scopes):
+    places = [(address, set(_PASSED_ON), 0)]
+    places += [(a, {"subtree"}, hops) for a, hops in ancestors.items() if a != address]
+    places += [(a, {"lineage"}, 0) for a in chain if a != address]
+    for where, scopes, hops in places:
+        for protector in marked(core, where, scopes, hops):
             if (protector.address, protector.via) not in found:
                 found.add((protector.address, protector.via))
                 out.append(protector)
@@ -76,21 +80,29 @@ def protectors(core: Core, questions: Questions, address: str) -> list[Protector
 _PASSED_ON = {"subtree": "subtree ancestor", "lineage": "lineage"}
 
 
-def passed_on(core: Core, questions: Questions, address: str) -> list[str]:
+def passed_on(core: Core, questions: Questions, address: str) -> dict[str, int]:
     """The grains whose policy of scope ``subtree`` or ``lineage`` protects a
-    grain: what an erasure marks the grains after it with (``oms:protectedBy``),
-    since the walks that find them go through the grain it erases."""
-    vias = set(_PASSED_ON.values())
-    found = protectors(core, questions, address)
-    return sorted({p.address for p in found if p.via in vias})
+    grain, each with its hops (a lineage's: 0): what an erasure marks the
+    grains after it with (``oms:protectedBy``, ``oms:subtreeHops``), since the
+    walks that find them go through the grain it erases."""
+    found: dict[str, int] = {}
+    for p in protectors(core, questions, address):
+        if p.via in _PASSED_ON.values():
+            found[p.address] = min(p.hops, found.get(p.address, p.hops))
+    return found
 
 
-def _marked(core: Core, address: str, scopes: Container[str]) -> list[Protector]:
-    """The protection an erasure kept for a grain, of these scopes: each
-    marking grain still stored, with its policy as it is now (a timed lock may
-    have run out)."""
+def marked(
+    core: Core, address: str, scopes: Container[str], hops: int = 0
+) -> list[Protector]:
+    """The protection an erasure kept for a grain ``hops`` above the one
+    protected, of these scopes: each marking grain still stored, with its
+    policy as it is now (a timed lock may have run out); a subtree's within
+    MAX_HOPS of the grain protected, counted through the grain marked."""
     out = []
-    marks = core.backend.quads(grain_iri(address), OMS.protectedBy, None, OMS.index)
+    node = grain_iri(address)
+    marks = core.backend.quads(node, OMS.protectedBy, None, OMS.index)
+    far = _hops(core, node)
     for quad in list(marks):
         marker = address_of(quad.object)  # type: ignore[arg-type]
         if marker not in core:
@@ -98,9 +110,25 @@ def _marked(core: Core, address: str, scopes: Container[str]) -> list[Protector]
         grain = core.get(marker)
         policy = grain.get("invalidation_policy")
         scope = policy.get("scope") if isinstance(policy, Mapping) else None
-        if isinstance(scope, str) and scope in _PASSED_ON and scope in scopes:
-            out.append(_protector(grain, policy, _PASSED_ON[scope]))
+        if not isinstance(scope, str) or scope not in _PASSED_ON or scope not in scopes:
+            continue
+        if scope == "lineage":
+            out.append(_protector(grain, policy, "lineage"))
+        elif (up := hops + far.get(marker, MAX_HOPS)) <= MAX_HOPS:
+            out.append(Protector(marker, policy, "subtree ancestor",
+                                 grain.get("author_did"), hops=up))  # fmt: skip
     return out
+
+
+def _hops(core: Core, node: Any) -> dict[str, int]:
+    """How far above a marked grain each subtree marker is (``"HEX N"``)."""
+    found = {}
+    for quad in core.backend.quads(node, OMS.subtreeHops, None, OMS.index):
+        text = quad.object.value if isinstance(quad.object, Literal) else ""
+        address, _, hops = text.partition(" ")
+        if hops.isdigit():
+            found[address] = int(hops)
+    return found
 
 
 def any_policy(core: Core) -> bool:
@@ -144,7 +172,7 @@ def subtree(
                 policy = ancestor.get("invalidation_policy")
                 if isinstance(policy, Mapping) and policy.get("scope") == "subtree":
                     out.append(Protector(parent, policy, "subtree ancestor",
-                                         ancestor.get("author_did")))  # fmt: skip
+                                         ancestor.get("author_did"), hops=far))  # fmt: skip
             hops[parent] = far
             if reached is not None:
                 reached[parent] = far

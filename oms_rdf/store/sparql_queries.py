@@ -577,7 +577,7 @@ def _dataset(
 _PLAIN_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT"})
 
 
-_MINTS = re.compile(r"(?i)\b(IRI|URI)\s*\(")  # what can make a skolem IRI
+_MINTS = re.compile(r"(?i)\b(IRI|URI)\s*\(|\.well-known/genid")  # a skolem IRI made
 
 
 @text_cache

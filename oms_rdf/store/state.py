@@ -53,6 +53,7 @@ class IndexState:
     conflicts_with: tuple[str, ...] = ()  # disputed rivals on a functional relation
     # grains whose subtree or lineage policy reached it through a grain since erased
     protected_by: tuple[str, ...] = ()
+    subtree_hops: tuple[str, ...] = ()  # "HEX N": how far up each subtree one is
 
     @property
     def is_current(self) -> bool:
