@@ -99,11 +99,13 @@ def marked(
     protected, of these scopes: each marking grain still stored, with its
     policy as it is now (a timed lock may have run out); a subtree's within
     MAX_HOPS of the grain protected, counted through the grain marked."""
-    out = []
+    out: list[Protector] = []
     node = grain_iri(address)
-    marks = core.backend.quads(node, OMS.protectedBy, None, OMS.index)
+    marks = list(core.backend.quads(node, OMS.protectedBy, None, OMS.index))
+    if not marks:  # the common case: one lookup
+        return out
     far = _hops(core, node)
-    for quad in list(marks):
+    for quad in marks:
         marker = address_of(quad.object)  # type: ignore[arg-type]
         if marker not in core:
             continue  # erased too: its policy went with it
