@@ -49,6 +49,7 @@ def withdrawals_of(
 
 
 def is_withdrawal(grain: Grain) -> bool:
+    """Whether a grain is a Consent grain that withdraws one."""
     return grain.type_byte == CONSENT.byte and grain.get("is_withdrawal") is True
 
 
